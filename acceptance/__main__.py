@@ -1,0 +1,5 @@
+import sys
+
+from acceptance.cli import main
+
+sys.exit(main())

@@ -1,0 +1,1 @@
+"""Where workloads run: Kubernetes, SSH."""

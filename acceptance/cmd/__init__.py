@@ -1,0 +1,1 @@
+"""Subcommands of the `acceptance` CLI, one module each, each exposing `register(subparsers)`."""

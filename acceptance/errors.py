@@ -1,0 +1,69 @@
+"""The one exception tree of the harness.
+
+Every foreseeable problem is one of these, carrying enough context (file, line,
+what was expected) that the CLI and the plugin can print it without a traceback.
+"""
+
+from __future__ import annotations
+
+
+class AcceptanceError(Exception):
+    """Base of every error the harness raises on purpose."""
+
+
+class UsageError(AcceptanceError):
+    """The user asked for something that cannot work (bad option, unknown node)."""
+
+
+class ParseError(AcceptanceError):
+    """Text that does not have the expected shape.
+
+    `source` is the file name (or a label such as ``<stdin>``), `line` the 1-based
+    line number (0 when the problem is the whole input), `text` the offending line,
+    `expected` what would have been accepted.
+    """
+
+    def __init__(self, source: str, line: int, text: str, expected: str) -> None:
+        self.source = source
+        self.line = line
+        self.text = text
+        self.expected = expected
+        where = f"{source}:{line}" if line else source
+        shown = text if len(text) <= 120 else text[:117] + "..."
+        super().__init__(f"{where}: expected {expected}" + (f", found {shown!r}" if text else ""))
+
+
+class ProfileError(UsageError):
+    """The cluster profile (cluster.yaml) is missing or invalid."""
+
+
+class BaselineError(AcceptanceError):
+    """The handover baseline is missing, unreadable, invalid, or cannot be written."""
+
+
+class NotComparableError(BaselineError):
+    """Today's conditions differ from the baseline's: a comparison would be meaningless."""
+
+    def __init__(self, differences: list[str]) -> None:
+        self.differences = list(differences)
+        super().__init__("not comparable with the baseline: " + "; ".join(differences))
+
+
+class ClusterError(AcceptanceError):
+    """The cluster could not do what was asked."""
+
+
+class JobFailed(ClusterError):
+    """A workload ran and failed (or could not start), with the reason."""
+
+
+class JobTimeout(ClusterError):
+    """A workload did not reach a final state before its deadline."""
+
+
+class Unschedulable(ClusterError):
+    """The scheduler could not place a workload (its message is kept)."""
+
+
+class SshError(ClusterError):
+    """An SSH connection or command failed."""

@@ -1,0 +1,1 @@
+"""Pure verdicts: measured vs baseline vs margin."""

@@ -1,0 +1,57 @@
+"""The verdict record every judge returns, and how it reads in one line."""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+
+class Status(enum.Enum):
+    """Outcome of one criterion for one subject (a node, a collective, a job)."""
+
+    PASS = "pass"
+    FAIL = "fail"
+    NOT_COMPARABLE = "not-comparable"
+    INCONCLUSIVE = "inconclusive"
+    ERROR = "error"
+
+    @property
+    def ok(self) -> bool:
+        return self is Status.PASS
+
+
+Figure = str | int | float | bool | None
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """A judged result with everything needed to explain it.
+
+    `summary` is the one line an on-call engineer reads first: what failed, where,
+    by how much, against what. `figures` are flat name → value pairs that become
+    junit properties (measured, expected, margin, ratio, unit, node, gpu, size ...).
+    `evidence` holds longer lines (differences, error messages) in reading order.
+    `table` is an optional per-item frame (e.g. busbw per size) for plots.
+    """
+
+    status: Status
+    subject: str
+    summary: str
+    figures: Mapping[str, Figure] = field(default_factory=dict)
+    evidence: tuple[str, ...] = ()
+    table: pd.DataFrame | None = field(default=None, compare=False, repr=False)
+
+    @property
+    def passed(self) -> bool:
+        return self.status.ok
+
+    def message(self) -> str:
+        """The failure text shown by pytest: the summary, then the evidence lines."""
+        lines = [f"{self.status.value.upper()}: {self.summary}"]
+        lines.extend(f"  - {line}" for line in self.evidence)
+        return "\n".join(lines)

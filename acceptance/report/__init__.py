@@ -1,0 +1,1 @@
+"""Reports: junit properties, signatures, HTML, evidence."""

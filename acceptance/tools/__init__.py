@@ -1,0 +1,1 @@
+"""Pure command builders and parsers for external tools: text in, records out."""

@@ -1,0 +1,1 @@
+"""Shared by tests/ and acceptance/ runs: nothing but the path of ../shared."""

@@ -1,0 +1,28 @@
+"""Where the read-only reference data of ../shared lives, for tests that use it.
+
+Those tests skip when ../shared is absent (a clone without the steering repo beside it).
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+SHARED = Path(os.environ.get("ACCEPTANCE_SHARED_DIR", ROOT.parent / "shared"))
+CORPUS = SHARED / "corpus"
+K8S = SHARED / "k8s"
+FIXTURES = ROOT / "fixtures"
+
+
+def corpus_files(kind: str) -> list[Path]:
+    """Every sample of one corpus folder (``nccl``, ``dcgm``, ``trainlogs``), .source files excluded."""
+    folder = CORPUS / kind
+    if not folder.is_dir():
+        return []
+    return sorted(p for p in folder.iterdir() if p.is_file() and p.suffix != ".source")
+
+
+needs_shared = pytest.mark.skipif(not SHARED.is_dir(), reason="../shared is absent")
