@@ -1,0 +1,51 @@
+"""`acceptance parse KIND FILE`: print a tool's output as the stable JSON of DESIGN §4.3.
+
+Each kind is served by a module under `acceptance.tools` that exposes
+`add_parse_options(parser)` and `parse_cli(path, args) -> (document, exit_status)`:
+exit 0 parsed and the tool's run was clean, 1 parsed but the run failed or is
+incomplete, 2 not recognised. A `ParseError` from the module also means 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from acceptance.errors import ParseError
+
+KINDS: dict[str, tuple[str, str]] = {
+    # "nccl": ("acceptance.tools.nccl", "nccl-tests output (all_reduce_perf and siblings)"),
+    # "dcgm": ("acceptance.tools.dcgm", "dcgmi diag output, JSON (-j) or text"),
+    # "trainlog": ("acceptance.tools.trainlog", "a training log (Megatron, NeMo, torchtitan, HF, ...)"),
+}
+
+
+def register(subparsers: Any) -> None:
+    parser = subparsers.add_parser("parse", help="print a tool's output as JSON")
+    kinds = parser.add_subparsers(dest="kind", metavar="KIND", required=True)
+    for kind, (module_name, help_text) in KINDS.items():
+        sub = kinds.add_parser(kind, help=help_text)
+        sub.add_argument("file", type=Path, help="the captured output ('-' for standard input)")
+        module = importlib.import_module(module_name)
+        module.add_parse_options(sub)
+        sub.set_defaults(func=_run, parse_module=module_name)
+
+
+def _run(args: argparse.Namespace) -> int:
+    module = importlib.import_module(args.parse_module)
+    label = "<stdin>" if str(args.file) == "-" else str(args.file)
+    if label != "<stdin>" and not args.file.is_file():
+        print(f"acceptance parse: {label}: no such file", file=sys.stderr)
+        return 2
+    try:
+        document, status = module.parse_cli(args.file, args)
+    except ParseError as exc:
+        print(f"acceptance parse: {exc}", file=sys.stderr)
+        return 2
+    json.dump(document, sys.stdout, indent=2, sort_keys=False)
+    sys.stdout.write("\n")
+    return int(status)
