@@ -16,7 +16,11 @@ from acceptance import __version__
 from acceptance.errors import AcceptanceError, UsageError
 
 # Order is the order of `acceptance --help`.
-COMMAND_MODULES: tuple[str, ...] = ("acceptance.cmd.parse",)
+COMMAND_MODULES: tuple[str, ...] = (
+    "acceptance.cmd.profile",
+    "acceptance.cmd.baseline",
+    "acceptance.cmd.parse",
+)
 
 EPILOG = """\
 exit status:

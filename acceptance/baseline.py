@@ -1,0 +1,224 @@
+"""The handover baseline: what later runs are judged against.
+
+A baseline is plain JSON (``acceptance/schemas/baseline.schema.json``): provenance,
+the conditions it was recorded under, the results, and the margins agreed then.
+Files are named ``handover-<UTC>.json``, written atomically, never overwritten; the
+sha256 of the loaded bytes goes into every report.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import tempfile
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from acceptance import schemas
+from acceptance.errors import BaselineError
+from acceptance.yamlsrc import format_path
+
+FORMAT = "recovery-acceptance-baseline/1"
+PREFIX = "handover-"
+STAMP = "%Y%m%dT%H%M%SZ"
+
+
+@dataclass(frozen=True)
+class NodeSpec:
+    """The worker node spec both sides agreed on."""
+
+    gpu_product: str | None
+    gpus_per_node: int
+    driver_version: str | None
+    cuda_version: str | None
+    os_image: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "gpu_product": self.gpu_product,
+            "gpus_per_node": self.gpus_per_node,
+            "driver_version": self.driver_version,
+            "cuda_version": self.cuda_version,
+            "os_image": self.os_image,
+        }
+
+
+@dataclass(frozen=True)
+class ClusterConditions:
+    """Cluster-wide conditions; per-tool conditions live in their own sections."""
+
+    nodes: tuple[str, ...]
+    kubernetes_version: str | None
+    node_spec: NodeSpec
+
+    def differences(self, then: ClusterConditions) -> list[str]:
+        """Each difference of today (`self`) against the baseline (`then`), in words."""
+        out: list[str] = []
+        _differ(out, "Kubernetes", self.kubernetes_version, then.kubernetes_version)
+        _differ(out, "GPU model", self.node_spec.gpu_product, then.node_spec.gpu_product)
+        _differ(out, "GPUs per node", self.node_spec.gpus_per_node, then.node_spec.gpus_per_node)
+        _differ(out, "NVIDIA driver", self.node_spec.driver_version, then.node_spec.driver_version)
+        _differ(out, "CUDA", self.node_spec.cuda_version, then.node_spec.cuda_version)
+        _differ(out, "OS image", self.node_spec.os_image, then.node_spec.os_image)
+        added = [n for n in self.nodes if n not in then.nodes]
+        removed = [n for n in then.nodes if n not in self.nodes]
+        if added:
+            out.append(f"nodes {', '.join(added)} now, not in the node set at handover")
+        if removed:
+            out.append(f"nodes {', '.join(removed)} at handover, missing now")
+        return out
+
+
+def _differ(out: list[str], what: str, now: object, then: object) -> None:
+    if now is None or then is None or now == then:
+        return
+    out.append(f"{what} {now} now, {then} at handover")
+
+
+@dataclass(frozen=True)
+class Baseline:
+    """A validated baseline document; tool sections stay JSON for the tool modules to read."""
+
+    data: Mapping[str, Any]
+
+    @property
+    def cluster(self) -> str:
+        return str(self.data["cluster"])
+
+    @property
+    def provenance(self) -> Mapping[str, Any]:
+        return dict(self.data["provenance"])
+
+    @property
+    def conditions(self) -> ClusterConditions:
+        c = self.data["conditions"]
+        spec = c["node_spec"]
+        return ClusterConditions(
+            nodes=tuple(c["nodes"]),
+            kubernetes_version=c.get("kubernetes_version"),
+            node_spec=NodeSpec(
+                gpu_product=spec.get("gpu_product"),
+                gpus_per_node=int(spec["gpus_per_node"]),
+                driver_version=spec.get("driver_version"),
+                cuda_version=spec.get("cuda_version"),
+                os_image=spec.get("os_image"),
+            ),
+        )
+
+    def nccl_conditions(self, name: str) -> Mapping[str, Any] | None:
+        found = self.data["conditions"]["nccl"].get(name)
+        return dict(found) if found is not None else None
+
+    def nccl_run(self, name: str) -> Mapping[str, Any] | None:
+        found = self.data["results"]["nccl"].get(name)
+        return dict(found) if found is not None else None
+
+    @property
+    def nccl_names(self) -> tuple[str, ...]:
+        return tuple(self.data["results"]["nccl"])
+
+    @property
+    def dcgm_conditions(self) -> Mapping[str, Any] | None:
+        found = self.data["conditions"].get("dcgm")
+        return dict(found) if found else None
+
+    def dcgm_report(self, node: str) -> Mapping[str, Any] | None:
+        found = self.data["results"]["dcgm"].get(node)
+        return dict(found) if found is not None else None
+
+    @property
+    def smoke_step_times(self) -> tuple[float, ...] | None:
+        smoke = self.data["results"].get("smoke")
+        return tuple(float(x) for x in smoke["step_time_s"]) if smoke else None
+
+    @property
+    def simulated(self) -> bool:
+        return bool(self.data["provenance"]["simulated"])
+
+
+@dataclass(frozen=True)
+class LoadedBaseline:
+    path: Path
+    sha256: str
+    baseline: Baseline
+
+
+def validate(data: Any, source: str) -> Baseline:
+    """Check a baseline document against the schema; every problem is listed."""
+    if not isinstance(data, dict):
+        raise BaselineError(f"{source}: expected a JSON object at the top level")
+    found = [
+        f"{format_path(path)}: found {what}, expected {expected}"
+        for path, what, expected in schemas.problems("baseline", data)
+    ]
+    if found:
+        raise BaselineError(f"{source}: not a valid baseline:\n" + "\n".join(f"  {p}" for p in found))
+    return Baseline(data=data)
+
+
+def load(path: Path) -> LoadedBaseline:
+    """Read, hash and validate one baseline file."""
+    try:
+        raw = path.read_bytes()
+    except OSError as exc:
+        raise BaselineError(f"{path}: cannot read the baseline ({exc.strerror})") from exc
+    try:
+        data = json.loads(raw)
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        line = getattr(exc, "lineno", 0)
+        raise BaselineError(f"{path}:{line}: not valid JSON ({exc})") from exc
+    return LoadedBaseline(
+        path=path, sha256=hashlib.sha256(raw).hexdigest(), baseline=validate(data, str(path))
+    )
+
+
+class BaselineStore:
+    """The dated baseline files of one cluster: ``<baselines_dir>/<cluster>/handover-*.json``."""
+
+    def __init__(self, folder: Path) -> None:
+        self.folder = folder
+
+    def files(self) -> list[Path]:
+        return sorted(self.folder.glob(f"{PREFIX}*.json"))
+
+    def latest(self) -> LoadedBaseline:
+        files = self.files()
+        if not files:
+            raise BaselineError(
+                f"no handover baseline in {self.folder}: record one at handover with "
+                f"`pytest acceptance/ --cluster={self.folder.name} --record-baseline`"
+            )
+        return load(files[-1])
+
+    def write(self, data: Mapping[str, Any], when: datetime) -> Path:
+        """Validate and write a new dated baseline; an existing file is never replaced."""
+        validate(dict(data), "the new baseline")
+        self.folder.mkdir(parents=True, exist_ok=True)
+        target = self.folder / f"{PREFIX}{when.astimezone(UTC).strftime(STAMP)}.json"
+        payload = (json.dumps(data, indent=1, sort_keys=False) + "\n").encode()
+        fd, tmp = tempfile.mkstemp(prefix=".handover-", suffix=".tmp", dir=self.folder)
+        try:
+            with os.fdopen(fd, "wb") as handle:
+                handle.write(payload)
+                handle.flush()
+                os.fsync(handle.fileno())
+            try:
+                os.link(tmp, target)  # fails if the target exists: never overwrite
+            except FileExistsError:
+                raise BaselineError(f"{target} already exists; a baseline is never overwritten") from None
+        finally:
+            os.unlink(tmp)
+        return target
+
+
+def sha256_of(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def utc_stamp(when: datetime) -> str:
+    """ISO 8601 UTC with a Z, as the schema wants it."""
+    return when.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")

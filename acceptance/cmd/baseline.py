@@ -1,0 +1,95 @@
+"""`acceptance baseline show NAME` and `acceptance baseline diff NAME OLD NEW`."""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from acceptance.baseline import BaselineStore, LoadedBaseline, load
+from acceptance.errors import BaselineError
+from acceptance.units import format_size
+
+
+def register(subparsers: Any) -> None:
+    parser = subparsers.add_parser("baseline", help="inspect handover baselines")
+    actions = parser.add_subparsers(dest="action", metavar="ACTION", required=True)
+    show = actions.add_parser("show", help="summarise the latest baseline of a cluster")
+    show.add_argument("name")
+    show.add_argument("--baselines-dir", type=Path, default=Path("baselines"), metavar="DIR")
+    show.set_defaults(func=_show)
+    diff = actions.add_parser("diff", help="list what differs between two baselines; exit 1 if anything")
+    diff.add_argument("name")
+    diff.add_argument("old", help="baseline file (or its name inside the cluster's folder)")
+    diff.add_argument("new", help="baseline file (or its name inside the cluster's folder)")
+    diff.add_argument("--baselines-dir", type=Path, default=Path("baselines"), metavar="DIR")
+    diff.set_defaults(func=_diff)
+
+
+def _show(args: argparse.Namespace) -> int:
+    loaded = BaselineStore(args.baselines_dir / args.name).latest()
+    b = loaded.baseline
+    prov = b.provenance
+    c = b.conditions
+    print(f"{loaded.path} sha256:{loaded.sha256}")
+    print(
+        f"  recorded {prov['recorded_utc']} by {prov['recorded_by']} with harness {prov['harness_version']}"
+        + (" (SIMULATED cluster)" if b.simulated else "")
+        + (f"; FORCED: {prov.get('force_reason')}" if prov.get("forced") else "")
+    )
+    spec = c.node_spec
+    print(
+        f"  {len(c.nodes)} nodes x {spec.gpus_per_node} {spec.gpu_product}, driver {spec.driver_version}, "
+        f"CUDA {spec.cuda_version}, Kubernetes {c.kubernetes_version}"
+    )
+    for name in b.nccl_names:
+        run = b.nccl_run(name) or {}
+        rows = run.get("rows", [])
+        largest = max(rows, key=lambda r: r["size"]) if rows else None
+        best = f", busbw {largest['oop']['busbw']} GB/s at {format_size(largest['size'])}" if largest else ""
+        print(f"  nccl {name}: {len(rows)} sizes{best}")
+    print(f"  DCGM: {len(b.data['results']['dcgm'])} node reports")
+    steps = b.smoke_step_times
+    if steps:
+        print(f"  smoke: {len(steps)} step times")
+    return 0
+
+
+def _resolve(name: str, folder: Path) -> LoadedBaseline:
+    path = Path(name)
+    if not path.is_file() and (folder / name).is_file():
+        path = folder / name
+    if not path.is_file():
+        raise BaselineError(f"{name}: no such baseline file (looked in . and {folder})")
+    return load(path)
+
+
+def _diff(args: argparse.Namespace) -> int:
+    folder = args.baselines_dir / args.name
+    old, new = _resolve(args.old, folder), _resolve(args.new, folder)
+    differences = new.baseline.conditions.differences(old.baseline.conditions)
+    old_c, new_c = old.baseline.data["conditions"], new.baseline.data["conditions"]
+    differences += _mapping_diff("DCGM", new_c.get("dcgm") or {}, old_c.get("dcgm") or {})
+    for name in sorted(set(old_c["nccl"]) | set(new_c["nccl"])):
+        if name not in new_c["nccl"]:
+            differences.append(f"nccl test {name} only in {old.path.name}")
+        elif name not in old_c["nccl"]:
+            differences.append(f"nccl test {name} only in {new.path.name}")
+        else:
+            differences += _mapping_diff(f"nccl {name}", new_c["nccl"][name], old_c["nccl"][name])
+    print(f"{old.path.name} -> {new.path.name}")
+    if not differences:
+        print("  same conditions")
+        return 0
+    for line in differences:
+        print(f"  {line}")
+    return 1
+
+
+def _mapping_diff(what: str, now: Mapping[str, Any], then: Mapping[str, Any]) -> list[str]:
+    out = []
+    for key in sorted(set(now) | set(then)):
+        if now.get(key) != then.get(key):
+            out.append(f"{what} {key}: {now.get(key)!r} in the newer, {then.get(key)!r} in the older")
+    return out

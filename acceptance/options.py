@@ -1,0 +1,207 @@
+"""The plugin's options: one group, each with an ini twin and an environment variable.
+
+Precedence, shown in the report header: command line > environment > ini > default.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+ENV_PREFIX = "ACCEPTANCE_"
+
+
+@dataclass(frozen=True)
+class Option:
+    flag: str
+    dest: str
+    help: str
+    kind: str = "string"  # string | bool | list | path | int
+    default: Any = None
+    metavar: str | None = None
+
+
+OPTIONS: tuple[Option, ...] = (
+    Option(
+        "--cluster",
+        "cluster",
+        "cluster profile to test: baselines/NAME/cluster.yaml ('sim' = simulated)",
+        metavar="NAME",
+    ),
+    Option(
+        "--baselines-dir",
+        "baselines_dir",
+        "folder of cluster profiles and baselines (default: baselines)",
+        kind="path",
+        default="baselines",
+        metavar="DIR",
+    ),
+    Option(
+        "--record-baseline",
+        "record_baseline",
+        "record a new handover baseline from this run",
+        kind="bool",
+        default=False,
+    ),
+    Option(
+        "--force-record",
+        "force_record",
+        "record even though a check failed; the reason is kept in the baseline's provenance",
+        metavar="REASON",
+    ),
+    Option(
+        "--returned-node",
+        "returned_nodes",
+        "a node returned from repair (repeatable); default: all nodes",
+        kind="list",
+        default=(),
+        metavar="NODE",
+    ),
+    Option("--ticket", "ticket", "incident ticket this run belongs to (e.g. INC-1234)", metavar="ID"),
+    Option(
+        "--report-dir",
+        "report_dir",
+        "report folder (default: reports/<cluster>/<UTC time>)",
+        kind="path",
+        metavar="DIR",
+    ),
+    Option(
+        "--sign-key",
+        "sign_key",
+        "SSH private key that signs the report (default: ssh-agent)",
+        kind="path",
+        metavar="PATH",
+    ),
+    Option("--no-sign", "no_sign", "write an unsigned report", kind="bool", default=False),
+    Option(
+        "--sim-fault",
+        "sim_faults",
+        "inject a fault into the simulated cluster (repeatable), "
+        "e.g. nic-degraded@sim-node-07, gpu-xid@sim-node-03:5, bad-restore",
+        kind="list",
+        default=(),
+        metavar="KIND[@NODE[:GPU]]",
+    ),
+    Option(
+        "--smoke-log",
+        "smoke_log",
+        "judge this training log as the smoke run instead of running the job",
+        kind="path",
+        metavar="LOG",
+    ),
+    Option(
+        "--pre-incident-log",
+        "pre_incident_log",
+        "training log from before the incident",
+        kind="path",
+        metavar="LOG",
+    ),
+    Option(
+        "--restore-step", "restore_step", "checkpoint step the job was restored from", kind="int", metavar="N"
+    ),
+)
+
+
+def ini_name(option: Option) -> str:
+    return "acceptance_" + option.dest
+
+
+def env_name(option: Option) -> str:
+    return ENV_PREFIX + option.dest.upper()
+
+
+def add_options(parser: pytest.Parser) -> None:
+    group = parser.getgroup("recovery-acceptance", "recovery acceptance of a GPU cluster")
+    for option in OPTIONS:
+        if option.kind == "bool":
+            group.addoption(
+                option.flag, action="store_true", dest=option.dest, default=None, help=option.help
+            )
+            parser.addini(ini_name(option), option.help, type="bool", default=option.default)
+        elif option.kind == "list":
+            group.addoption(
+                option.flag,
+                action="append",
+                dest=option.dest,
+                default=None,
+                metavar=option.metavar,
+                help=option.help,
+            )
+            parser.addini(ini_name(option), option.help, type="linelist", default=list(option.default))
+        else:
+            group.addoption(
+                option.flag,
+                action="store",
+                dest=option.dest,
+                default=None,
+                metavar=option.metavar,
+                help=option.help,
+            )
+            parser.addini(ini_name(option), option.help, type="string", default=option.default or "")
+
+
+@dataclass(frozen=True)
+class Setting:
+    value: Any
+    origin: str  # "command line", "environment ACCEPTANCE_X", "ini acceptance_x", "default"
+
+
+def resolve(config: pytest.Config, option: Option) -> Setting:
+    """The option's value and where it came from."""
+    raw = config.getoption(option.dest)
+    if raw is not None:
+        return Setting(_convert(option, raw, f"{option.flag}"), "command line")
+    env = os.environ.get(env_name(option))
+    if env:
+        value: Any = env.split(",") if option.kind == "list" else env
+        if option.kind == "bool":
+            value = env.strip().lower() in {"1", "true", "yes", "on"}
+        return Setting(
+            _convert(option, value, f"environment {env_name(option)}"), f"environment {env_name(option)}"
+        )
+    ini = config.getini(ini_name(option))
+    if ini not in (None, "", []) and ini != option.default and not (option.kind == "list" and not ini):
+        return Setting(_convert(option, ini, f"ini {ini_name(option)}"), f"ini {ini_name(option)}")
+    return Setting(_convert(option, option.default, "default"), "default")
+
+
+def _convert(option: Option, value: Any, where: str) -> Any:
+    if value is None:
+        return None
+    if option.kind == "bool":
+        return bool(value)
+    if option.kind == "list":
+        items: Sequence[str] = [value] if isinstance(value, str) else list(value)
+        return tuple(v.strip() for v in items if v.strip())
+    if option.kind == "path":
+        return Path(str(value))
+    if option.kind == "int":
+        return _int(value, option, where)
+    return str(value)
+
+
+def _int(value: Any, option: Option, where: str) -> int:
+    try:
+        number = int(str(value))
+    except ValueError:
+        raise pytest.UsageError(
+            f"{option.flag}: {value!r} from {where} is not a whole number (expected e.g. {option.flag}=1000)"
+        ) from None
+    if number < 0:
+        raise pytest.UsageError(f"{option.flag}: {number} from {where} must not be negative")
+    return number
+
+
+def by_dest(dest: str) -> Option:
+    for option in OPTIONS:
+        if option.dest == dest:
+            return option
+    raise KeyError(dest)
+
+
+Resolver = Callable[[str], Setting]
