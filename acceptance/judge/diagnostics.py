@@ -1,0 +1,269 @@
+"""Criterion 1: the returned node passes DCGM diagnostics on every GPU of the agreement.
+
+Rules (DESIGN §6): every expected GPU is present; every test that passed at handover
+passes now on every GPU; a test run at handover and skipped (or absent) now fails;
+DCGM's overall Fail fails the node even when no GPU row fails; warnings are recorded
+and fail only when their severity says isolate or reset the GPU. Tests are matched by
+their DCGM 4.x names, so a 3.x handover compares with a 4.x run; a version change is
+stated, and a handover test the new DCGM no longer has is named, not judged.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import pandas as pd
+
+from acceptance.judge.verdict import Figure, Status, Verdict
+from acceptance.tools.dcgm import DcgmConditions, DcgmMessage, DcgmReport, DcgmTest, interpret_exit
+from acceptance.tools.dcgm_findings import action, cause, codes
+from acceptance.tools.dcgm_model import FAIL, PASS, SKIP, WARN
+from acceptance.tools.dcgm_names import SEVERITY_ISOLATE, SEVERITY_RESET, SOFTWARE
+
+
+@dataclass(frozen=True)
+class DiagnosticsPolicy:
+    """The diagnostics margins of the agreement (profile `margins.diagnostics`)."""
+
+    # error_severity values that fail a test DCGM itself passed or only warned about
+    fail_severities: frozenset[int] = frozenset({SEVERITY_ISOLATE, SEVERITY_RESET})
+    # an all-skip run with no handover to compare is not a pass
+    skipped_run_is_inconclusive: bool = True
+    # a handover test absent from a newer DCGM's run: named in the evidence; fail it too?
+    fail_on_retired_test: bool = False
+
+
+@dataclass
+class _Finding:
+    gpu: int | None
+    test: str
+    what: str
+    messages: list[DcgmMessage] = field(default_factory=list)
+
+
+def judge_node(  # noqa: PLR0917 - the suite's call shape (issue 4)
+    node: str,
+    current: DcgmReport,
+    reference: DcgmReport | None,
+    expected_gpus: Sequence[int] | int,
+    policy: DiagnosticsPolicy,
+    exit_code: int | None = None,
+    *,
+    level: int | None = None,
+    reference_level: int | None = None,
+) -> Verdict:
+    gpus = list(range(expected_gpus)) if isinstance(expected_gpus, int) else sorted(expected_gpus)
+    now = DcgmConditions(current.dcgm_version, level)
+    then = DcgmConditions(reference.dcgm_version, reference_level) if reference else None
+    where = f"DCGM {current.dcgm_version or '(version not printed)'}" + (f" r{level}" if level else "")
+    figures: dict[str, Figure] = {
+        "node": node,
+        "dcgm_version": current.dcgm_version,
+        "level": level,
+        "gpus_expected": len(gpus),
+        "gpus_seen": len(current.gpus),
+    }
+    if reference is not None:
+        figures["handover_dcgm_version"] = reference.dcgm_version
+    for test in current.tests:
+        figures[f"test.{test.name}"] = test.status
+        for gpu, status in sorted(test.gpus.items()):
+            figures[f"gpu{gpu}.{test.name}"] = status
+    table = _table(node, current, reference)
+    notes = [f"{d}: tests matched by their DCGM 4.x names" for d in now.differences(then)] if then else []
+
+    exit_meaning = interpret_exit(exit_code) if exit_code is not None else None
+    if exit_code is not None:
+        figures["exit_code"] = exit_code
+    if (current.status == "error" and not any(t.status == FAIL for t in current.tests)) or (
+        exit_meaning is not None and not exit_meaning.ran
+    ):
+        why = "; ".join(e.text for e in current.errors) or (exit_meaning.meaning if exit_meaning else "")
+        summary = (
+            f"{node}: the diagnostic did not complete ({_short(why)}) — {where}; rerun it before judging"
+        )
+        return Verdict(
+            Status.ERROR, node, summary, figures, (*notes, *(e.text for e in current.errors)), table
+        )
+
+    findings = _findings(current, reference, gpus, policy, notes=notes, levels=(level, reference_level))
+    if exit_meaning is not None and not exit_meaning.passed and not findings:
+        findings.append(
+            _Finding(None, "-", f"dcgmi exited {exit_code} ({exit_meaning.meaning}) but no test failed")
+        )
+    if current.status == FAIL and not findings:
+        findings.append(
+            _Finding(None, "-", "DCGM reports the run failed: " + "; ".join(e.text for e in current.errors))
+        )
+    figures["failures"] = len(findings)
+    evidence = [*(_evidence(node, current, f) for f in findings), *notes]
+    if findings:
+        first = _headline(findings)
+        more = f" (+{len(findings) - 1} more)" if len(findings) > 1 else ""
+        summary = f"{node}{_gpu(first.gpu)}: {first.what}{more} — {where}; {action(first.messages)}"
+        figures["worst_gpu"] = first.gpu
+        return Verdict(Status.FAIL, node, summary, figures, tuple(evidence), table)
+    if reference is None and policy.skipped_run_is_inconclusive and current.incomplete:
+        summary = (
+            f"{node}: every test beyond the software checks was skipped, nothing was exercised — {where}"
+        )
+        return Verdict(Status.INCONCLUSIVE, node, summary, figures, tuple(evidence), table)
+    ran = [t.name for t in current.tests if t.status != SKIP]
+    versus = f" ({then.dcgm_version or 'unknown'} at handover)" if then and then != now else ""
+    plural = "s" if len(gpus) != 1 else ""
+    summary = f"{node}: {len(gpus)} GPU{plural} passed {len(ran)} tests ({', '.join(ran)}) — {where}{versus}"
+    return Verdict(Status.PASS, node, summary, figures, tuple(evidence), table)
+
+
+def _findings(
+    current: DcgmReport,
+    reference: DcgmReport | None,
+    gpus: list[int],
+    policy: DiagnosticsPolicy,
+    *,
+    notes: list[str],
+    levels: tuple[int | None, int | None],
+) -> list[_Finding]:
+    found: list[_Finding] = []
+    for gpu in gpus:
+        if gpu not in current.gpus:
+            found.append(_Finding(gpu, "-", "missing from the diagnostic output"))
+    extra = sorted(set(current.gpus) - set(gpus))
+    if extra:
+        notes.append(f"GPUs {extra} are in the output but not in the agreement")
+    for test in current.tests:
+        found.extend(_test_findings(test, policy, notes))
+    if reference is not None:
+        found.extend(
+            _against_handover(current, reference, policy, notes, level=levels[0], reference_level=levels[1])
+        )
+    return found
+
+
+def _test_findings(test: DcgmTest, policy: DiagnosticsPolicy, notes: list[str]) -> list[_Finding]:
+    out = []
+    if test.status == FAIL:
+        failing = [g for g, s in sorted(test.gpus.items()) if s == FAIL]
+        for gpu in failing:
+            msgs = [m for m in test.messages if m.gpu == gpu and m.kind != "info"] or [
+                m for m in test.messages if m.gpu is None and m.kind != "info"
+            ]
+            out.append(_Finding(gpu, test.name, f"{test.name} failed{_because(msgs)}", msgs))
+        if not failing:
+            msgs = [m for m in test.messages if m.kind != "info"]
+            named = next((m.gpu for m in msgs if m.gpu is not None), None)
+            out.append(
+                _Finding(
+                    named, test.name, f"{test.name} failed with no GPU row failing{_because(msgs)}", msgs
+                )
+            )
+        return out
+    for m in test.messages:
+        if m.kind == "info":
+            continue
+        if m.error_severity in policy.fail_severities:
+            out.append(
+                _Finding(m.gpu, test.name, f"{test.name} {test.status} but {cause(m)} ({codes(m)})", [m])
+            )
+        else:
+            notes.append(
+                f"recorded warning, {test.name}{_gpu(m.gpu)}: {cause(m)}"
+                + (f" ({codes(m)})" if codes(m) else "")
+            )
+    if test.status == WARN:
+        notes.append(f"{test.name} warned (recorded; not a failure under the agreed policy)")
+    return out
+
+
+def _against_handover(
+    current: DcgmReport,
+    reference: DcgmReport,
+    policy: DiagnosticsPolicy,
+    notes: list[str],
+    *,
+    level: int | None,
+    reference_level: int | None,
+) -> list[_Finding]:
+    """Handover tests that passed must pass now. When only DCGM's version changed (same level),
+    a handover test the new DCGM does not run is named instead of judged."""
+    out = []
+    changed = current.dcgm_version != reference.dcgm_version and level == reference_level
+    for old in reference.tests:
+        if old.status not in (PASS, WARN):
+            continue
+        new = current.test(old.name)
+        if new is None:
+            if changed:
+                notes.append(
+                    f"handover test {old.name} (DCGM {reference.dcgm_version or 'unknown'}) is not in "
+                    f"DCGM {current.dcgm_version or 'unknown'}'s run at the same level: not judged"
+                )
+                if policy.fail_on_retired_test:
+                    out.append(_Finding(None, old.name, f"handover test {old.name} no longer exists"))
+            else:
+                out.append(
+                    _Finding(None, old.name, f"{old.name} ran at handover and is missing now{_lvl(level)}")
+                )
+            continue
+        if new.status == SKIP:
+            out.append(
+                _Finding(
+                    None, old.name, f"{old.name} skipped now, {old.status} at handover", list(new.messages)
+                )
+            )
+            continue
+        for gpu, was in sorted(old.gpus.items()):
+            if was in (PASS, WARN) and new.gpus.get(gpu, SKIP) == SKIP and new.gpus:
+                out.append(
+                    _Finding(gpu, old.name, f"{old.name} skipped on GPU {gpu} now, passed at handover")
+                )
+    return out
+
+
+def _headline(findings: list[_Finding]) -> _Finding:
+    """The finding the summary leads with: a GPU's hardware failure before anything node-wide."""
+    with_codes = [f for f in findings if f.gpu is not None and f.messages]
+    with_gpu = [f for f in findings if f.gpu is not None and f.test != SOFTWARE]
+    return (with_codes or with_gpu or findings)[0]
+
+
+def _evidence(node: str, report: DcgmReport, f: _Finding) -> str:
+    who = node
+    if f.gpu is not None:
+        device = report.devices.get(f.gpu)
+        label = device.label() if device else ""
+        who += f" GPU {f.gpu}" + (f" ({label})" if label else "")
+    lines = [f"{who}: {f.what}"]
+    for m in f.messages:
+        code = codes(m)
+        lines.append(f"{m.text}" + (f" [{code}]" if code else ""))
+    return " | ".join(lines)
+
+
+def _because(messages: list[DcgmMessage]) -> str:
+    return f" ({cause(messages[0])})" if messages else ""
+
+
+def _lvl(level: int | None) -> str:
+    return f" at -r {level}" if level is not None else ""
+
+
+def _gpu(gpu: int | None) -> str:
+    return f" GPU {gpu}" if gpu is not None else ""
+
+
+def _short(text: str, limit: int = 120) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def _table(node: str, current: DcgmReport, reference: DcgmReport | None) -> pd.DataFrame:
+    rows = []
+    for test in current.tests:
+        old = reference.test(test.name) if reference else None
+        cells: list[tuple[int | None, str]] = [*sorted(test.gpus.items())] or [(None, test.status)]
+        for gpu, status in cells:
+            handover = (old.gpus.get(gpu, old.status) if gpu is not None else old.status) if old else None
+            rows.append({"node": node, "gpu": gpu, "test": test.name, "status": status, "handover": handover})
+    return pd.DataFrame(rows, columns=["node", "gpu", "test", "status", "handover"])
