@@ -1,0 +1,44 @@
+"""`acceptance verify FILE|DIR`: check a signed junit file or a whole report folder.
+
+Exit 0 verified, 1 verification failed (a changed file, a bad or missing signature,
+a signer the allowed-signers file does not allow), 2 unreadable input.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Any
+
+from acceptance.report.verify import verify
+
+
+def register(subparsers: Any) -> None:
+    parser = subparsers.add_parser(
+        "verify",
+        help="check the SSHSIG signature of a report file, or a report folder and its manifest",
+        description=(
+            "Check FILE against FILE.sig, or a report folder: MANIFEST.json.sig, every sha256 in "
+            "MANIFEST.json and the junit signature. Without --allowed-signers the signature is "
+            "checked against the key embedded in it and the signer's fingerprint is printed, "
+            "unchecked against any trust list."
+        ),
+    )
+    parser.add_argument("path", type=Path, metavar="FILE|DIR", help="a signed file or a report folder")
+    parser.add_argument(
+        "--allowed-signers",
+        type=Path,
+        metavar="FILE",
+        help="OpenSSH allowed_signers file (see ssh-keygen(1) ALLOWED SIGNERS) listing trusted keys",
+    )
+    parser.add_argument("--identity", metavar="NAME", help="the principal expected to have signed")
+    parser.set_defaults(func=_run)
+
+
+def _run(args: argparse.Namespace) -> int:
+    result = verify(args.path, args.allowed_signers, args.identity)
+    stream = sys.stdout if result.exit_status == 0 else sys.stderr
+    for line in result.lines():
+        print(line, file=stream)
+    return result.exit_status

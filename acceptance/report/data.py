@@ -1,0 +1,187 @@
+"""What the HTML report needs, as JSON-safe data that crosses pytest-xdist.
+
+Verdicts are made in worker processes; the report is written by the controller.
+The plugin attaches each test's verdicts to its TestReport as a plain-data
+attribute (`attach_verdicts`), which pytest-xdist serialises with the report; the
+controller feeds every TestReport it logs to a `ReportRecorder`.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from acceptance.judge.verdict import Verdict
+from acceptance.report.junit import table_rows
+
+# Attribute of a TestReport that carries verdict payloads (plain data, xdist-safe).
+VERDICTS_ATTR = "acceptance_verdicts"
+
+# Suite module → (criterion number, title), after DESIGN §1.
+CRITERIA: dict[str, tuple[int, str]] = {
+    "test_preflight": (0, "cluster, node set and versions as agreed"),
+    "test_gpu_diagnostics": (1, "DCGM diagnostics on every GPU"),
+    "test_fabric": (2, "nccl-tests within the margin of the baseline"),
+    "test_smoke_step": (3, "smoke step time within the margin"),
+    "test_loss_continuity": (4, "loss continuous after the restore"),
+    "test_recurrence": (5, "no recurrence during probation"),
+}
+
+
+def _plain(value: Any) -> Any:
+    """A JSON-safe copy: numpy/pandas scalars to Python, NaN/inf to None."""
+    if hasattr(value, "item") and not isinstance(value, list | tuple | dict | str):
+        value = value.item()
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, Mapping):
+        return {str(k): _plain(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_plain(v) for v in value]
+    if value is None or isinstance(value, bool | int | float | str):
+        return value
+    return str(value)
+
+
+def verdict_payload(verdict: Verdict) -> dict[str, Any]:
+    """A Verdict as JSON-safe data (the table as column names plus rows)."""
+    rows = table_rows(verdict)
+    columns = [str(c) for c in rows[0]] if rows else []
+    if not rows and verdict.table is not None:
+        columns = [str(c) for c in verdict.table.columns]
+    return {
+        "status": verdict.status.value,
+        "subject": verdict.subject,
+        "summary": verdict.summary,
+        "figures": _plain(dict(verdict.figures)),
+        "evidence": list(verdict.evidence),
+        "table": {"columns": columns, "rows": [[_plain(row[c]) for c in row] for row in rows]},
+    }
+
+
+def attach_verdicts(report: Any, verdicts: Sequence[Verdict]) -> None:
+    """Put verdict payloads on a TestReport (call from `pytest_runtest_makereport`)."""
+    setattr(report, VERDICTS_ATTR, [verdict_payload(v) for v in verdicts])
+
+
+def criterion_of(nodeid: str) -> tuple[int | None, str]:
+    """The criterion a test belongs to, from its module name; (None, module) when unknown."""
+    module = nodeid.split("::", 1)[0].rsplit("/", 1)[-1].removesuffix(".py")
+    number, title = CRITERIA.get(module, (None, module))
+    return number, title
+
+
+@dataclass(frozen=True)
+class TestRecord:
+    """One test item: its overall outcome, one-line reason and verdicts."""
+
+    __test__ = False  # not a pytest test class
+
+    nodeid: str
+    outcome: str  # passed | failed | skipped | error
+    duration_s: float = 0.0
+    reason: str = ""
+    verdicts: tuple[dict[str, Any], ...] = ()
+
+    @property
+    def criterion(self) -> tuple[int | None, str]:
+        return criterion_of(self.nodeid)
+
+
+@dataclass(frozen=True)
+class ReportData:
+    """Everything the HTML report shows: provenance and every test with its verdicts."""
+
+    provenance: Mapping[str, Any] = field(default_factory=dict)
+    tests: tuple[TestRecord, ...] = ()
+    simulated: bool = False
+
+    def verdicts(self) -> list[dict[str, Any]]:
+        return [v for test in self.tests for v in test.verdicts]
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "provenance": _plain(dict(self.provenance)),
+            "simulated": self.simulated,
+            "tests": [
+                {
+                    "nodeid": t.nodeid,
+                    "outcome": t.outcome,
+                    "duration_s": t.duration_s,
+                    "reason": t.reason,
+                    "verdicts": list(t.verdicts),
+                }
+                for t in self.tests
+            ],
+        }
+
+    @classmethod
+    def from_json(cls, obj: Mapping[str, Any]) -> ReportData:
+        tests = tuple(
+            TestRecord(
+                nodeid=str(t["nodeid"]),
+                outcome=str(t["outcome"]),
+                duration_s=float(t.get("duration_s", 0.0)),
+                reason=str(t.get("reason", "")),
+                verdicts=tuple(t.get("verdicts", ())),
+            )
+            for t in obj.get("tests", ())
+        )
+        return cls(dict(obj.get("provenance", {})), tests, bool(obj.get("simulated", False)))
+
+
+def _reason(report: Any) -> str:
+    if report.outcome == "skipped" and isinstance(report.longrepr, tuple):
+        return str(report.longrepr[2]).removeprefix("Skipped: ")
+    crash = getattr(getattr(report.longrepr, "reprcrash", None), "message", None)
+    if crash:
+        return str(crash).splitlines()[0]
+    text = str(report.longrepr or "").strip().splitlines()
+    return text[-1] if text else ""
+
+
+class ReportRecorder:
+    """Collects TestReports on the controller (`pytest_runtest_logreport`) into ReportData."""
+
+    def __init__(self) -> None:
+        self._tests: dict[str, dict[str, Any]] = {}
+
+    def add(self, report: Any) -> None:
+        entry = self._tests.setdefault(
+            report.nodeid, {"outcome": "passed", "duration_s": 0.0, "reason": "", "verdicts": []}
+        )
+        entry["duration_s"] += float(getattr(report, "duration", 0.0) or 0.0)
+        entry["verdicts"].extend(getattr(report, VERDICTS_ATTR, None) or [])
+        if report.when == "call" and report.outcome != "passed":
+            entry["outcome"], entry["reason"] = report.outcome, _reason(report)
+        elif report.when != "call" and report.outcome == "failed":
+            entry["outcome"], entry["reason"] = "error", _reason(report)
+        elif report.when == "setup" and report.outcome == "skipped":
+            entry["outcome"], entry["reason"] = "skipped", _reason(report)
+        if report.outcome == "passed" and report.when == "call" and getattr(report, "wasxfail", None):
+            entry["outcome"] = "xpassed"
+
+    def data(self, provenance: Mapping[str, Any], *, simulated: bool) -> ReportData:
+        tests = tuple(
+            TestRecord(nodeid, e["outcome"], e["duration_s"], e["reason"], tuple(e["verdicts"]))
+            for nodeid, e in self._tests.items()
+        )
+        return ReportData(dict(provenance), tests, simulated)
+
+
+def dumps(data: ReportData) -> str:
+    return json.dumps(data.to_json(), indent=2, sort_keys=False, allow_nan=False)
+
+
+def iter_tables(
+    verdicts: Iterable[Mapping[str, Any]], required: set[str]
+) -> Iterable[tuple[Mapping[str, Any], list[dict[str, Any]]]]:
+    """Verdicts whose table has every `required` column, with the table as row dicts."""
+    for verdict in verdicts:
+        table = verdict.get("table") or {}
+        columns = list(table.get("columns", []))
+        if required <= set(columns):
+            yield verdict, [dict(zip(columns, row, strict=False)) for row in table.get("rows", [])]

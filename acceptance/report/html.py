@@ -1,0 +1,166 @@
+"""`report.html`: one self-contained page (inline CSS, PNG data URIs, no script, no network)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from html import escape
+from typing import Any
+
+from acceptance.report.data import ReportData, TestRecord
+from acceptance.report.plots import busbw_plots, diagnostics_matrix, loss_plot, steptime_plot
+
+_CSS = """
+body{font-family:system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:0;color:#222;background:#fff}
+main{max-width:1100px;margin:0 auto;padding:1em 1.5em}
+h1{font-size:1.5em;margin:.3em 0}h2{border-bottom:2px solid #ddd;padding-bottom:.2em;margin-top:1.6em}
+table{border-collapse:collapse;margin:.5em 0;font-size:.92em}
+th,td{border:1px solid #ccc;padding:.25em .5em;text-align:left;vertical-align:top}
+th{background:#f2f2f2}
+.banner{background:#b8860b;color:#fff;font-weight:bold;font-size:1.3em;text-align:center;padding:.6em;letter-spacing:.1em}
+.unsigned{background:#8b0000;color:#fff;padding:.5em 1em;font-weight:bold}
+.signed{background:#e8f4ea;border:1px solid #9c9;padding:.5em 1em}
+.pass,.passed{background:#d4edda}.fail,.failed,.error{background:#f8d7da}
+.skip,.skipped,.warn,.inconclusive,.not-comparable{background:#fff3cd}
+.missing{background:#e2e3e5}
+.notrun{color:#666;font-style:italic}
+img{max-width:100%;height:auto;border:1px solid #eee}
+code{font-size:.9em}
+"""
+
+
+def _e(value: Any) -> str:
+    return escape("" if value is None else str(value))
+
+
+def _status_of(test: TestRecord) -> str:
+    statuses = [str(v.get("status")) for v in test.verdicts]
+    for worst in ("error", "fail", "not-comparable", "inconclusive"):
+        if worst in statuses:
+            return worst
+    return statuses[0] if statuses else test.outcome
+
+
+def _reason_of(test: TestRecord) -> str:
+    summaries = [str(v.get("summary")) for v in test.verdicts if v.get("summary")]
+    return "; ".join(summaries) or test.reason or ""
+
+
+def _summary(tests: Sequence[TestRecord]) -> str:
+    if not tests:
+        return '<p class="notrun">No test ran.</p>'
+    rows = []
+    ordered = sorted(tests, key=lambda t: (t.criterion[0] is None, t.criterion[0] or 0, t.nodeid))
+    for test in ordered:
+        number, title = test.criterion
+        status = _status_of(test)
+        criterion = f"{number}. {title}" if number is not None else title
+        rows.append(
+            f"<tr><td>{_e(criterion)}</td><td><code>{_e(test.nodeid.split('::', 1)[-1])}</code></td>"
+            f'<td class="{_e(test.outcome)}">{_e(test.outcome)}</td>'
+            f'<td class="{_e(status)}">{_e(status)}</td>'
+            f"<td>{_e(_reason_of(test))}</td></tr>"
+        )
+    head = "<tr><th>criterion</th><th>test</th><th>outcome</th><th>verdict</th><th>reason</th></tr>"
+    return f"<table>{head}{''.join(rows)}</table>"
+
+
+def _img(uri: str | None, alt: str) -> str:
+    return f'<img src="{uri}" alt="{_e(alt)}">' if uri else '<p class="notrun">not run</p>'
+
+
+def _fabric(verdicts: list[dict[str, Any]]) -> str:
+    plots = busbw_plots(verdicts)
+    if not plots:
+        return '<p class="notrun">not run</p>'
+    return "".join(f"<h3>{_e(title)}</h3>{_img(uri, title + ' busbw plot')}" for title, uri in plots)
+
+
+def _diagnostics(verdicts: list[dict[str, Any]]) -> str:
+    tests, rows, cells = diagnostics_matrix(verdicts)
+    if not rows:
+        return '<p class="notrun">not run</p>'
+    head = "<tr><th>node</th><th>GPU</th>" + "".join(f"<th>{_e(t)}</th>" for t in tests) + "</tr>"
+    body = []
+    for node, gpu in rows:
+        tds = []
+        for test in tests:
+            status = cells.get((node, gpu, test), "missing")
+            tds.append(f'<td class="{_e(status)}">{_e(status)}</td>')
+        body.append(f"<tr><td>{_e(node)}</td><td>{_e(gpu)}</td>{''.join(tds)}</tr>")
+    return f"<table>{head}{''.join(body)}</table>"
+
+
+def _definition_list(obj: Mapping[str, Any], depth: int = 0) -> str:
+    if not obj:
+        return '<p class="notrun">none recorded</p>'
+    rows = []
+    for key, value in obj.items():
+        if isinstance(value, Mapping) and depth < 4:
+            shown = _definition_list(value, depth + 1)
+        elif isinstance(value, list | tuple):
+            shown = "<br>".join(_e(v) for v in value)
+        else:
+            shown = _e(value)
+        rows.append(f"<tr><th>{_e(key)}</th><td>{shown}</td></tr>")
+    return f"<table>{''.join(rows)}</table>"
+
+
+def _evidence(tests: Sequence[TestRecord]) -> str:
+    items = []
+    for test in tests:
+        for verdict in test.verdicts:
+            lines = verdict.get("evidence") or []
+            figures = verdict.get("figures") or {}
+            if not lines and not figures:
+                continue
+            figs = ", ".join(f"{_e(k)}={_e(v)}" for k, v in figures.items())
+            ev = "".join(f"<li>{_e(line)}</li>" for line in lines)
+            items.append(
+                f"<details><summary><code>{_e(test.nodeid)}</code>: {_e(verdict.get('subject'))}</summary>"
+                f"<p>{figs}</p><ul>{ev}</ul></details>"
+            )
+    return "".join(items) or '<p class="notrun">none</p>'
+
+
+def _files(files: Iterable[str]) -> str:
+    items = "".join(f'<li><a href="{_e(f)}">{_e(f)}</a></li>' for f in files)
+    return f"<ul>{items}</ul>" if items else '<p class="notrun">none</p>'
+
+
+def render_html(data: ReportData, *, signing: str, signed: bool, files: Iterable[str] = ()) -> str:
+    """The whole page. `signing` is one line on the signatures (or why there are none)."""
+    prov = data.provenance
+    verdicts = data.verdicts()
+    title = f"Recovery acceptance: {prov.get('cluster', '?')}"
+    if prov.get("ticket"):
+        title += f" ({prov['ticket']})"
+    banner = (
+        '<div class="banner">SIMULATED: this report comes from the embedded simulator, '
+        "not from hardware</div>"
+        if data.simulated
+        else ""
+    )
+    sig_class = "signed" if signed else "unsigned"
+    counts: dict[str, int] = {}
+    for test in data.tests:
+        counts[test.outcome] = counts.get(test.outcome, 0) + 1
+    tally = ", ".join(f"{n} {k}" for k, n in sorted(counts.items())) or "no tests"
+    return f"""<!DOCTYPE html>
+<html lang="en"><head><meta charset="utf-8">
+<meta http-equiv="Content-Security-Policy"
+ content="default-src 'none'; img-src data:; style-src 'unsafe-inline'">
+<title>{_e(title)}</title><style>{_CSS}</style></head>
+<body>{banner}<main>
+<h1>{_e(title)}</h1>
+<p>{_e(prov.get("start_utc", ""))} → {_e(prov.get("end_utc", ""))} · {_e(tally)}</p>
+<div class="{sig_class}">{_e(signing)}</div>
+<h2 id="summary">Summary</h2>{_summary(data.tests)}
+<h2 id="fabric">Fabric: busbw vs message size</h2>{_fabric(verdicts)}
+<h2 id="diagnostics">DCGM diagnostics: nodes × GPUs × tests</h2>{_diagnostics(verdicts)}
+<h2 id="steptime">Smoke step time vs baseline</h2>{_img(steptime_plot(verdicts), "step time distributions")}
+<h2 id="loss">Loss around the restore</h2>{_img(loss_plot(verdicts), "loss around the restore")}
+<h2 id="evidence">Figures and evidence per verdict</h2>{_evidence(data.tests)}
+<h2 id="provenance">Conditions and provenance</h2>{_definition_list(prov)}
+<h2 id="files">Files of this report</h2>{_files(files)}
+</main></body></html>
+"""

@@ -1,0 +1,106 @@
+"""Verdict figures and suite provenance as junit `<property>` elements.
+
+pytest's `--junitxml` writes a test item's `user_properties` as `<property>`
+children of its `<testcase>`, and the LogXML object's global properties as
+`<property>` children of `<testsuite>`. The plugin appends to
+`item.user_properties` directly (the `record_property` fixture warns under the
+default `junit_family=xunit2`), and adds suite properties on the controller
+process, where LogXML lives (under pytest-xdist the `record_testsuite_property`
+fixture is a no-op in workers).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+from acceptance.judge.verdict import Verdict
+
+if TYPE_CHECKING:
+    import pytest
+
+# Rows of a verdict's table carried as properties; a bigger table is summarised.
+MAX_TABLE_ROWS = 200
+
+
+def format_figure(value: Any) -> str:
+    """A figure as junit text: booleans lower case, floats without noise, None empty."""
+    if value is None:
+        return ""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, float):
+        if math.isnan(value):
+            return "nan"
+        return repr(value) if value != int(value) or abs(value) >= 1e16 else str(int(value))
+    if hasattr(value, "item"):  # numpy scalar
+        return format_figure(value.item())
+    return str(value)
+
+
+def table_rows(verdict: Verdict) -> list[dict[str, Any]]:
+    """The verdict's table as plain row dicts (empty when there is none)."""
+    if verdict.table is None:
+        return []
+    frame = verdict.table.reset_index(drop=not _named_index(verdict))
+    return [{str(k): v for k, v in row.items()} for row in frame.to_dict(orient="records")]
+
+
+def _named_index(verdict: Verdict) -> bool:
+    table = verdict.table
+    return table is not None and any(name is not None for name in table.index.names)
+
+
+def verdict_properties(verdict: Verdict, *, include_table: bool = True) -> list[tuple[str, str]]:
+    """Every figure the verdict used, as (name, value) pairs for `item.user_properties`.
+
+    Order: `verdict` (status), `subject`, `summary`, the figures in their order, then
+    one `row.N` property per table row (`col=value col=value ...`), so per-size
+    busbw or per-GPU results reach junit consumers too.
+    """
+    props = [
+        ("verdict", verdict.status.value),
+        ("subject", verdict.subject),
+        ("summary", verdict.summary),
+    ]
+    props.extend((str(name), format_figure(value)) for name, value in verdict.figures.items())
+    if include_table:
+        rows = table_rows(verdict)
+        for index, row in enumerate(rows[:MAX_TABLE_ROWS]):
+            text = " ".join(f"{col}={format_figure(value)}" for col, value in row.items())
+            props.append((f"row.{index}", text))
+        if len(rows) > MAX_TABLE_ROWS:
+            props.append(("rows.omitted", str(len(rows) - MAX_TABLE_ROWS)))
+    return props
+
+
+def suite_properties(provenance: Mapping[str, Any], prefix: str = "") -> list[tuple[str, str]]:
+    """Flatten provenance (nested mappings become dotted names) into suite property pairs."""
+    props: list[tuple[str, str]] = []
+    for key, value in provenance.items():
+        name = f"{prefix}{key}"
+        if isinstance(value, Mapping):
+            props.extend(suite_properties(value, prefix=name + "."))
+        elif isinstance(value, list | tuple):
+            props.append((name, ",".join(format_figure(v) for v in value)))
+        else:
+            props.append((name, format_figure(value)))
+    return props
+
+
+def add_suite_properties(config: pytest.Config, provenance: Mapping[str, Any]) -> bool:
+    """Add suite properties to the junit file being written; False when there is none here.
+
+    Call on the controller (not in xdist workers) before LogXML.pytest_sessionfinish
+    writes the file, e.g. in `pytest_sessionstart` and again, for the end time, in a
+    `pytest_sessionfinish` hook wrapper before its `yield`.
+    """
+    from _pytest.junitxml import xml_key
+
+    xml = config.stash.get(xml_key, None)
+    if xml is None:
+        return False
+    for name, value in suite_properties(provenance):
+        xml.add_global_property(name, value)
+    return True

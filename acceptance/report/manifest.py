@@ -1,0 +1,93 @@
+"""MANIFEST.json: every file of a report folder with its sha256 and size."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from acceptance.errors import ParseError
+
+MANIFEST_NAME = "MANIFEST.json"
+FORMAT = "recovery-acceptance-manifest/1"
+# Files that describe the folder rather than belong to it.
+SELF = frozenset({MANIFEST_NAME, MANIFEST_NAME + ".sig"})
+
+
+def sha256_file(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as handle:
+        for chunk in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def listed_files(folder: Path) -> list[str]:
+    return sorted(
+        p.relative_to(folder).as_posix()
+        for p in folder.rglob("*")
+        if p.is_file() and p.relative_to(folder).as_posix() not in SELF
+    )
+
+
+def build_manifest(
+    folder: Path, *, created_utc: str, signing: Mapping[str, Any], provenance: Mapping[str, Any]
+) -> dict[str, Any]:
+    files = []
+    for rel in listed_files(folder):
+        path = folder / rel
+        files.append({"path": rel, "sha256": sha256_file(path), "size": path.stat().st_size})
+    return {
+        "format": FORMAT,
+        "created_utc": created_utc,
+        "signing": dict(signing),
+        "provenance": dict(provenance),
+        "files": files,
+    }
+
+
+def write_manifest(folder: Path, manifest: Mapping[str, Any]) -> Path:
+    path = folder / MANIFEST_NAME
+    path.write_text(json.dumps(manifest, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    return path
+
+
+def read_manifest(path: Path) -> dict[str, Any]:
+    """Load and shape-check a manifest; ParseError names the file and what was expected."""
+    try:
+        obj = json.loads(path.read_text(encoding="utf-8"))
+    except UnicodeDecodeError as exc:
+        raise ParseError(str(path), 0, "", "a UTF-8 JSON manifest") from exc
+    except json.JSONDecodeError as exc:
+        raise ParseError(str(path), exc.lineno, exc.msg, "a JSON manifest") from exc
+    if not isinstance(obj, dict) or obj.get("format") != FORMAT or not isinstance(obj.get("files"), list):
+        raise ParseError(str(path), 0, "", f'an object with "format": "{FORMAT}" and a "files" list')
+    for entry in obj["files"]:
+        if not (isinstance(entry, dict) and {"path", "sha256", "size"} <= set(entry)):
+            raise ParseError(str(path), 0, str(entry)[:80], 'file entries with "path", "sha256" and "size"')
+    return obj
+
+
+def check_files(folder: Path, manifest: Mapping[str, Any]) -> list[str]:
+    """One line per file that changed, disappeared or appeared since the manifest was made."""
+    problems: list[str] = []
+    listed = set()
+    for entry in manifest["files"]:
+        rel = str(entry["path"])
+        listed.add(rel)
+        path = folder / rel
+        if not path.is_file():
+            problems.append(f"{rel}: missing (listed in {MANIFEST_NAME}, not in the folder)")
+            continue
+        actual = sha256_file(path)
+        if actual != entry["sha256"]:
+            problems.append(
+                f"{rel}: changed since it was listed: sha256 {actual} (listed {entry['sha256']}), "
+                f"size {path.stat().st_size} (listed {entry['size']})"
+            )
+    for rel in listed_files(folder):
+        if rel not in listed:
+            problems.append(f"{rel}: not listed in {MANIFEST_NAME} (added after the report was made)")
+    return problems

@@ -1,0 +1,177 @@
+"""Plots of the HTML report, drawn with matplotlib's Agg canvas into PNG data URIs.
+
+Each function takes verdict payloads (see `data.verdict_payload`) and finds its
+data by table columns, so a judge opts into a plot by naming its columns:
+
+- fabric: `size`, `busbw_now`, `busbw_baseline` (figure `margin`, a fraction; `collective`)
+- step time: `series` (`smoke` / `baseline`), `step_time_s`
+- loss: `step`, `loss` (figure `restore_step`)
+
+A function returns None when there is nothing to draw; the page then says "not run".
+"""
+
+from __future__ import annotations
+
+import base64
+import io
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.figure import Figure
+
+from acceptance.report.data import iter_tables
+
+FABRIC_COLUMNS = {"size", "busbw_now", "busbw_baseline"}
+STEPTIME_COLUMNS = {"series", "step_time_s"}
+LOSS_COLUMNS = {"step", "loss"}
+DIAGNOSTICS_COLUMNS = {"node", "gpu", "test", "status"}
+
+_NOW = "#1f5fbf"
+_BASE = "#7a7a7a"
+_BAD = "#c0392b"
+
+
+def _png(fig: Figure) -> str:
+    buffer = io.BytesIO()
+    FigureCanvasAgg(fig).print_png(buffer)  # type: ignore[no-untyped-call]
+    return "data:image/png;base64," + base64.b64encode(buffer.getvalue()).decode("ascii")
+
+
+def _numbers(rows: list[dict[str, Any]], *cols: str) -> list[tuple[float, ...]]:
+    out = []
+    for row in rows:
+        values = [row.get(c) for c in cols]
+        if all(isinstance(v, int | float) and not isinstance(v, bool) for v in values):
+            out.append(tuple(float(v) for v in values))  # type: ignore[arg-type]
+    return out
+
+
+def _margin(figures: Mapping[str, Any]) -> float | None:
+    value = figures.get("margin", figures.get("tolerance"))
+    if not isinstance(value, int | float) or isinstance(value, bool):
+        return None
+    value = abs(float(value))
+    return value / 100 if value >= 1 else value
+
+
+def _size_label(size: float, _pos: object = None) -> str:
+    for unit, factor in (("G", 1 << 30), ("M", 1 << 20), ("K", 1 << 10)):
+        if size >= factor:
+            return f"{size / factor:g}{unit}"
+    return f"{size:g}"
+
+
+def busbw_plots(verdicts: Iterable[Mapping[str, Any]]) -> list[tuple[str, str]]:
+    """(title, PNG data URI) per fabric verdict: busbw today vs the baseline band, log x."""
+    plots = []
+    for verdict, rows in iter_tables(verdicts, FABRIC_COLUMNS):
+        points = sorted(_numbers(rows, "size", "busbw_now", "busbw_baseline"))
+        points = [p for p in points if p[0] > 0]
+        if not points:
+            continue
+        figures = verdict.get("figures") or {}
+        title = str(figures.get("collective") or verdict.get("subject") or "nccl-tests")
+        sizes = [p[0] for p in points]
+        now = [p[1] for p in points]
+        base = [p[2] for p in points]
+        fig = Figure(figsize=(8, 4), dpi=100)
+        ax = fig.add_subplot()
+        margin = _margin(figures)
+        if margin is not None:
+            ax.fill_between(
+                sizes,
+                [b * (1 - margin) for b in base],
+                base,
+                color=_BASE,
+                alpha=0.25,
+                label=f"baseline − {margin:.0%} margin",
+            )
+        ax.plot(sizes, base, color=_BASE, linestyle="--", marker=".", label="baseline")
+        ax.plot(sizes, now, color=_NOW, marker="o", markersize=3, label="today")
+        if margin is not None:
+            bad = [(s, n) for s, n, b in points if n < b * (1 - margin)]
+            if bad:
+                ax.scatter(
+                    [s for s, _ in bad], [n for _, n in bad], color=_BAD, zorder=3, label="below margin"
+                )
+        ax.set_xscale("log", base=2)
+        ax.xaxis.set_major_formatter(_size_label)
+        ax.set_xlabel("message size (bytes)")
+        ax.set_ylabel("bus bandwidth (GB/s)")
+        ax.set_title(f"{title}: busbw vs message size")
+        ax.grid(True, which="major", alpha=0.3)
+        ax.legend(loc="upper left", fontsize="small")
+        fig.tight_layout()
+        plots.append((title, _png(fig)))
+    return plots
+
+
+def steptime_plot(verdicts: Iterable[Mapping[str, Any]]) -> str | None:
+    """Step-time distributions, smoke run vs baseline, with their medians."""
+    series: dict[str, list[float]] = {}
+    for _verdict, rows in iter_tables(verdicts, STEPTIME_COLUMNS):
+        for row in rows:
+            value = row.get("step_time_s")
+            if isinstance(value, int | float) and not isinstance(value, bool):
+                series.setdefault(str(row.get("series")), []).append(float(value))
+    if not series:
+        return None
+    fig = Figure(figsize=(8, 3.6), dpi=100)
+    ax = fig.add_subplot()
+    names = sorted(series, key=lambda n: (n != "baseline", n))
+    colors = {"baseline": _BASE}
+    ax.boxplot([series[n] for n in names], vert=False, tick_labels=names, widths=0.5, showfliers=True)
+    for index, name in enumerate(names, start=1):
+        values = series[name]
+        ax.scatter(values, [index + 0.3] * len(values), s=4, alpha=0.4, color=colors.get(name, _NOW))
+    ax.set_xlabel("step time (s)")
+    ax.set_title("step time: smoke run vs baseline")
+    ax.grid(True, axis="x", alpha=0.3)
+    fig.tight_layout()
+    return _png(fig)
+
+
+def loss_plot(verdicts: Iterable[Mapping[str, Any]]) -> str | None:
+    """Loss around the restore, the restore step marked."""
+    points: list[tuple[float, float]] = []
+    restore: float | None = None
+    for verdict, rows in iter_tables(verdicts, LOSS_COLUMNS):
+        points.extend((s, v) for s, v in _numbers(rows, "step", "loss"))
+        value = (verdict.get("figures") or {}).get("restore_step")
+        if isinstance(value, int | float) and not isinstance(value, bool):
+            restore = float(value)
+    if not points:
+        return None
+    points.sort()
+    fig = Figure(figsize=(8, 3.6), dpi=100)
+    ax = fig.add_subplot()
+    ax.plot([p[0] for p in points], [p[1] for p in points], color=_NOW, linewidth=1, label="loss")
+    if restore is not None:
+        ax.axvline(restore, color=_BAD, linestyle="--", label=f"restore at step {restore:g}")
+    ax.set_xlabel("step")
+    ax.set_ylabel("loss")
+    ax.set_title("loss around the restore")
+    ax.grid(True, alpha=0.3)
+    ax.legend(loc="upper right", fontsize="small")
+    fig.tight_layout()
+    return _png(fig)
+
+
+def diagnostics_matrix(
+    verdicts: Iterable[Mapping[str, Any]],
+) -> tuple[list[str], list[tuple[str, str]], dict[tuple[str, str, str], str]]:
+    """Tests (columns), (node, gpu) rows and status per (node, gpu, test), from DCGM verdicts."""
+    tests: list[str] = []
+    rows: list[tuple[str, str]] = []
+    cells: dict[tuple[str, str, str], str] = {}
+    for _verdict, table in iter_tables(verdicts, DIAGNOSTICS_COLUMNS):
+        for row in table:
+            node, gpu, test = str(row["node"]), str(row["gpu"]), str(row["test"])
+            if test not in tests:
+                tests.append(test)
+            if (node, gpu) not in rows:
+                rows.append((node, gpu))
+            cells[(node, gpu, test)] = str(row["status"])
+    rows.sort(key=lambda r: (r[0], not r[1].isdigit(), int(r[1]) if r[1].isdigit() else 0, r[1]))
+    return tests, rows, cells
