@@ -1,0 +1,221 @@
+"""Criterion 4: loss continuity after a restore.
+
+Exact checks first (../shared/docs/steptime-loss.md §4.2): the first step after the restore
+is the checkpoint step + 1 (on the log's grid), no gaps or repeats, no NaN/Inf, consumed
+samples and global batch size continuous, learning rate on its schedule, loss scale kept.
+Then robust z-scores of log(loss) after the restore against a Theil–Sen trend (vs log step)
+fitted to the last pre-incident points, scale 1.4826·MAD of the residuals: FAIL on any
+|z| > spike_z in the first `check_steps` points or |median z| > shift_z over the first
+`shift_window` points. The verdict names the first offending step.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from acceptance.judge.loss_exact import exact_checks, per_step, restore_point
+from acceptance.judge.verdict import Figure, Status, Verdict
+from acceptance.tools.trainlog_model import TrainLog
+
+__all__ = ["LossPolicy", "judge_loss"]
+
+
+@dataclass(frozen=True)
+class LossPolicy:
+    """Thresholds of the loss-continuity check; defaults from the research note."""
+
+    trend_window: int = 300
+    min_trend_points: int = 100
+    min_points: int = 20
+    check_steps: int = 50
+    spike_z: float = 6.0
+    shift_window: int = 20
+    shift_z: float = 3.0
+    grad_norm_z: float = 6.0
+    min_post_points: int = 5
+    lr_rel_tol: float = 1e-3
+    lr_override: bool = False
+    sigma_floor: float = 1e-6
+
+    def __post_init__(self) -> None:
+        if self.spike_z <= 0 or self.shift_z <= 0 or self.trend_window < 3 or self.check_steps < 1:
+            raise ValueError("spike_z and shift_z must be > 0, trend_window ≥ 3, check_steps ≥ 1")
+
+
+def theil_sen(x: np.ndarray, y: np.ndarray) -> tuple[float, float]:
+    """Median pairwise slope and the median intercept (robust line fit)."""
+    i, j = np.triu_indices(len(x), k=1)
+    dx = x[j] - x[i]
+    ok = dx != 0
+    slope = float(np.median((y[j] - y[i])[ok] / dx[ok])) if ok.any() else 0.0
+    return slope, float(np.median(y - slope * x))
+
+
+def _transform(loss: np.ndarray) -> tuple[np.ndarray, str]:
+    return (np.log(loss), "log-loss") if (loss > 0).all() else (loss, "loss")
+
+
+def judge_loss(
+    before: TrainLog,
+    after: TrainLog,
+    restore_step: int | None = None,
+    policy: LossPolicy = LossPolicy(),
+    subject: str = "loss continuity",
+) -> Verdict:
+    """Judge the loss from the restored step onward against the pre-incident run."""
+    point = restore_point(before, after, restore_step)
+    pre, post = per_step(point.before), per_step(point.after)
+    evidence = list(point.notes)
+    figures: dict[str, Figure] = {
+        "restore_step": point.step,
+        "first_step_after": int(post["step"].iloc[0]) if len(post) else None,
+        "spike_z": policy.spike_z,
+        "shift_z": policy.shift_z,
+    }
+    if point.step is not None:
+        pre = pre[pre["step"] <= point.step]
+    if not len(post):
+        return Verdict(
+            Status.INCONCLUSIVE, subject, "no steps after the restore in the log", figures, tuple(evidence)
+        )
+
+    findings = exact_checks(pre, post, point.step, policy.lr_rel_tol, policy.lr_override)
+    evidence.extend(f.text for f in findings if not f.fatal)
+    fatal = [f for f in findings if f.fatal]
+    if fatal:
+        first = min(fatal, key=lambda f: f.step if f.step is not None else -1)
+        figures["first_offending_step"] = first.step
+        figures["exact_failures"] = len(fatal)
+        evidence[:0] = [f.text for f in fatal]
+        return Verdict(Status.FAIL, subject, first.text, figures, tuple(evidence), post)
+
+    pre_loss = pre[np.isfinite(pre["loss"])].tail(policy.trend_window) if "loss" in pre else pre.iloc[0:0]
+    post_loss = post[np.isfinite(post["loss"])] if "loss" in post else post.iloc[0:0]
+    if point.step is not None:
+        post_loss = post_loss[post_loss["step"] > point.step]
+    post_loss = post_loss.head(policy.check_steps)
+    figures["trend_points"] = len(pre_loss)
+    figures["post_points"] = len(post_loss)
+    if len(pre_loss) < policy.min_points or len(post_loss) < policy.min_post_points:
+        which = "pre-incident" if len(pre_loss) < policy.min_points else "post-restore"
+        return Verdict(
+            Status.INCONCLUSIVE,
+            subject,
+            f"exact checks passed, but only {len(pre_loss)} pre-incident and {len(post_loss)} "
+            f"post-restore loss points: too few {which} points for the statistical check",
+            figures,
+            tuple(evidence),
+            post,
+        )
+    if len(pre_loss) < policy.min_trend_points:
+        evidence.append(
+            f"trend fitted on only {len(pre_loss)} pre-incident points (want {policy.min_trend_points})"
+        )
+    return _statistical(
+        pre_loss,
+        post=post_loss,
+        restore=point.step,
+        policy=policy,
+        subject=subject,
+        figures=figures,
+        evidence=evidence,
+        table=post,
+    )
+
+
+def _statistical(
+    pre: pd.DataFrame,
+    *,
+    post: pd.DataFrame,
+    restore: int | None,
+    policy: LossPolicy,
+    subject: str,
+    figures: dict[str, Figure],
+    evidence: list[str],
+    table: pd.DataFrame,
+) -> Verdict:
+    both = np.concatenate([pre["loss"].to_numpy(float), post["loss"].to_numpy(float)])
+    u_all, space = _transform(both)
+    u_pre, u_post = u_all[: len(pre)], u_all[len(pre) :]
+    offset = 1 - min(int(pre["step"].min()), 1)
+    x_pre = np.log(pre["step"].to_numpy(float) + offset)
+    x_post = np.log(post["step"].to_numpy(float) + offset)
+    slope, intercept = theil_sen(x_pre, u_pre)
+    resid = u_pre - (intercept + slope * x_pre)
+    sigma = max(1.4826 * float(np.median(np.abs(resid - np.median(resid)))), policy.sigma_floor)
+    z = (u_post - (intercept + slope * x_post)) / sigma
+    steps = post["step"].to_numpy(np.int64)
+    k = int(np.argmax(np.abs(z)))
+    shift = float(np.median(z[: policy.shift_window]))
+    figures.update(
+        sigma=sigma,
+        space=space,
+        max_abs_z=float(abs(z[k])),
+        max_z_step=int(steps[k]),
+        median_z=shift,
+    )
+    where = f"after restore at step {restore}" if restore is not None else "after the restore"
+    basis = f"σ {sigma:.3g} in {space} from {len(pre)} pre-incident points"
+    spikes = np.flatnonzero(np.abs(z) > policy.spike_z)
+    grad_note = _grad_cospike(pre, post, policy)
+    if grad_note:
+        evidence.append(grad_note)
+    out = table.assign(z=pd.Series(z, index=post.index))
+    if spikes.size:
+        i = int(spikes[0])
+        figures["first_offending_step"] = int(steps[i])
+        loss, trend = float(post["loss"].iloc[i]), _back(intercept + slope * x_post[i], space)
+        summary = (
+            f"loss jumps at step {steps[i]} {where}: z {z[i]:+.1f} (limit ±{policy.spike_z:g}), "
+            f"loss {loss:.4g} vs trend {trend:.4g}"
+        )
+        evidence.append(basis)
+        return Verdict(Status.FAIL, subject, summary, figures, tuple(evidence), out)
+    if abs(shift) > policy.shift_z:
+        window = steps[: policy.shift_window]
+        beyond = np.flatnonzero(
+            np.sign(z[: policy.shift_window]) * np.sign(shift) * np.abs(z[: policy.shift_window])
+            > policy.shift_z
+        )
+        first = int(steps[beyond[0]]) if beyond.size else int(window[0])
+        figures["first_offending_step"] = first
+        direction = "up" if shift > 0 else "down (replayed data?)"
+        summary = (
+            f"loss level shifted {direction} {where}: median z {shift:+.1f} over steps "
+            f"{window[0]}..{window[-1]} (limit ±{policy.shift_z:g}); first step beyond at {first}"
+        )
+        evidence.append(basis)
+        return Verdict(Status.FAIL, subject, summary, figures, tuple(evidence), out)
+    summary = (
+        f"loss continuous {where}: max |z| {abs(z[k]):.1f} at step {steps[k]}, median z {shift:+.1f} "
+        f"over {min(len(z), policy.shift_window)} steps "
+        f"(limits ±{policy.spike_z:g}, ±{policy.shift_z:g}; {basis})"
+    )
+    return Verdict(Status.PASS, subject, summary, figures, tuple(evidence), out)
+
+
+def _back(u: float, space: str) -> float:
+    return math.exp(u) if space == "log-loss" else u
+
+
+def _grad_cospike(pre: pd.DataFrame, post: pd.DataFrame, policy: LossPolicy) -> str | None:
+    if "grad_norm" not in pre or "grad_norm" not in post:
+        return None
+    g_pre = pre["grad_norm"].to_numpy(float)
+    g_post = post["grad_norm"].to_numpy(float)
+    g_pre = g_pre[np.isfinite(g_pre) & (g_pre > 0)]
+    ok = np.isfinite(g_post) & (g_post > 0)
+    if len(g_pre) < policy.min_points or not ok.any():
+        return None
+    lg = np.log(g_pre)
+    scale = max(1.4826 * float(np.median(np.abs(lg - np.median(lg)))), policy.sigma_floor)
+    zg = (np.log(g_post[ok]) - np.median(lg)) / scale
+    hits = np.flatnonzero(zg > policy.grad_norm_z)
+    if not hits.size:
+        return None
+    step = int(post["step"].to_numpy()[ok][hits[0]])
+    return f"warning: grad-norm spike at step {step} (z {zg[hits[0]]:+.1f} > {policy.grad_norm_z:g})"

@@ -1,0 +1,245 @@
+"""Exact continuity checks of a restore: step grid, NaN/Inf, samples, batch size, LR, loss scale."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from acceptance.tools.trainlog_model import TrainLog
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One exact-check result; `fatal` ones fail the verdict, the others are notes."""
+
+    step: int | None
+    text: str
+    fatal: bool = True
+
+
+@dataclass(frozen=True)
+class RestorePoint:
+    """The checkpoint step restored (None when unknown) and the frames on each side of it."""
+
+    step: int | None
+    before: pd.DataFrame
+    after: pd.DataFrame
+    notes: tuple[str, ...]
+
+
+def restore_point(before: TrainLog, after: TrainLog, restore_step: int | None) -> RestorePoint:
+    """Find the restore: given, else the resume line of the after-log, else the last checkpoint
+    save of the pre-incident log before the after-log's first step. When the after-log holds
+    the resume itself (one log across the restart), split it there."""
+    notes: list[str] = []
+    pre, post = before.frame(), after.frame()
+    resumes = [e for e in after.events if e.type == "resume"]
+    chosen = None
+    if resumes:
+        matching = [e for e in resumes if restore_step is None or e.step == restore_step]
+        chosen = matching[-1] if matching else resumes[-1]
+        segment = resumes.index(chosen) + 1
+        seg = post["segment"] if "segment" in post else pd.Series(0, index=post.index)
+        if before is after:
+            pre = pre[seg < segment]
+        post = post[seg >= segment]
+        if restore_step is None and chosen.step is not None:
+            restore_step = chosen.step
+            notes.append(f"restore step {restore_step} from the log (line {chosen.line})")
+        elif restore_step is not None and chosen.step not in (None, restore_step):
+            notes.append(
+                f"the log says it loaded step {chosen.step}; judged against the given {restore_step}"
+            )
+    if restore_step is None and len(post):
+        first = int(post["step"].iloc[0])
+        saves = [
+            e.step
+            for e in before.events
+            if e.type == "checkpoint_save" and e.step is not None and e.step < first
+        ]
+        if saves:
+            restore_step = max(saves)
+            notes.append(f"restore step {restore_step}: the last checkpoint saved before step {first}")
+        else:
+            notes.append(
+                "restore step unknown (no resume line, no checkpoint save): first-step check skipped"
+            )
+    return RestorePoint(restore_step, pre.reset_index(drop=True), post.reset_index(drop=True), tuple(notes))
+
+
+def per_step(frame: pd.DataFrame) -> pd.DataFrame:
+    """One row per step: several ranks printing one step are merged (mean loss, any NaN)."""
+    if "rank" not in frame or frame["rank"].nunique(dropna=True) <= 1:
+        return frame
+    keys = ["segment", "step"] if "segment" in frame else ["step"]
+    agg = {c: ("max" if c in ("nan", "step_time_s") else "mean") for c in frame.columns if c not in keys}
+    agg["rank"] = "min"
+    return frame.groupby(keys, sort=False, as_index=False).agg(agg)
+
+
+def _interval(pre: pd.DataFrame, post: pd.DataFrame) -> int:
+    for frame in (pre, post):
+        if len(frame) >= 2:
+            diffs = np.diff(frame["step"].to_numpy(np.int64))
+            diffs = diffs[diffs > 0]
+            if diffs.size:
+                values, counts = np.unique(diffs, return_counts=True)
+                return int(values[np.argmax(counts)])
+    return 1
+
+
+def _last(frame: pd.DataFrame, column: str) -> tuple[int, float] | None:
+    if column not in frame:
+        return None
+    ok = frame[np.isfinite(frame[column].to_numpy(float))]
+    return (int(ok["step"].iloc[-1]), float(ok[column].iloc[-1])) if len(ok) else None
+
+
+def exact_checks(
+    pre: pd.DataFrame, post: pd.DataFrame, restore: int | None, lr_tol: float, lr_override: bool
+) -> list[Finding]:
+    out: list[Finding] = []
+    interval = _interval(pre, post)
+    steps = post["step"].to_numpy(np.int64)
+    if restore is not None:
+        phase = int(pre["step"].iloc[-1]) % interval if len(pre) else int(steps[0]) % interval
+        expected = restore + ((phase - restore) % interval or interval)
+        if steps[0] != expected:
+            grid = f" on the log's every-{interval}-steps grid" if interval > 1 else ""
+            out.append(
+                Finding(
+                    int(steps[0]),
+                    f"first step after restore is {steps[0]}, expected {expected}"
+                    f" (checkpoint step {restore} + 1{grid})",
+                )
+            )
+        if len(pre) and int(pre["step"].iloc[-1]) < restore:
+            out.append(
+                Finding(
+                    None,
+                    f"pre-incident log ends at step {pre['step'].iloc[-1]}, before the checkpoint {restore}",
+                    False,
+                )
+            )
+    diffs = np.diff(steps)
+    for i in np.flatnonzero((diffs <= 0) | (diffs > interval))[:1]:
+        a, b = int(steps[i]), int(steps[i + 1])
+        text = (
+            f"step {b} repeated after step {a} (steps must increase)"
+            if b <= a
+            else f"steps {a + 1}..{b - 1} missing after step {a} (log interval {interval})"
+        )
+        out.append(Finding(b, text))
+    bad = np.zeros(len(post), dtype=bool)
+    if "nan" in post:
+        bad |= post["nan"].to_numpy(bool)
+    for column in ("loss", "grad_norm"):
+        if column in post:
+            bad |= np.isinf(post[column].to_numpy(float))
+    if bad.any():
+        i = int(np.flatnonzero(bad)[0])
+        loss = post["loss"].iloc[i] if "loss" in post else float("nan")
+        out.append(Finding(int(steps[i]), f"NaN/Inf at step {steps[i]} after restore (loss {loss})"))
+    out.extend(_samples(pre, post, restore, interval))
+    out.extend(_schedule(pre, post, lr_tol, lr_override, interval))
+    return out
+
+
+def _samples(pre: pd.DataFrame, post: pd.DataFrame, restore: int | None, interval: int) -> list[Finding]:
+    out: list[Finding] = []
+    gbs_pre = _last(pre, "global_batch_size")
+    if gbs_pre is not None and "global_batch_size" in post:
+        g = post["global_batch_size"].to_numpy(float)
+        differ = np.flatnonzero(np.isfinite(g) & (g != gbs_pre[1]))
+        if differ.size:
+            s = int(post["step"].iloc[differ[0]])
+            out.append(
+                Finding(
+                    s,
+                    f"global batch size {g[differ[0]]:g} at step {s}, was {gbs_pre[1]:g} before the restore",
+                )
+            )
+    if "consumed_samples" not in pre or "consumed_samples" not in post:
+        return out
+    c_pre = pre[np.isfinite(pre["consumed_samples"].to_numpy(float))]
+    c_post = post[np.isfinite(post["consumed_samples"].to_numpy(float))]
+    if len(c_pre) < 2 or not len(c_post):
+        return out
+    if gbs_pre is not None:
+        per_step = gbs_pre[1]
+    else:
+        rate = np.diff(c_pre["consumed_samples"].to_numpy(float)) / np.diff(c_pre["step"].to_numpy(float))
+        per_step = float(np.median(rate[np.isfinite(rate)]))
+    s_post, v_post = c_post["step"].to_numpy(np.int64), c_post["consumed_samples"].to_numpy(float)
+    if restore is not None:
+        at = c_pre[c_pre["step"] <= restore]
+        if len(at):
+            base_step, base = int(at["step"].iloc[-1]), float(at["consumed_samples"].iloc[-1])
+            expected = base + per_step * (s_post[0] - base_step)
+            if abs(v_post[0] - expected) > 0.5:
+                out.append(
+                    Finding(
+                        int(s_post[0]),
+                        f"consumed samples {v_post[0]:.0f} at step {s_post[0]}, expected {expected:.0f} "
+                        f"({base:.0f} at step {base_step} + {per_step:g} per step)",
+                    )
+                )
+    jumps = np.diff(v_post) - per_step * np.diff(s_post)
+    wrong = np.flatnonzero(np.abs(jumps) > 0.5)
+    if wrong.size:
+        s = int(s_post[wrong[0] + 1])
+        out.append(
+            Finding(
+                s,
+                f"consumed samples jump by {np.diff(v_post)[wrong[0]]:.0f} at step {s}, "
+                f"expected {per_step:g} per step",
+            )
+        )
+    return out
+
+
+def _schedule(
+    pre: pd.DataFrame, post: pd.DataFrame, lr_tol: float, lr_override: bool, interval: int
+) -> list[Finding]:
+    out: list[Finding] = []
+    if "lr" in pre and "lr" in post:
+        ok_pre = pre[np.isfinite(pre["lr"].to_numpy(float))]
+        first = _first(post, "lr")
+        if lr_override:
+            out.append(
+                Finding(None, "learning-rate override declared: schedule continuity not checked", False)
+            )
+        elif len(ok_pre) >= 2 and first is not None:
+            (s1, l1), (s2, l2) = ((int(r.step), float(r.lr)) for r in ok_pre.tail(2).itertuples())
+            slope = (l2 - l1) / (s2 - s1) if s2 != s1 else 0.0
+            predicted = l2 + slope * (first[0] - s2)
+            scale = abs(predicted) or abs(l2) or 1.0
+            rel = abs(first[1] - predicted) / scale
+            steps_rel = abs(slope) * max(interval, 1) / (abs(l2) or 1.0)
+            if rel > lr_tol + 0.1 * steps_rel * max(1, (first[0] - s2) / max(interval, 1)):
+                out.append(
+                    Finding(
+                        first[0],
+                        f"learning rate {first[1]:.4g} at step {first[0]}, schedule gives {predicted:.4g} "
+                        f"({rel:.2%} off, tolerance {lr_tol:.2%})",
+                    )
+                )
+    scale_pre, scale_post = _last(pre, "loss_scale"), _first(post, "loss_scale")
+    if scale_pre and scale_post and scale_pre[1] > 0 and not 0.5 <= scale_post[1] / scale_pre[1] <= 2:
+        out.append(
+            Finding(
+                scale_post[0],
+                f"loss scale {scale_post[1]:g} at step {scale_post[0]}, "
+                f"was {scale_pre[1]:g} at the checkpoint",
+            )
+        )
+    return out
+
+
+def _first(frame: pd.DataFrame, column: str) -> tuple[int, float] | None:
+    if column not in frame:
+        return None
+    ok = frame[np.isfinite(frame[column].to_numpy(float))]
+    return (int(ok["step"].iloc[0]), float(ok[column].iloc[0])) if len(ok) else None

@@ -1,0 +1,142 @@
+"""The steady-state step-time sample of a run: what is dropped before comparing, and why."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Protocol
+
+import numpy as np
+import pandas as pd
+
+from acceptance.tools.trainlog_model import TrainLog
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+
+
+class _Rules(Protocol):
+    @property
+    def warmup_steps(self) -> int: ...
+    @property
+    def warmup_intervals(self) -> int: ...
+    @property
+    def after_restore_steps(self) -> int: ...
+    @property
+    def outlier_factor(self) -> float: ...
+    @property
+    def drop_event_steps(self) -> bool: ...
+
+
+@dataclass(frozen=True)
+class Steady:
+    """Kept step times (in logged order), their steps, per-segment samples and the drops."""
+
+    values: np.ndarray
+    steps: np.ndarray
+    unit: str
+    segments: tuple[np.ndarray, ...]
+    dropped: Mapping[str, int] = field(default_factory=dict)
+    evidence: tuple[str, ...] = ()
+
+
+def _time_column(log: TrainLog) -> tuple[pd.Series, str]:
+    """Per-step time (s); throughput-only logs give time per token or per sample instead."""
+    frame = log.frame()
+    for column, unit, invert in (
+        ("step_time_s", "s", False),
+        ("tokens_per_s", "s/token", True),
+        ("samples_per_s", "s/sample", True),
+    ):
+        if column in frame and frame[column].notna().any():
+            values = 1.0 / frame[column] if invert else frame[column]
+            data = pd.DataFrame({"step": frame["step"], "t": values})
+            data["segment"] = frame["segment"] if "segment" in frame else 0  # noqa: SIM401
+            data = data[data["t"].notna()]
+            # Several ranks printing one step: the slowest rank is the step's time.
+            slowest = data.groupby(["segment", "step"], sort=False, as_index=False).agg(t=("t", "max"))
+            index = pd.MultiIndex.from_frame(slowest[["segment", "step"]])
+            series = pd.Series(slowest["t"].to_numpy(), index=index)
+            return series, unit
+    raise ValueError(f"{log.source}: the log has no step time or throughput column ({log.format})")
+
+
+def _steps_list(steps: np.ndarray, limit: int = 8) -> str:
+    shown = ", ".join(str(int(s)) for s in steps[:limit])
+    return shown + (f", ... ({len(steps)} in all)" if len(steps) > limit else "")
+
+
+def steady_series(data: pd.Series | TrainLog, rules: _Rules, label: str) -> Steady:
+    """Drop warm-up, after-restore, event and outlier steps; say what was dropped."""
+    events: dict[int, str] = {}
+    if isinstance(data, TrainLog):
+        series, unit = _time_column(data)
+        if rules.drop_event_steps:
+            for event in data.events:
+                if event.type in ("checkpoint_save", "eval") and event.step is not None:
+                    events[event.step] = event.type
+        segment = series.index.get_level_values(0).to_numpy()
+        steps = series.index.get_level_values(1).to_numpy()
+        values = series.to_numpy(dtype=float)
+    else:
+        unit = "s"
+        values = data.to_numpy(dtype=float)
+        steps = (
+            data.index.to_numpy(dtype=np.int64)
+            if pd.api.types.is_integer_dtype(data.index)
+            else np.arange(1, len(values) + 1)
+        )
+        segment = np.zeros(len(values), dtype=np.int64)
+        keep_finite = np.isfinite(values)
+        values, steps, segment = values[keep_finite], steps[keep_finite], segment[keep_finite]
+
+    keep = np.ones(len(values), dtype=bool)
+    dropped: dict[str, int] = {}
+    evidence: list[str] = []
+    warm = np.zeros(len(values), dtype=bool)
+    restore = np.zeros(len(values), dtype=bool)
+    for seg in np.unique(segment):
+        mask = segment == seg
+        seg_steps = steps[mask]
+        interval = int(np.median(np.diff(seg_steps))) if len(seg_steps) > 1 else 1
+        interval = max(interval, 1)
+        if seg == 0:
+            span = max(rules.warmup_steps, rules.warmup_intervals * interval)
+            warm[mask] = seg_steps < seg_steps.min() + span
+        else:
+            span = max(rules.after_restore_steps, rules.warmup_intervals * interval)
+            restore[mask] = seg_steps < seg_steps.min() + span
+    for name, mask, why in (
+        ("warmup", warm, "warm-up"),
+        ("after_restore", restore & ~warm, "first after a restore"),
+    ):
+        dropped[name] = int(mask.sum())
+        if mask.any():
+            evidence.append(f"{label}: dropped {mask.sum()} {why} steps ({_steps_list(steps[mask])})")
+        keep &= ~mask
+    if events:
+        interval = int(np.median(np.diff(steps))) if len(steps) > 1 else 1
+        marked = set(events) | {s + max(interval, 1) for s in events}
+        at_event = np.isin(steps, np.fromiter(marked, dtype=np.int64)) & keep
+        dropped["events"] = int(at_event.sum())
+        if at_event.any():
+            evidence.append(
+                f"{label}: dropped {at_event.sum()} steps at checkpoint/eval events "
+                f"({_steps_list(steps[at_event])})"
+            )
+        keep &= ~at_event
+    else:
+        dropped["events"] = 0
+    if keep.any():
+        median = float(np.median(values[keep]))
+        slow = keep & (values > rules.outlier_factor * median)
+        dropped["outliers"] = int(slow.sum())
+        if slow.any():
+            evidence.append(
+                f"{label}: dropped {slow.sum()} outlier steps > {rules.outlier_factor:g}× median "
+                f"({_steps_list(steps[slow])})"
+            )
+        keep &= ~slow
+    else:
+        dropped["outliers"] = 0
+    kept_segments = tuple(values[keep & (segment == s)] for s in np.unique(segment))
+    return Steady(values[keep], steps[keep], unit, kept_segments, dropped, tuple(evidence))
