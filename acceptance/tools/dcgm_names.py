@@ -30,6 +30,7 @@ SOFTWARE_CHECKS: frozenset[str] = frozenset(
         "Permissions and OS Blocks",
         "Persistence Mode",
         "Environment Variables",
+        "Page Retirement",
         "Page Retirement/Row Remap",
         "Graphics Processes",
         "Inforom",

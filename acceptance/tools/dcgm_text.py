@@ -176,7 +176,7 @@ def _row(table: _Table, cells: tuple[str, str, str], number: int, line: str, sou
         if current is not None and listed:
             table.end_message()
             _apply_list(table, current, listed)
-        elif current is not None and entity and (table.msg is None or len(table.msg.chunks[-1]) < CHUNK):
+        elif current is not None and entity and (table.msg is None or len(table.msg.chunks[-1].rstrip()) < CHUNK):
             table.end_message()
             ident = int(entity.group(2))
             if entity.group(1) == "GPU":
