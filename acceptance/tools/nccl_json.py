@@ -149,7 +149,10 @@ def _capture(doc: Mapping[str, Any], truncated: bool, source: str, collective: s
         )
         for d in config.get("devices", [])
     )
-    rows = tuple(_row(r) for r in doc.get("results", []))
+    results = doc.get("results", [])
+    if truncated:  # the last result may be cut inside its object
+        results = [r for r in results if {"size", "count", "type", "in_place"} <= r.keys()]
+    rows = tuple(_row(r) for r in results)
     oob_doc = doc.get("out_of_bounds")
     avg_doc = doc.get("average_bus_bandwidth")
     oob = int(oob_doc["count"]) if isinstance(oob_doc, Mapping) else None

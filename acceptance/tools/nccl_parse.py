@@ -30,6 +30,8 @@ from acceptance.tools.nccl_records import (
 )
 
 MAX_ERRORS = 1000
+#: first characters of an INFO line that may carry a row preamble or a launcher tag before it
+_MAYBE_GLUED = frozenset(" 0123456789[")
 
 _PREFIX = re.compile(r"\[\d+,\d+\]<(?:stdout|stderr)>:|\d+: ")
 _RANK = re.compile(
@@ -173,7 +175,7 @@ class TextParser:
             if " NCCL INFO " in raw:
                 if "NCCL version" in raw:
                     self._nccl_version(raw)
-                if raw[:1] != " ":
+                if raw[:1] not in _MAYBE_GLUED:
                     continue
             dispatch(raw.rstrip("\r\n"), number)
 
@@ -319,12 +321,17 @@ class TextParser:
             if _ROW_START.match(line):
                 self._row(run, run.layout, line, number)
                 return
+            tokens = line.split()
             if run.pending is not None:
-                joined = run.layout.join(run.pending[0], line.split(), run.pending[1])
+                joined = run.layout.join(run.pending[0], tokens, run.pending[1])
                 if joined is not None:
                     run.rows.append(joined)
                     run.pending = None
                     return
+            elif len(tokens) == run.layout.need and run.layout.halves(tokens) is not None:
+                run.malformed = True
+                run.error(number, f"numbers of a data row whose size was lost: {line.strip()}")
+                return
         if line.lstrip().startswith(".. "):
             self._foreign(line, number)
             return
@@ -360,6 +367,8 @@ class TextParser:
         )
 
     def _foreign(self, line: str, number: int) -> None:
+        if " NCCL INFO " in line:
+            return
         run = self.run
         if "Test " in line and _FAILURE.match(line):
             if run is not None:
