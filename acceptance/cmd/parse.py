@@ -20,7 +20,7 @@ from acceptance.errors import ParseError
 KINDS: dict[str, tuple[str, str]] = {
     "nccl": ("acceptance.tools.nccl", "nccl-tests output (all_reduce_perf and siblings)"),
     "dcgm": ("acceptance.tools.dcgm", "dcgmi diag output, JSON (-j) or text"),
-    # "trainlog": ("acceptance.tools.trainlog", "a training log (Megatron, NeMo, torchtitan, HF, ...)"),
+    "trainlog": ("acceptance.tools.trainlog", "a training log (Megatron, NeMo, torchtitan, HF, ...)"),
 }
 
 

@@ -165,16 +165,6 @@ def _statistical(
     if grad_note:
         evidence.append(grad_note)
     out = table.assign(z=pd.Series(z, index=post.index))
-    if spikes.size:
-        i = int(spikes[0])
-        figures["first_offending_step"] = int(steps[i])
-        loss, trend = float(post["loss"].iloc[i]), _back(intercept + slope * x_post[i], space)
-        summary = (
-            f"loss jumps at step {steps[i]} {where}: z {z[i]:+.1f} (limit ±{policy.spike_z:g}), "
-            f"loss {loss:.4g} vs trend {trend:.4g}"
-        )
-        evidence.append(basis)
-        return Verdict(Status.FAIL, subject, summary, figures, tuple(evidence), out)
     if abs(shift) > policy.shift_z:
         window = steps[: policy.shift_window]
         beyond = np.flatnonzero(
@@ -187,6 +177,19 @@ def _statistical(
         summary = (
             f"loss level shifted {direction} {where}: median z {shift:+.1f} over steps "
             f"{window[0]}..{window[-1]} (limit ±{policy.shift_z:g}); first step beyond at {first}"
+        )
+        if spikes.size:
+            i = int(spikes[0])
+            evidence.append(f"also |z| > {policy.spike_z:g} at step {steps[i]} (z {z[i]:+.1f})")
+        evidence.append(basis)
+        return Verdict(Status.FAIL, subject, summary, figures, tuple(evidence), out)
+    if spikes.size:
+        i = int(spikes[0])
+        figures["first_offending_step"] = int(steps[i])
+        loss, trend = float(post["loss"].iloc[i]), _back(intercept + slope * x_post[i], space)
+        summary = (
+            f"loss jumps at step {steps[i]} {where}: z {z[i]:+.1f} (limit ±{policy.spike_z:g}), "
+            f"loss {loss:.4g} vs trend {trend:.4g}"
         )
         evidence.append(basis)
         return Verdict(Status.FAIL, subject, summary, figures, tuple(evidence), out)
