@@ -20,6 +20,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "acceptance.cmd.profile",
     "acceptance.cmd.baseline",
     "acceptance.cmd.parse",
+    "acceptance.cmd.analyze",
 )
 
 EPILOG = """\
