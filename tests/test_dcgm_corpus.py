@@ -1,4 +1,4 @@
-"""Every real `dcgmi diag` sample of the corpus and every project fixture, against expectations written per file."""
+"""Every real `dcgmi diag` sample of the corpus and every project fixture, against per-file expectations."""
 
 from __future__ import annotations
 
@@ -436,7 +436,7 @@ def test_cli_json_has_the_design_shape() -> None:
     assert doc["gpus"]["5"] == "fail"
     assert doc["devices"]["5"]["serial"] == "1654020000005"
     message = next(t for t in doc["tests"] if t["name"] == "diagnostic")["messages"][0]
-    assert message["error_id"] == 101 and message["error_severity"] == 2 and message["gpu"] == 5
+    assert (message["error_id"], message["error_severity"], message["gpu"]) == (101, 2, 5)
 
 
 def test_cli_exit_code_option_overrides_a_clean_output(tmp_path: Path) -> None:
