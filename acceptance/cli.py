@@ -21,6 +21,8 @@ COMMAND_MODULES: tuple[str, ...] = (
     "acceptance.cmd.baseline",
     "acceptance.cmd.parse",
     "acceptance.cmd.analyze",
+    "acceptance.cmd.verify",
+    "acceptance.cmd.sim",
 )
 
 EPILOG = """\

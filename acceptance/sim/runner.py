@@ -1,0 +1,297 @@
+"""`SimRunner`: the `ToolRunner` of acceptance/sim/runtime.py over the simulated cluster.
+
+`run(argv, env, node, hosts)` understands:
+
+- ``mpirun [opts] <nccl-tests binary> [args]`` -- one process per hostfile slot (``-np`` caps it),
+  ranks = processes x ``-t`` x ``-g``; hosts come from the emulator (hostfile resolved to nodes),
+  else from ``-H host:slots,...`` (host names = node names), else the first nodes of the cluster;
+- ``all_reduce_perf ...`` and siblings without mpirun -- one process on `node`;
+- ``dcgmi diag -r LEVEL [-j]`` -- DCGM 4.x JSON or text for `node`;
+- the training command of `acceptance.sim.training` (on the hosts' nodes, else every ready node);
+- ``bash -c "a; b && c"`` -- each command in turn, stopping at the first failure;
+  ``echo``/``export``/``set``/``sleep``/``hostname`` and similar shell chores print nothing or the obvious.
+
+Run-to-run noise: each call gets its own seed from (cluster seed, the command, the node, the
+hosts, and how many times this same call was made before), so a repeated call differs
+and a whole session replays identically.
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+import threading
+from collections.abc import Mapping, Sequence
+
+from acceptance.errors import UsageError
+from acceptance.sim import dcgmmodel, dcgmrender, ncclperf, nccltext
+from acceptance.sim.cluster import GPU_NAME, GPUS_PER_NODE, SimCluster, Versions, derive_seed, node_spec, rng
+from acceptance.sim.faults import FaultSet
+from acceptance.sim.ncclargs import NcclArgs, collective_of, parse_mpirun, parse_nccl_args
+from acceptance.sim.runtime import Host, NodeSpec, ToolRun
+from acceptance.sim.scenario import Scenario
+from acceptance.sim.training import is_training, run_training
+
+MPI_LAUNCHERS = {"mpirun", "mpiexec", "prterun", "orterun"}
+SHELL_CHORES = {"set", "sleep", "true", "cd", "ls", "cat", "sync", "ulimit", "wait", "nvidia-smi", "ibstat"}
+DCGM_LEVELS = {"short": 1, "medium": 2, "long": 3, "xlong": 4}
+
+
+class SimRunner:
+    """Runs commands on the simulated cluster; `nodes()` and `versions` describe it."""
+
+    def __init__(self, cluster: SimCluster, faults: FaultSet | None = None) -> None:
+        self.cluster = cluster
+        self.faults = faults or FaultSet()
+        self.versions: Versions = self.faults.versions(cluster.versions)
+        self._counts: dict[int, int] = {}
+        self._lock = threading.Lock()
+
+    @classmethod
+    def from_scenario(
+        cls, scenario: Scenario, faults: Sequence[str] = (), seed: int | None = None
+    ) -> SimRunner:
+        cluster, fault_set = scenario.build(seed, faults)
+        return cls(cluster, fault_set)
+
+    def nodes(self) -> Sequence[NodeSpec]:
+        return [node_spec(self.cluster, n, ready=self.faults.node_ready(n.name)) for n in self.cluster.nodes]
+
+    def run(self, argv: Sequence[str], env: Mapping[str, str], node: str, hosts: Sequence[Host]) -> ToolRun:
+        key = derive_seed(self.cluster.seed, tuple(argv), node, tuple(hosts))
+        with self._lock:
+            count = self._counts.get(key, 0)
+            self._counts[key] = count + 1
+        return self.run_call(argv, env, node, hosts, derive_seed(key, count))
+
+    def run_call(
+        self, argv: Sequence[str], env: Mapping[str, str], node: str, hosts: Sequence[Host], call_seed: int
+    ) -> ToolRun:
+        """One call with an explicit seed (pure: the same arguments give the same output)."""
+        commands = _split_shell(argv)
+        out: list[str] = []
+        total = 0.0
+        env = dict(env)
+        for i, command in enumerate(commands):
+            result = self._one(command, env, node, hosts, derive_seed(call_seed, i))
+            out.append(result.stdout)
+            total += result.duration_s
+            if result.exit_code != 0:
+                return ToolRun("".join(out), result.exit_code, total)
+        return ToolRun("".join(out), 0, total)
+
+    # --- dispatch ---------------------------------------------------------------------------
+
+    def _one(
+        self, argv: list[str], env: dict[str, str], node: str, hosts: Sequence[Host], seed: int
+    ) -> ToolRun:
+        while argv and (("=" in argv[0] and not argv[0].startswith("-")) or argv[0] == "env"):
+            if argv[0] != "env":
+                k, _, v = argv[0].partition("=")
+                env[k] = v
+            argv = argv[1:]
+        if not argv:
+            return ToolRun("", 0, 0.0)
+        prog = os.path.basename(argv[0])
+        if prog == "echo":
+            return ToolRun(" ".join(argv[1:]) + "\n", 0, 0.0)
+        if prog == "export":
+            for item in argv[1:]:
+                k, _, v = item.partition("=")
+                env[k] = v
+            return ToolRun("", 0, 0.0)
+        if prog == "hostname":
+            return ToolRun(env.get("HOSTNAME", node) + "\n", 0, 0.0)
+        if prog in SHELL_CHORES:
+            return ToolRun("", 0, 0.0)
+        if prog in MPI_LAUNCHERS:
+            launch = parse_mpirun(argv)
+            job_env = dict(env)
+            for k, value in launch.env:
+                job_env[k] = env.get(k, "") if value is None else value
+            job_hosts = list(hosts) or [Host(h, h, s) for h, s in launch.hosts]
+            for h in job_hosts:
+                self.cluster.node(h.node)
+            program = list(launch.program)
+            return self._program(program, job_env, node, job_hosts, launch.np, seed=seed, mpirun=True)
+        return self._program(argv, env, node, [], None, seed=seed, mpirun=False)
+
+    def _program(
+        self,
+        argv: list[str],
+        env: Mapping[str, str],
+        node: str,
+        hosts: list[Host],
+        np: int | None,
+        *,
+        seed: int,
+        mpirun: bool,
+    ) -> ToolRun:
+        prog = os.path.basename(argv[0])
+        if collective_of(prog):
+            return self._nccl(argv, env, node, hosts, np, seed=seed, mpirun=mpirun)
+        if prog == "dcgmi":
+            return self._dcgm(argv, node, seed)
+        if is_training(argv):
+            nodes = list(dict.fromkeys(h.node for h in hosts)) or [
+                n.name for n in self.cluster.nodes if self.faults.node_ready(n.name)
+            ]
+            text, code, seconds = run_training(argv, self.cluster, self.faults, nodes, seed)
+            return ToolRun(text, code, seconds)
+        return ToolRun(f"bash: {argv[0]}: command not found\n", 127, 0.0)
+
+    # --- nccl-tests ---------------------------------------------------------------------------
+
+    def _placement(
+        self,
+        args: NcclArgs,
+        node: str,
+        hosts: list[Host],
+        np: int | None,
+        *,
+        seed: int,
+        env: Mapping[str, str],
+    ) -> list[nccltext.Proc]:
+        ngpus, nthreads = args.ngpus, args.nthreads
+        r = rng(seed, "pids")
+        if not hosts:
+            hostname = env.get("HOSTNAME", node)
+            return [nccltext.Proc(hostname, node, r.randrange(30, 99999), 0, tuple(range(ngpus * nthreads)))]
+        if np is None:
+            np = sum(h.slots for h in hosts)
+        procs: list[nccltext.Proc] = []
+        rank = 0
+        for h in hosts:
+            for local in range(h.slots):
+                if len(procs) >= np:
+                    break
+                per = ngpus * nthreads
+                devices = tuple(local * per + j for j in range(per))
+                procs.append(nccltext.Proc(h.hostname, h.node, r.randrange(30, 99999), rank, devices))
+                rank += per
+        if len(procs) < np:
+            raise UsageError(f"mpirun: -np {np} asks for more slots than the hosts have ({len(procs)})")
+        return procs
+
+    def _nccl(
+        self,
+        argv: list[str],
+        env: Mapping[str, str],
+        node: str,
+        hosts: list[Host],
+        np: int | None,
+        *,
+        seed: int,
+        mpirun: bool,
+    ) -> ToolRun:
+        args = parse_nccl_args(argv)
+        if mpirun and not hosts:
+            count = np or GPUS_PER_NODE
+            per_node = GPUS_PER_NODE // max(args.ngpus * args.nthreads, 1) or 1
+            nodes = self.cluster.nodes[: max(1, -(-count // per_node))]
+            hosts = [Host(n.name, n.name, per_node) for n in nodes]
+        procs = self._placement(args, node, hosts, np, seed=seed, env=env)
+        nranks = sum(len(p.devices) for p in procs)
+        job_nodes = list(dict.fromkeys(p.node for p in procs))
+        v = self.versions
+        busids = [g.busid for g in self.cluster.node(job_nodes[0]).gpus]
+        lines = nccltext.header(args, v.nccl_tests, v.nccl_code, self.cluster.seed)
+        lines += nccltext.rank_lines(procs, GPU_NAME, busids)
+        r = rng(seed, "nccl")
+        down = [n for n in job_nodes if not self.faults.node_ready(n)]
+        if down:
+            text = f"ssh: connect to host {down[0]} port 22: No route to host\n"
+            return ToolRun(text + "ORTE was unable to reliably start one or more daemons.\n", 1, 30.0)
+        too_many = [p for p in procs if max(p.devices) >= GPUS_PER_NODE]
+        if too_many:
+            p = too_many[0]
+            lines += [f"{p.hostname}: Test CUDA failure common.cu:1008 'invalid device ordinal'",
+                      f" .. {p.hostname} pid {p.pid}: Test failure common.cu:1100"]  # fmt: skip
+            return ToolRun("\n".join(lines) + "\n", nccltext.TEST_CUDA_ERROR, 3.0)
+        debug = env.get("NCCL_DEBUG", "").upper()
+        fatal = self.faults.fatal(job_nodes)
+        if fatal is not None and fatal.node is not None:
+            fail, code = nccltext.xid_failure(procs, fatal.node, fatal.index, mpirun, r)
+            return ToolRun("\n".join(lines + fail) + "\n", code, 5.0 + 0.002 * nranks)
+        ranks_per_node = max(nranks // len(job_nodes), 1)
+        fabric = self.faults.fabric(self.cluster, job_nodes, args.collective, r)
+        cap = ncclperf.memory_cap(args)
+        rows = ncclperf.simulate_rows(
+            args,
+            nodes=len(job_nodes),
+            ranks_per_node=ranks_per_node,
+            env=env,
+            fabric=fabric,
+            r=r,
+            max_bytes=args.max_bytes if cap is None else cap,
+        )
+        extra: list[str] = []
+        cuda = f"{v.cuda_code // 1000}.{v.cuda_code % 1000 // 10}"
+        if debug == "INFO":
+            extra = nccltext.info_lines(
+                procs, nranks=nranks, nnodes=len(job_nodes), nccl=v.nccl, cuda_code=v.cuda_code, seed=seed
+            )
+        elif debug in ("WARN", "VERSION"):
+            extra = [f"NCCL version {v.nccl}+cuda{cuda}"]
+        lines += nccltext.table(args, rows, nranks, cap, extra)
+        return ToolRun("\n".join(lines) + "\n", 0, ncclperf.run_seconds(args, rows, nranks))
+
+    # --- DCGM -------------------------------------------------------------------------------------
+
+    def _dcgm(self, argv: list[str], node: str, seed: int) -> ToolRun:
+        if len(argv) < 2 or argv[1] != "diag":
+            return ToolRun("Usage: dcgmi diag -r <level> [-j]\n", 255, 0.0)
+        level, as_json = 1, False
+        i = 2
+        while i < len(argv):
+            a = argv[i]
+            if a in ("-r", "--run") and i + 1 < len(argv):
+                text = argv[i + 1]
+                level = DCGM_LEVELS.get(text, int(text) if text.isdigit() else 0)
+                i += 2
+            elif a in ("-j", "--json"):
+                as_json = True
+                i += 1
+            elif a in (
+                "-i",
+                "--gpuList",
+                "-g",
+                "--group",
+                "-p",
+                "--parameters",
+                "--iterations",
+            ) and i + 1 < len(argv):
+                i += 2
+            else:
+                i += 1
+        if level not in dcgmmodel.LEVEL_TESTS:
+            msg = f"Error: Invalid run level {argv[argv.index('-r') + 1] if '-r' in argv else level}.\n"
+            return ToolRun(msg, 255, 0.0)
+        sim_node = self.cluster.node(node)
+        run = dcgmmodel.run_diag(
+            sim_node,
+            level,
+            faults=self.faults.faults,
+            dcgm_version=self.versions.dcgm,
+            driver=self.versions.driver,
+            r=rng(seed, "dcgm"),
+        )
+        text = dcgmrender.render_json(run) if as_json else dcgmrender.render_text(run)
+        return ToolRun(text, run.exit_code, run.duration_s)
+
+
+def _split_shell(argv: Sequence[str]) -> list[list[str]]:
+    """``bash -c "a; b && c"`` -> [[a...], [b...], [c...]]; any other argv -> [argv]."""
+    argv = list(argv)
+    if len(argv) >= 3 and os.path.basename(argv[0]) in ("bash", "sh") and "-c" in argv[1:-1]:
+        script = argv[argv.index("-c") + 1]
+        lexer = shlex.shlex(script, posix=True, punctuation_chars=";&|\n")
+        lexer.whitespace_split = True
+        commands: list[list[str]] = [[]]
+        for token in lexer:
+            if token in (";", "&&", "\n", "||", "|", "&"):
+                commands.append([])
+            else:
+                commands[-1].append(token)
+        return [c for c in commands if c]
+    return [argv]
