@@ -25,7 +25,7 @@ from acceptance.tools.trainlog_struct import (
     parse_json_document,
     parse_jsonl,
 )
-from acceptance.tools.trainlog_text import DETECTORS, TEXT_FORMATS, TextLogParser, subformat
+from acceptance.tools.trainlog_text import ANSI, DETECTORS, TEXT_FORMATS, TextLogParser, subformat
 
 __all__ = [
     "FORMATS",
@@ -90,7 +90,7 @@ def _detect(it: Iterator[str], source: str, columns: Mapping[str, str] | None) -
     first: tuple[int, str] | None = None
     for raw in it:
         head.append(raw)
-        line = raw.strip()
+        line = ANSI.sub("", raw).strip() if "\x1b" in raw else raw.strip()
         if not line:
             continue
         if first is None:

@@ -212,9 +212,10 @@ def parse_jsonl(
             record["global_step"] = str(record["global_step/max_steps"]).split("/")[0]
         if mapping is None:
             mapping = resolve_mapping(list(record), columns, source)
-        if not any(name in record for name, (col, _) in mapping.items() if col == "step"):
+        fields = _fields(record, mapping)
+        if "step" not in fields or len(fields) == 1:
             continue  # an eval or summary record
-        _add(table, events, _fields(record, mapping), lineno)
+        _add(table, events, fields, lineno)
     return _finish("jsonl", source, table, events, [])
 
 

@@ -16,7 +16,7 @@ from collections.abc import Collection, Iterable
 
 from acceptance.tools.trainlog_model import Event, RankTimer, StepTable, TrainLog
 
-_ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
+ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
 _PREFIX = re.compile(r"^\s*(?:>\s?)?(?:\[[A-Za-z_]*?(\d+)\]:|(\d+):\s|\[[Rr]ank\s?(\d+)\]:?\s)")
 
 # Record starts, one per format.
@@ -57,7 +57,7 @@ TEXT_FORMATS = (
 
 # Events, whatever the format.
 _LOAD = re.compile(
-    r"load(?:ed|ing) (?:release )?checkpoint .*?at iteration\s+(\d+)"
+    r"load(?:ed|ing) (?:\w+ )?checkpoint .*?at iteration\s+(\d+)"
     r"|Loading the checkpoint at step (\d+)"
     r"|Continuing training from global step (\d+)"
     r"|[Ll]oad(?:ed|ing) (?:model )?checkpoint:? \S*global_step(\d+)"
@@ -145,7 +145,7 @@ class TextLogParser:
     def feed(self, raw: str, lineno: int) -> None:
         line = raw.rstrip("\r\n")
         if "\x1b" in line:
-            line = _ANSI.sub("", line)
+            line = ANSI.sub("", line)
         rank: int | None = None
         while True:
             m = _PREFIX.match(line)
