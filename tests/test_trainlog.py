@@ -140,7 +140,8 @@ def test_megatron_multirank_interleaved_glued_and_cut_records():
     assert frame["step_time_s"].iloc[10] == pytest.approx(1.011)
     assert frame["rank"].iloc[0] == 0
     assert _events(log) == [("nan", 12), ("skip", 12)]
-    assert bool(frame["nan"].iloc[-1]) and frame["skipped"].iloc[-1] == 2
+    assert bool(frame["nan"].iloc[-1])
+    assert frame["skipped"].iloc[-1] == 2
     assert log.status() == "failed"
     assert [t.metric for t in log.timers] == ["Rtt", "Pwr"]
     assert log.timers[0].step == 11
@@ -249,14 +250,17 @@ def test_keep_restricts_columns():
 
 def test_to_json_shape():
     doc = parse_file(TL / "nanogpt.log").to_json()
-    assert doc["kind"] == "trainlog" and doc["format"] == "nanogpt" and doc["status"] == "failed"
+    assert doc["kind"] == "trainlog"
+    assert doc["format"] == "nanogpt"
+    assert doc["status"] == "failed"
     assert doc["steps"][0] == {
         "step": 0,
         "step_time_s": pytest.approx(12.43661),
         "loss": 4.2664,
         "nan": False,
     }
-    assert doc["steps"][29]["loss"] is None and doc["steps"][29]["nan"] is True
+    assert doc["steps"][29]["loss"] is None
+    assert doc["steps"][29]["nan"] is True
     assert {
         "type": "checkpoint_save",
         "step": 25,
@@ -270,7 +274,8 @@ def test_to_json_shape():
 def test_parse_cli(capsys):
     assert main(["parse", "trainlog", str(TL / "megatron_lm_resumed_ok.log")]) == 0
     doc = json.loads(capsys.readouterr().out)
-    assert doc["events"][0]["type"] == "resume" and len(doc["steps"]) == 120
+    assert doc["events"][0]["type"] == "resume"
+    assert len(doc["steps"]) == 120
     assert main(["parse", "trainlog", str(TL / "nanogpt.log")]) == 1
     capsys.readouterr()
     assert main(["parse", "trainlog", str(TL / "not_a_trainlog.txt")]) == 2
