@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from acceptance.errors import ParseError
+from acceptance.report.secrets import scrub_obj
 
 MANIFEST_NAME = "MANIFEST.json"
 FORMAT = "recovery-acceptance-manifest/1"
@@ -43,7 +44,7 @@ def build_manifest(
         "format": FORMAT,
         "created_utc": created_utc,
         "signing": dict(signing),
-        "provenance": dict(provenance),
+        "provenance": scrub_obj(dict(provenance)),
         "files": files,
     }
 

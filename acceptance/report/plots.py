@@ -121,13 +121,14 @@ def steptime_plot(verdicts: Iterable[Mapping[str, Any]]) -> str | None:
     ax = fig.add_subplot()
     names = sorted(series, key=lambda n: (n != "baseline", n))
     colors = {"baseline": _BASE}
-    ax.boxplot([series[n] for n in names], vert=False, tick_labels=names, widths=0.5, showfliers=True)
+    ax.boxplot([series[n] for n in names], widths=0.5, showfliers=True)
+    ax.set_xticks(range(1, len(names) + 1), names)
     for index, name in enumerate(names, start=1):
         values = series[name]
-        ax.scatter(values, [index + 0.3] * len(values), s=4, alpha=0.4, color=colors.get(name, _NOW))
-    ax.set_xlabel("step time (s)")
+        ax.scatter([index + 0.35] * len(values), values, s=4, alpha=0.4, color=colors.get(name, _NOW))
+    ax.set_ylabel("step time (s)")
+    ax.grid(True, axis="y", alpha=0.3)
     ax.set_title("step time: smoke run vs baseline")
-    ax.grid(True, axis="x", alpha=0.3)
     fig.tight_layout()
     return _png(fig)
 

@@ -30,6 +30,10 @@ _JWT = re.compile(r"\beyJ[A-Za-z0-9_-]{5,}\.[A-Za-z0-9_-]{5,}\.[A-Za-z0-9_-]{5,}
 _URL_CREDENTIALS = re.compile(r"(?i)\b([a-z][a-z0-9+.-]*://)([^/\s:@]+):([^/\s@]+)@")
 _JSON_PAIR = re.compile(r'(?i)("' + _SECRET_NAME + r'"\s*:\s*)"(?:[^"\\]|\\.)*"')
 _ASSIGNMENT = re.compile(r"(?i)\b(" + _SECRET_NAME + r")=(\"[^\"]*\"|'[^']*'|\S+)")
+_INLINE_PAIR = re.compile(
+    r"(?i)(?<![\w-])(" + _SECRET_NAME + r")(\s*:[ \t]*)(?!\[REDACTED\])([^\s<>\"',;|]+)"
+)
+_XML_PROPERTY = re.compile(r'(?i)(name="' + _SECRET_NAME + r'"\s+value=")[^"]*(")')
 _YAML_KEY = re.compile(
     r"""(?i)^(?P<indent>[ \t]*(?:-[ \t]+)?)(?P<key>["']?"""
     + _SECRET_NAME
@@ -72,6 +76,8 @@ def scrub_text(text: str) -> str:
     )
     text = _JSON_PAIR.sub(lambda m: f'{m.group(1)}"{REDACTED}"', text)
     text = _scrub_yaml_lines(text)
+    text = _INLINE_PAIR.sub(lambda m: f"{m.group(1)}{m.group(2)}{REDACTED}", text)
+    text = _XML_PROPERTY.sub(lambda m: f"{m.group(1)}{REDACTED}{m.group(2)}", text)
     text = _ASSIGNMENT.sub(lambda m: f"{m.group(1)}={REDACTED}", text)
     text = _BEARER.sub(lambda m: f"{m.group(1)}{m.group(2)}{REDACTED}", text)
     text = _JWT.sub(REDACTED, text)

@@ -1,0 +1,216 @@
+"""The HTML report: every section drawn or marked "not run", self-contained, and it renders in Chromium."""
+
+from __future__ import annotations
+
+import base64
+import io
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import matplotlib.image as mpimg
+import numpy as np
+import pandas as pd
+import pytest
+
+from acceptance.judge.verdict import Status, Verdict
+from acceptance.report.data import ReportData, TestRecord, verdict_payload
+from acceptance.report.finalize import finalize
+from acceptance.report.folder import ReportFolder
+from acceptance.report.html import render_html
+from acceptance.report.sign import SignOptions
+
+SIZES = [1 << k for k in range(10, 31, 2)]
+
+
+def _full_data(simulated: bool = True) -> ReportData:
+    rng = np.random.default_rng(7)
+    base = [min(s / (1 << 22), 1.0) * 380 for s in SIZES]
+    fabric = Verdict(
+        Status.FAIL,
+        "all_reduce_perf",
+        "busbw 9% below baseline at 256 MiB (345 vs 380 GB/s, margin 5%)",
+        {"collective": "all_reduce", "margin": 0.05, "worst_size": 1 << 28, "ratio": 0.91, "unit": "GB/s"},
+        ("256 MiB: 345.0 < 361.0",),
+        pd.DataFrame({"size": SIZES, "busbw_now": [b * 0.97 for b in base], "busbw_baseline": base}),
+    )
+    rows = [
+        {"node": n, "gpu": g, "test": t, "status": "fail" if (n, g, t) == ("gpu-07", 3, "pcie") else "pass"}
+        for n in ("gpu-07", "gpu-02")
+        for g in range(8)
+        for t in ("software", "pcie", "memory_bandwidth", "targeted_power")
+    ]
+    dcgm = Verdict(
+        Status.FAIL, "gpu-07", "GPU 3 fails pcie on gpu-07", {"node": "gpu-07"}, (), pd.DataFrame(rows)
+    )
+    step = Verdict(
+        Status.PASS,
+        "smoke",
+        "median step time 1.01x baseline, CI [0.99, 1.03], margin 5%",
+        {"ratio": 1.01},
+        (),
+        pd.DataFrame(
+            {
+                "series": ["baseline"] * 120 + ["smoke"] * 60,
+                "step_time_s": [*rng.normal(1.0, 0.02, 120), *rng.normal(1.01, 0.02, 60)],
+            }
+        ),
+    )
+    steps = np.arange(800, 1200)
+    loss = Verdict(
+        Status.PASS,
+        "loss",
+        "no jump after restore at step 1000",
+        {"restore_step": 1000},
+        (),
+        pd.DataFrame({"step": steps, "loss": 2.4 - steps * 2e-4 + rng.normal(0, 0.01, steps.size)}),
+    )
+    tests = (
+        TestRecord("acceptance/test_preflight.py::test_nodes_ready", "passed", 0.2, "", ()),
+        TestRecord(
+            "acceptance/test_gpu_diagnostics.py::test_dcgm[gpu-07]",
+            "failed",
+            3.0,
+            "",
+            (verdict_payload(dcgm),),
+        ),
+        TestRecord(
+            "acceptance/test_fabric.py::test_fabric[all_reduce_perf]",
+            "failed",
+            9.0,
+            "",
+            (verdict_payload(fabric),),
+        ),
+        TestRecord(
+            "acceptance/test_smoke_step.py::test_step_time", "passed", 30.0, "", (verdict_payload(step),)
+        ),
+        TestRecord(
+            "acceptance/test_loss_continuity.py::test_loss", "passed", 0.5, "", (verdict_payload(loss),)
+        ),
+        TestRecord(
+            "acceptance/test_recurrence.py::test_probation",
+            "skipped",
+            0.0,
+            "probation window not reached",
+            (),
+        ),
+    )
+    provenance = {
+        "cluster": "sim",
+        "ticket": "INC-1234",
+        "start_utc": "2026-11-30T00:00:00+00:00",
+        "end_utc": "2026-11-30T00:20:00+00:00",
+        "baseline": {"file": "baselines/sim/handover-20261101T000000Z.json", "sha256": "ab" * 32},
+        "conditions": {"nccl": "2.21.5", "cuda": "12.4", "dcgm": "4.1.1"},
+    }
+    return ReportData(provenance, tests, simulated)
+
+
+def _images(html: str) -> list[bytes]:
+    return [base64.b64decode(m) for m in re.findall(r'src="data:image/png;base64,([^"]+)"', html)]
+
+
+def _distinct_colors(png: bytes) -> int:
+    pixels = mpimg.imread(io.BytesIO(png), format="png")
+    flat = (pixels[..., :3] * 255).astype(np.uint8).reshape(-1, 3)
+    return len(np.unique(flat, axis=0))
+
+
+def test_every_section_is_drawn_from_verdict_tables():
+    html = render_html(_full_data(), signing="signed by key k (SHA256:x)", signed=True, files=["junit.xml"])
+    images = _images(html)
+    assert len(images) == 3  # busbw, step time, loss
+    for png in images:
+        assert png.startswith(b"\x89PNG")
+        assert _distinct_colors(png) > 20
+    assert "SIMULATED" in html
+    assert '<td class="fail">fail</td>' in html  # the DCGM matrix cell of gpu-07 GPU 3 pcie
+    assert html.count("<tr><td>gpu-07</td>") == 8
+    assert "busbw 9% below baseline at 256 MiB" in html
+    assert "5. no recurrence during probation" in html
+    assert "probation window not reached" in html
+    assert "not run" not in html
+    assert "INC-1234" in html
+    assert "ab" * 32 in html
+
+
+def test_sections_without_data_say_not_run_and_no_banner_for_real_clusters():
+    data = ReportData({"cluster": "prod-h200"}, (), simulated=False)
+    html = render_html(data, signing="unsigned: signing was turned off with --no-sign", signed=False)
+    assert html.count("not run") == 4
+    assert "SIMULATED" not in html
+    assert "No test ran." in html
+    assert 'class="unsigned"' in html
+
+
+def test_the_page_is_self_contained():
+    html = render_html(_full_data(), signing="s", signed=True, files=["evidence/a b.txt"])
+    assert "<script" not in html
+    assert "<link" not in html
+    assert not re.search(r'(src|href)="(https?:)?//', html)
+    assert "default-src 'none'" in html
+
+
+def test_html_escapes_what_it_shows():
+    verdict = Verdict(Status.FAIL, "<b>x</b>", "a <script>alert(1)</script> summary")
+    data = ReportData(
+        {"cluster": "<i>c</i>"}, (TestRecord("t.py::x", "failed", 0, "", (verdict_payload(verdict),)),)
+    )
+    html = render_html(data, signing="s", signed=False)
+    assert "<script>alert" not in html
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in html
+
+
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+needs_chromium = pytest.mark.skipif(
+    CHROMIUM is None, reason="chromium is not installed (.ci/run installs it)"
+)
+
+
+def _chromium(page: Path, tmp_path: Path) -> tuple[Path, list[str]]:
+    """Screenshot `page` headless; return the PNG and the page's console messages."""
+    shot = tmp_path / "shot.png"
+    argv = [
+        str(CHROMIUM),
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+        "--no-first-run",
+        f"--user-data-dir={tmp_path / 'profile'}",
+        f"--screenshot={shot}",
+        "--window-size=1200,2400",
+        "--enable-logging=stderr",
+        "--v=0",
+        page.resolve().as_uri(),
+    ]
+    done = subprocess.run(argv, capture_output=True, text=True, timeout=120, check=False)
+    console = [line for line in (done.stderr + done.stdout).splitlines() if ":CONSOLE" in line]
+    assert done.returncode == 0, done.stderr[-2000:]
+    return shot, console
+
+
+@needs_chromium
+def test_console_errors_are_detected(tmp_path: Path):
+    """Control: the detector used below does see a page's console errors."""
+    page = tmp_path / "bad.html"
+    page.write_text("<html><body><script>console.error('boom'); missingFunction();</script></body></html>")
+    _shot, console = _chromium(page, tmp_path)
+    assert any("boom" in line for line in console)
+    assert any("missingFunction" in line for line in console)
+
+
+@needs_chromium
+def test_report_opens_in_headless_chromium_without_console_errors(tmp_path: Path):
+    folder = ReportFolder.create(
+        tmp_path / "reports", "sim", pd.Timestamp("2026-11-30T00:00:00Z").to_pydatetime()
+    )
+    result = finalize(folder, None, _full_data(), SignOptions(enabled=False))
+    assert result.html is not None
+    shot, console = _chromium(result.html, tmp_path)
+    assert console == []
+    assert shot.stat().st_size > 10_000
+    assert _distinct_colors(shot.read_bytes()) > 200  # text, plots and coloured cells, not a blank page

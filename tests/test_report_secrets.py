@@ -1,0 +1,126 @@
+"""No credential reaches a report: every text artifact is scrubbed before it is written."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+
+from acceptance.judge.verdict import Status, Verdict
+from acceptance.report.data import ReportData, TestRecord, verdict_payload
+from acceptance.report.finalize import finalize
+from acceptance.report.folder import ReportFolder
+from acceptance.report.secrets import REDACTED, is_secret_name, scrub_obj, scrub_text
+from acceptance.report.sign import SignOptions
+
+TOKEN = "eyJhbGciOiJSUzI1NiIsImtpZCI6Ik1UIn0.eyJpc3MiOiJrdWJlcm5ldGVzL3NhIn0.c2lnbmF0dXJlLXNpZ25hdHVyZQ"
+PLAIN_TOKEN = "kubeadm-abcdef.0123456789abcdef"
+CLIENT_KEY = "LS0tLS1CRUdJTiBSU0EgUFJJVkFURSBLRVktLS0tLQpNSUlFb3dJQkFBS0NBUUVB"
+PASSWORD = "correct-horse-battery"
+PEM_BODY = "MIIEvQIBADANBgkqhkiG9w0BAQEFAASCBKcwggSjAgEAAoIBAQC7"
+
+KUBECONFIG = f"""apiVersion: v1
+kind: Config
+clusters:
+- cluster:
+    certificate-authority-data: LS0tLS1DRVJUSUZJQ0FURS0tLS0t
+    server: https://127.0.0.1:6443
+  name: prod-h200
+contexts:
+- context: {{cluster: prod-h200, user: admin, namespace: acceptance}}
+  name: prod-h200
+users:
+- name: admin
+  user:
+    token: {PLAIN_TOKEN}
+    client-key-data: {CLIENT_KEY}
+- name: sa
+  user:
+    token: "{TOKEN}"
+- name: basic
+  user:
+    username: admin
+    password: {PASSWORD}
+"""
+
+PEM = f"-----BEGIN PRIVATE KEY-----\n{PEM_BODY}\nabc\n-----END PRIVATE KEY-----\n"
+SECRETS = (TOKEN, PLAIN_TOKEN, CLIENT_KEY, PASSWORD, PEM_BODY)
+
+
+@pytest.mark.parametrize(
+    ("text", "secret"),
+    [
+        (f"Authorization: Bearer {PLAIN_TOKEN}", PLAIN_TOKEN),
+        (f"curl -H 'Authorization: bearer {TOKEN}'", TOKEN),
+        (f"HF_TOKEN={PLAIN_TOKEN} NCCL_DEBUG=INFO", PLAIN_TOKEN),
+        (f'{{"password": "{PASSWORD}", "user": "x"}}', PASSWORD),
+        (f"  client-key-data: {CLIENT_KEY}", CLIENT_KEY),
+        (f"url: https://admin:{PASSWORD}@registry.local/v2", PASSWORD),
+        (f"log line with a bare jwt {TOKEN} in it", TOKEN),
+        (PEM, PEM_BODY),
+        (f"-----BEGIN OPENSSH PRIVATE KEY-----\n{PEM_BODY}\n-----END OPENSSH PRIVATE KEY-----", PEM_BODY),
+        (f"private_key: |\n  {PEM_BODY}\n  more\nnext: 1\n", PEM_BODY),
+    ],
+)
+def test_scrub_text_removes_the_secret(text, secret):
+    scrubbed = scrub_text(text)
+    assert secret not in scrubbed
+    assert REDACTED in scrubbed
+
+
+def test_scrub_keeps_ordinary_content():
+    text = "secretName: nccl-env\nNCCL_IB_HCA=mlx5_0\nmax_tokens: 4096\nstep 10 loss 2.31\n"
+    assert scrub_text(text) == text
+    assert "next: 1" in scrub_text(f"password: |\n  {PASSWORD}\nnext: 1\n")
+
+
+def test_scrub_obj_by_key_name():
+    obj = {"users": [{"user": {"token": PLAIN_TOKEN, "name": "a"}}], "env": [f"PASSWORD={PASSWORD}"]}
+    assert scrub_obj(obj) == {
+        "users": [{"user": {"token": REDACTED, "name": "a"}}],
+        "env": [f"PASSWORD={REDACTED}"],
+    }
+    assert is_secret_name("client-key-data")
+    assert not is_secret_name("secretName")
+
+
+def test_a_report_folder_made_from_secret_bearing_inputs_holds_none(tmp_path: Path):
+    source = tmp_path / "kubeconfig"
+    source.write_text(KUBECONFIG)
+    folder = ReportFolder.create(tmp_path / "reports", "prod-h200", datetime(2026, 1, 2, tzinfo=UTC))
+    folder.add_file("evidence/kubeconfig.yaml", source)
+    folder.add_text("evidence/launcher.log", f"mpirun -x HF_TOKEN={PLAIN_TOKEN} all_reduce_perf\n{PEM}")
+    folder.add_json("evidence/env.json", {"SSH_PASSWORD": PASSWORD, "nested": {"token": TOKEN}})
+    folder.add_yaml(
+        "manifests/mpijob.yaml",
+        {"kind": "MPIJob", "spec": {"env": [{"name": "X", "value": f"Bearer {PLAIN_TOKEN}"}]}},
+    )
+    junit = tmp_path / "junit.xml"
+    junit.write_text(
+        '<?xml version="1.0"?><testsuites><testsuite tests="1"><testcase name="t">'
+        f"<system-out>token: {PLAIN_TOKEN}</system-out></testcase></testsuite></testsuites>"
+    )
+    verdict = Verdict(Status.FAIL, "kube", f"api said: Unauthorized (Bearer {TOKEN})", {"password": PASSWORD})
+    data = ReportData(
+        {"cluster": "prod-h200", "kubeconfig": {"users": [{"user": {"token": TOKEN}}]}},
+        (
+            TestRecord(
+                "acceptance/test_preflight.py::test_cluster_answers",
+                "failed",
+                0.1,
+                f"Bearer {TOKEN}",
+                (verdict_payload(verdict),),
+            ),
+        ),
+    )
+    result = finalize(folder, junit, data, SignOptions(enabled=False))
+    assert not result.problems
+    files = [p for p in folder.path.rglob("*") if p.is_file()]
+    assert len(files) == 8  # 4 evidence files, junit, data, html, manifest
+    for path in [*files, junit]:
+        content = path.read_bytes().decode("utf-8", "replace")
+        for secret in SECRETS:
+            assert secret not in content, f"{secret[:12]}... found in {path.name}"
+    assert "[REDACTED]" in (folder.path / "evidence" / "kubeconfig.yaml").read_text()
+    assert "server: https://127.0.0.1:6443" in (folder.path / "evidence" / "kubeconfig.yaml").read_text()
