@@ -68,9 +68,7 @@ def _failed_run(subject: str, run: NcclRun) -> Verdict:
     errors = run.errors
     status = Status.FAIL if run.status == "failed" else Status.ERROR
     what = "failed" if run.status == "failed" else "is incomplete (no trailer: cut short or hung)"
-    first = next(
-        (e for e in errors if "Test " in e.text and "failure" in e.text), errors[0] if errors else None
-    )
+    first = next((e for e in errors if "Test " in e.text), errors[0] if errors else None)
     summary = f"{subject}: run {what}"
     if first is not None:
         summary += f" — line {first.line}: {first.text}"

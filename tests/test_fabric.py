@@ -1,0 +1,153 @@
+"""The fabric verdict against the handover baseline (issue 3's rules)."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+from acceptance.judge.fabric import FabricMargins, judge_fabric
+from acceptance.judge.verdict import Status
+from acceptance.tools.nccl import NcclConditions, NcclRun, parse_file
+from tests.shared import CORPUS, FIXTURES, needs_shared
+
+EIGHTY = CORPUS / "nccl" / "nccl-tests-2.17.8-5colls-10node-80rank-h100-double-ok.txt"
+SRUN = FIXTURES / "nccl" / "nccl-tests-2.17.8-allreduce-srun-label-warn-mid-table-split-rows.txt"
+HANG = FIXTURES / "nccl" / "nccl-tests-2.17.8-allreduce-2node-timeout-T30-hang.txt"
+GIB = 1 << 30
+
+
+def _baseline() -> NcclRun:
+    return parse_file(SRUN).runs[0]
+
+
+def _scale(run: NcclRun, size: int, factor: float, wrong: float | None = None) -> NcclRun:
+    rows = []
+    for row in run.rows:
+        changed = row
+        if row.size == size and row.oop is not None:
+            busbw = round(row.oop.busbw * factor, 2) if row.oop.busbw else None
+            oop = dataclasses.replace(row.oop, busbw=busbw)
+            if wrong is not None:
+                oop = dataclasses.replace(oop, wrong=wrong)
+            changed = dataclasses.replace(row, oop=oop)
+        rows.append(changed)
+    return dataclasses.replace(run, rows=tuple(rows))
+
+
+def _judge(now: NcclRun, base: NcclRun | None = None, **margins: float) -> tuple[Status, str]:
+    base = base or _baseline()
+    verdict = judge_fabric(
+        now, NcclConditions.of(now), base, NcclConditions.of(base), FabricMargins(**margins)
+    )
+    return verdict.status, verdict.summary
+
+
+def test_identical_run_passes() -> None:
+    base = _baseline()
+    verdict = judge_fabric(base, NcclConditions.of(base), base, NcclConditions.of(base), FabricMargins())
+    assert verdict.status is Status.PASS
+    assert verdict.figures["sizes_compared"] == 11
+    assert verdict.figures["busbw_oop[1 GiB]"] == 446.01
+    assert verdict.table is not None
+    assert list(verdict.table.columns) == ["size", "busbw_now", "busbw_baseline", "ratio", "passed"]
+    assert verdict.table["passed"].all()
+
+
+def test_six_percent_drop_at_one_size_fails_naming_it() -> None:
+    base = _baseline()
+    now = _scale(base, GIB, 0.94)
+    verdict = judge_fabric(now, NcclConditions.of(now), base, NcclConditions.of(base), FabricMargins(0.05))
+    assert verdict.status is Status.FAIL
+    assert verdict.summary == (
+        "all_reduce_perf: busbw 419.2 GB/s at 1 GiB vs 446.0 at handover (\u22126%, margin \u22125%); "
+        "worst of 11 sizes ≥ 1 MiB"
+    )
+    assert verdict.figures["worst_size"] == GIB
+    assert verdict.figures["worst_ratio"] == pytest.approx(0.94, abs=1e-3)
+    assert verdict.figures["measured"] == 419.25
+    assert verdict.figures["expected"] == 446.01
+    assert verdict.table is not None
+    assert verdict.table["passed"].sum() == 10
+
+
+def test_four_percent_drop_is_within_a_five_percent_margin() -> None:
+    status, summary = _judge(_scale(_baseline(), GIB, 0.96))
+    assert status is Status.PASS
+    assert "1 GiB" in summary
+
+
+def test_drop_below_the_minimum_size_passes() -> None:
+    base = _baseline()
+    status, _ = _judge(_scale(base, 64 << 10, 0.94), base)
+    assert status is Status.PASS
+    status, _ = _judge(_scale(base, 1 << 20, 0.94), base, min_size_bytes=2 << 20)
+    assert status is Status.PASS
+    status, _ = _judge(_scale(base, 1 << 20, 0.94), base)
+    assert status is Status.FAIL
+
+
+def test_different_nccl_version_or_sizes_is_not_comparable() -> None:
+    base = _baseline()
+    cond = NcclConditions.of(base)
+    then = dataclasses.replace(cond, nccl_version="2.28.7", max_bytes=16 << 30)
+    verdict = judge_fabric(base, cond, base, then, FabricMargins())
+    assert verdict.status is Status.NOT_COMPARABLE
+    assert verdict.evidence == (
+        "message sizes 1 MiB–1 GiB now, 1 MiB–16 GiB at handover",
+        "NCCL 2.29.2 now, 2.28.7 at handover",
+    )
+    assert "message sizes 1 MiB–1 GiB now, 1 MiB–16 GiB at handover" in verdict.summary
+
+
+def test_wrong_elements_fail() -> None:
+    base = _baseline()
+    status, summary = _judge(_scale(base, 4 << 20, 1.0, wrong=3), base)
+    assert status is Status.FAIL
+    assert summary.startswith("all_reduce_perf: 3 wrong elements at 4 MiB (out-of-place)")
+
+
+def test_missing_size_fails_naming_it() -> None:
+    base = _baseline()
+    now = dataclasses.replace(base, rows=tuple(r for r in base.rows if r.size != 512 << 20))
+    status, summary = _judge(now, base)
+    assert status is Status.FAIL
+    assert summary == "all_reduce_perf: 1 size missing today (512 MiB), present at handover"
+
+
+def test_failed_run_quotes_the_error_lines() -> None:
+    hang = parse_file(HANG).runs[0]
+    base = _baseline()
+    verdict = judge_fabric(hang, NcclConditions.of(hang), base, NcclConditions.of(base), FabricMargins())
+    assert verdict.status is Status.FAIL
+    assert (
+        verdict.summary == "all_reduce_perf: run failed — line 34: gpu-01: Test timeout (30s) common.cu:412"
+    )
+    assert verdict.evidence[0] == "line 34: gpu-01: Test timeout (30s) common.cu:412"
+    assert verdict.figures["failing_hosts"] == "gpu-01,gpu-02"
+
+
+def test_incomplete_run_is_an_error() -> None:
+    base = _baseline()
+    cut = dataclasses.replace(base, status="incomplete", rows=base.rows[:4])
+    status, summary = _judge(cut, base)
+    assert status is Status.ERROR
+    assert "incomplete" in summary
+
+
+@needs_shared
+def test_corpus_eighty_rank_run_against_itself_and_degraded() -> None:
+    run = parse_file(EIGHTY).run("all_reduce")
+    status, _ = _judge(run, run)
+    assert status is Status.PASS
+    status, summary = _judge(_scale(run, GIB, 0.758), run)
+    assert status is Status.FAIL
+    assert summary == (
+        "all_reduce_perf: busbw 261.4 GB/s at 1 GiB vs 344.9 at handover (\u221224.2%, margin \u22125%); "
+        "worst of 10 sizes ≥ 1 MiB"
+    )
+
+
+def test_margins_are_validated() -> None:
+    with pytest.raises(ValueError, match="busbw_tolerance"):
+        FabricMargins(busbw_tolerance=1.5)

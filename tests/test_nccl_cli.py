@@ -1,0 +1,84 @@
+"""`acceptance parse nccl FILE`: JSON on stdout, exit 0 / 1 / 2."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from acceptance.cli import main
+from tests.shared import CORPUS, FIXTURES, needs_shared
+
+
+def test_clean_run_exits_0_with_design_shape(capsys: pytest.CaptureFixture[str]) -> None:
+    path = FIXTURES / "nccl" / "nccl-tests-2.19.2-allreduce-2node-16rank-per-iteration-I1.txt"
+    assert main(["parse", "nccl", str(path)]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert set(doc) == {"kind", "status", "runs", "errors"}
+    assert (doc["kind"], doc["status"]) == ("nccl-tests", "ok")
+    run = doc["runs"][0]
+    assert {
+        "collective",
+        "nccl_tests_version",
+        "nccl_version",
+        "nranks",
+        "hosts",
+        "ranks",
+        "params",
+        "rows",
+        "avg_busbw",
+        "out_of_bounds",
+        "status",
+        "errors",
+    } <= set(run)
+    assert set(run["ranks"][0]) >= {"rank", "host", "device", "busid", "gpu"}
+    assert set(run["rows"][0]) == {"size", "count", "type", "redop", "root", "oop", "ip"}
+    assert set(run["rows"][0]["oop"]) >= {"time_us", "algbw", "busbw", "wrong"}
+
+
+def test_failed_run_exits_1(capsys: pytest.CaptureFixture[str]) -> None:
+    path = FIXTURES / "nccl" / "nccl-tests-2.17.8-allreduce-2node-timeout-T30-hang.txt"
+    assert main(["parse", "nccl", str(path)]) == 1
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["status"] == "failed"
+    assert doc["runs"][0]["errors"][0] == {"line": 34, "text": "gpu-01: Test timeout (30s) common.cu:412"}
+
+
+@needs_shared
+def test_no_nccl_output_exits_2_naming_the_file(capsys: pytest.CaptureFixture[str]) -> None:
+    path = CORPUS / "nccl" / "launcher-only-cxi-alloc-failed-no-nccl-output.txt"
+    assert main(["parse", "nccl", str(path)]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert str(path) in captured.err
+    assert "CXI alloc failed" in captured.err
+
+
+@needs_shared
+def test_collective_option_names_old_output(capsys: pytest.CaptureFixture[str]) -> None:
+    path = (
+        CORPUS / "nccl" / "nccl-tests-pre2.17-allreduce-2node-16rank-a100-unhandled-system-error-prterun.txt"
+    )
+    assert main(["parse", "nccl", str(path), "--collective", "all_reduce_perf"]) == 1
+    assert json.loads(capsys.readouterr().out)["runs"][0]["collective"] == "all_reduce"
+
+
+def test_bad_collective_is_a_usage_error(capsys: pytest.CaptureFixture[str]) -> None:
+    path = FIXTURES / "nccl" / "nccl-tests-2.17.8-allreduce-J-report.json"
+    with pytest.raises(SystemExit) as info:
+        main(["parse", "nccl", str(path), "--collective", "gossip"])
+    assert info.value.code == 2
+    assert "gossip" in capsys.readouterr().err
+
+
+def test_missing_file_exits_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["parse", "nccl", str(tmp_path / "nope.txt")]) == 2
+    assert "nope.txt" in capsys.readouterr().err
+
+
+def test_bad_header_exits_2_with_file_and_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = tmp_path / "cap.txt"
+    path.write_text("noise\n# nThread 1 nGpus x\n")
+    assert main(["parse", "nccl", str(path)]) == 2
+    assert f"{path}:2" in capsys.readouterr().err
