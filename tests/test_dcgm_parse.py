@@ -219,3 +219,30 @@ def test_noise_lines_around_and_inside_a_text_table_change_nothing(data: st.Data
         noisy.append(line)
     noisy.append(data.draw(st.sampled_from(NOISE)))
     assert parse("\n".join(noisy)) == parse(text)
+
+
+def test_a_chunk_ending_in_a_blank_still_continues() -> None:
+    msg = "x" * 44 + " " + "continued after a chunk that ends with a blank"
+    chunks = [msg[i : i + 45] for i in range(0, len(msg), 45)]
+    rows = [
+        row("Diagnostic", "Fail - All"),
+        *(row("Warning" if i == 0 else "", c) for i, c in enumerate(chunks)),
+    ]
+    test = parse(table(STRESS, *rows)).test("diagnostic")
+    assert test is not None
+    assert [m.text for m in test.messages] == [msg]
+
+
+def test_dcgm3_warn_all_return_code_row_is_kept_apart_from_the_warning() -> None:
+    rows = [
+        row("Diagnostic", "Warn - All"),
+        row("Warning", "GPU 0 short warning"),
+        row("", "  Code: (000000000012)"),
+    ]
+    test = parse(table(STRESS, *rows)).test("diagnostic")
+    assert test is not None
+    assert test.status == "warn"
+    assert [(m.kind, m.text) for m in test.messages] == [
+        ("warning", "GPU 0 short warning"),
+        ("info", "Code: (000000000012)"),
+    ]

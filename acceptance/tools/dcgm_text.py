@@ -29,7 +29,6 @@ from acceptance.tools.dcgm_model import (
 )
 from acceptance.tools.dcgm_names import SOFTWARE_CHECKS, category_of, gpu_in_message, normalize_test_name
 
-CHUNK = 45
 _STATUS = {"Pass": PASS, "Fail": FAIL, "Skip": SKIP, "Warn": WARN, "": SKIP}
 _BORDER = re.compile(r"^\+[-=]{20,}\+[-=]{20,}\+$")
 _SECTION = re.compile(r"^[|+]-{3,}\s+(\w+)\s+-+\+-+[|+]$")
@@ -176,16 +175,17 @@ def _row(table: _Table, cells: tuple[str, str, str], number: int, line: str, sou
         if current is not None and listed:
             table.end_message()
             _apply_list(table, current, listed)
-        elif current is not None and entity and (table.msg is None or len(table.msg.chunks[-1].rstrip()) < CHUNK):
+        elif current is not None and entity:
             table.end_message()
             ident = int(entity.group(2))
             if entity.group(1) == "GPU":
                 current.gpus[ident] = _STATUS[entity.group(3) or ""]
                 table.explicit_gpus.add(ident)
+        elif current is not None and _CODE.match(value):  # 3.x "Warn - All" Diagnostic return code
+            table.end_message()
+            current.messages.append(DcgmMessage("info", value))
         elif table.msg is not None:
             table.msg.chunks.append(chunk)
-        elif current is not None and _CODE.match(value):
-            current.messages.append(DcgmMessage("info", value))
         return
     table.end_message()
     msg_name = _MSG_NAME.match(name)
