@@ -15,6 +15,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from acceptance.errors import ParseError
+from acceptance.tools.dcgm_assemble import build_report, merge_tests, worst_of_checks
 from acceptance.tools.dcgm_model import (
     FAIL,
     PASS,
@@ -25,9 +26,6 @@ from acceptance.tools.dcgm_model import (
     DcgmTest,
     GpuDevice,
     ReportError,
-    build_report,
-    merge_tests,
-    worst_of_checks,
 )
 from acceptance.tools.dcgm_names import SOFTWARE_CHECKS, category_of, gpu_in_message, normalize_test_name
 
@@ -38,17 +36,50 @@ _NOT_A_SERIAL = ("<<<NOT_SUPPORTED>>>", "N/A", "")
 
 
 def parse_json(text: str, start: int, source: str) -> DcgmReport:
-    """Parse the JSON document that begins at character offset `start` of `text`."""
-    try:
-        doc, _end = json.JSONDecoder().raw_decode(text, start)
-    except json.JSONDecodeError as exc:
-        line = text.count("\n", 0, exc.pos) + 1
-        shown = text.splitlines()[line - 1] if text.splitlines()[line - 1 : line] else ""
-        raise ParseError(source, line, shown.strip(), f"{EXPECTED_DOC}, complete ({exc.msg})") from exc
-    first_line = text.count("\n", 0, start) + 1
-    if not isinstance(doc, dict):
-        raise ParseError(source, first_line, "", EXPECTED_DOC)
-    return _Reader(source, first_line).document(doc)
+    """Parse the JSON document that begins at offset `start` of `text`, and any that follow it.
+
+    Several documents in one capture (a retried run, a log collected twice) are judged
+    together: each test keeps its worst result.
+    """
+    reports = []
+    decoder = json.JSONDecoder()
+    while start >= 0:
+        try:
+            doc, end = decoder.raw_decode(text, start)
+        except json.JSONDecodeError as exc:
+            line = text.count("\n", 0, exc.pos) + 1
+            shown = text.splitlines()[line - 1] if text.splitlines()[line - 1 : line] else ""
+            raise ParseError(source, line, shown.strip(), f"{EXPECTED_DOC}, complete ({exc.msg})") from exc
+        first_line = text.count("\n", 0, start) + 1
+        if not isinstance(doc, dict):
+            raise ParseError(source, first_line, "", EXPECTED_DOC)
+        reports.append(_Reader(source, first_line).document(doc))
+        start = _next_document(text, end)
+    if len(reports) == 1 or all(r == reports[0] for r in reports):
+        return reports[0]
+    first = reports[0]
+    errors = [e for r in reports for e in r.errors]
+    return build_report(
+        "json",
+        merge_tests(t for r in reports for t in r.tests),
+        errors=errors if not any(r.tests for r in reports) else [],
+        dcgm_version=first.dcgm_version,
+        driver_version=first.driver_version,
+        devices={g: d for r in reports for g, d in r.devices.items()},
+    )
+
+
+def _next_document(text: str, end: int) -> int:
+    """Offset of the next line that opens a JSON object after `end`, or -1."""
+    pos = end
+    while True:
+        newline = text.find("\n", pos)
+        if newline < 0:
+            return -1
+        line = text[newline + 1 : text.find("\n", newline + 1) if text.find("\n", newline + 1) >= 0 else None]
+        if line.strip().startswith("{"):
+            return newline + 1 + line.index("{")
+        pos = newline + 1
 
 
 class _Reader:

@@ -13,6 +13,7 @@ import re
 from dataclasses import dataclass, field
 
 from acceptance.errors import ParseError
+from acceptance.tools.dcgm_assemble import build_report, merge_tests, worst_of_checks
 from acceptance.tools.dcgm_model import (
     FAIL,
     PASS,
@@ -23,9 +24,6 @@ from acceptance.tools.dcgm_model import (
     DcgmTest,
     GpuDevice,
     ReportError,
-    build_report,
-    merge_tests,
-    worst_of_checks,
 )
 from acceptance.tools.dcgm_names import SOFTWARE_CHECKS, category_of, gpu_in_message, normalize_test_name
 

@@ -181,11 +181,24 @@ class StepTable:
         self._keep = None if keep is None else frozenset(keep) | {"step"}
         self._cols: dict[str, array[float]] = {}
         self._steps: array[int] = array("q")
-        self._recent: OrderedDict[tuple[int, int], tuple[tuple[str, float], ...]] = OrderedDict()
-        self.segment = 0
+        self._recent: OrderedDict[tuple[int, int], tuple[tuple[tuple[str, float], ...], set[int | None]]] = (
+            OrderedDict()
+        )
+        self._max_step: int | None = None
+        self._segment = 0
 
     def __len__(self) -> int:
         return len(self._steps)
+
+    @property
+    def segment(self) -> int:
+        """Index of the run segment: 0, then +1 at each restore."""
+        return self._segment
+
+    @segment.setter
+    def segment(self, value: int) -> None:
+        self._segment = value
+        self._max_step = None
 
     @property
     def last_step(self) -> int | None:
@@ -199,15 +212,22 @@ class StepTable:
         return col
 
     def add(self, step: int, fields: Mapping[str, float], rank: int | None = None) -> bool:
-        """Append one step record; drop it when an identical record of this step was just seen
-        (the same line printed by several ranks). Returns whether a row was added."""
+        """Append one step record; drop it when it repeats an identical record of this step
+        printed by another rank, or (ranks unknown) when no later step came in between.
+        A same-rank identical record after later steps is a real repeat and is kept.
+        Returns whether a row was added."""
         kept = tuple(sorted((k, v) for k, v in fields.items() if self._keep is None or k in self._keep))
         key = (step, self.segment)
-        if self._recent.get(key) == kept:
-            return False
-        self._recent[key] = kept
+        seen = self._recent.get(key)
+        if seen is not None and seen[0] == kept:
+            other_rank = rank is not None and rank not in seen[1]
+            if other_rank or (rank is None and step == self._max_step):
+                seen[1].add(rank)
+                return False
+        self._recent[key] = (kept, {rank})
         if len(self._recent) > _DEDUPE_WINDOW:
             self._recent.popitem(last=False)
+        self._max_step = step if self._max_step is None else max(self._max_step, step)
         n = len(self._steps)
         for name, value in kept:
             self._column(name).append(value)
