@@ -246,3 +246,12 @@ def test_dcgm3_warn_all_return_code_row_is_kept_apart_from_the_warning() -> None
         ("warning", "GPU 0 short warning"),
         ("info", "Code: (000000000012)"),
     ]
+
+
+@settings(max_examples=60, deadline=None)
+@given(data=st.data())
+def test_noise_before_and_after_a_json_document_changes_nothing(data: st.DataObject) -> None:
+    text = data.draw(st.sampled_from([t for t in PASSING if t.lstrip().startswith("{")]))
+    before = data.draw(st.lists(st.sampled_from(NOISE), max_size=3))
+    after = data.draw(st.lists(st.sampled_from(NOISE), max_size=3))
+    assert parse("\n".join([*before, text, *after])) == parse(text)
