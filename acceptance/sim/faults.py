@@ -97,7 +97,7 @@ def parse_fault(text: str, cluster: SimCluster, params: Mapping[str, Any] | None
     if needs == "none":
         if target:
             raise _usage(text, f"{kind} takes no target", cluster)
-        return Fault(kind, params=dict(params or {}))
+        return _checked(Fault(kind, params=dict(params or {})), text, cluster)
     if not target:
         raise _usage(text, f"{kind} needs a node (e.g. {kind}@{cluster.nodes[-1].name})", cluster)
     node, _, index_text = target.partition(":")
@@ -108,8 +108,15 @@ def parse_fault(text: str, cluster: SimCluster, params: Mapping[str, Any] | None
         if not index_text.isdigit() or not 0 <= int(index_text) < GPUS_PER_NODE:
             raise _usage(text, f"bad index {index_text!r}", cluster)
         index = int(index_text)
-    fault = Fault(kind, node, index, dict(params or {}))
-    if kind == "bad-restore" and fault.param("mode") not in RESTORE_MODES:
+    return _checked(Fault(kind, node, index, dict(params or {})), text, cluster)
+
+
+def _checked(fault: Fault, text: str, cluster: SimCluster) -> Fault:
+    unknown = sorted(set(fault.params) - set(DEFAULT_PARAMS.get(fault.kind, {})))
+    if unknown:
+        known = sorted(DEFAULT_PARAMS.get(fault.kind, {})) or "none"
+        raise _usage(text, f"unknown parameter(s) {unknown} for {fault.kind} (known: {known})", cluster)
+    if fault.kind == "bad-restore" and fault.param("mode") not in RESTORE_MODES:
         raise _usage(text, f"mode must be one of {RESTORE_MODES}", cluster)
     return fault
 
