@@ -85,7 +85,8 @@ def test_exact_checks_on_megatron_fixtures():
 
 def _meg(step, consumed, lr, loss=2.0, gbs=128, nan=0):
     return (
-        f" iteration {step:8d}/    1000 | consumed samples: {consumed:12d} | elapsed time per iteration (ms): 1000.0 | "
+        f" iteration {step:8d}/    1000 | consumed samples: {consumed:12d} | "
+        "elapsed time per iteration (ms): 1000.0 | "
         f"learning rate: {lr:.6E} | global batch size: {gbs:5d} | lm loss: {loss:.6E} | loss scale: 1.0 | "
         f"number of skipped iterations:   0 | number of nan iterations: {nan:3d} |"
     )
