@@ -206,3 +206,38 @@ def test_verdict_is_pure_and_repeatable() -> None:
     b = judge_node("n", fx("dcgm-4.4.1-r4-json-1gpu-eud-fail.json"), None, 1, POLICY, level=4)
     assert a == b
     assert a.summary.startswith("n GPU 0: eud failed (EUD test failed for GPU 0")
+
+
+def test_a_missing_gpu_is_named_with_its_handover_serial() -> None:
+    v = judge_node("n", fx("dcgm-4.4.1-r3-json-7of8-gpus-gpu7-absent.json"), fx(PASS8), 8, POLICY)
+    assert "n GPU 7 (serial 1654020000007 at handover): missing from the diagnostic output" in v.evidence
+
+
+def test_a_replaced_gpu_is_recorded() -> None:
+    from acceptance.tools.dcgm import GpuDevice
+
+    now = fx(PASS8)
+    now = dataclasses.replace(now, devices={**now.devices, 3: GpuDevice(serial="NEW0003", device_id="2335")})
+    v = judge_node("n", now, fx(PASS8), 8, POLICY)
+    assert v.status is Status.PASS
+    assert "GPU 3 serial NEW0003 now, 1654020000003 at handover (replaced)" in v.evidence
+
+
+def test_an_all_skip_run_against_an_all_skip_handover_is_still_not_a_pass() -> None:
+    skipped = fx(PASS8)
+    for name in [t.name for t in skipped.tests if t.name != "software"]:
+        skipped = with_test(skipped, name, status="skip", gpus={g: "skip" for g in range(8)})
+    assert judge_node("n", skipped, skipped, 8, POLICY).status is Status.INCONCLUSIVE
+
+
+def test_a_lower_level_than_at_handover_fails_on_the_tests_it_no_longer_runs() -> None:
+    level2 = dataclasses.replace(
+        fx(PASS8), tests=tuple(t for t in fx(PASS8).tests if t.name in ("software", "memory", "pcie"))
+    )
+    v = judge_node("n", level2, fx(PASS8), 8, POLICY, level=2, reference_level=3)
+    assert v.status is Status.FAIL
+    assert (
+        "level -r 2 now, -r 3 at handover: handover tests this level does not run count as missing"
+        in v.evidence
+    )
+    assert v.figures["failures"] == 5

@@ -71,7 +71,9 @@ def judge_node(  # noqa: PLR0917 - the suite's call shape (issue 4)
         for gpu, status in sorted(test.gpus.items()):
             figures[f"gpu{gpu}.{test.name}"] = status
     table = _table(node, current, reference)
-    notes = [f"{d}: tests matched by their DCGM 4.x names" for d in now.differences(then)] if then else []
+    notes = [_explain(d) for d in now.differences(then)] if then else []
+    if reference is not None:
+        notes.extend(_replaced_gpus(current, reference))
 
     exit_meaning = interpret_exit(exit_code) if exit_code is not None else None
     if exit_code is not None:
@@ -97,20 +99,24 @@ def judge_node(  # noqa: PLR0917 - the suite's call shape (issue 4)
             _Finding(None, "-", "DCGM reports the run failed: " + "; ".join(e.text for e in current.errors))
         )
     figures["failures"] = len(findings)
-    evidence = [*(_evidence(node, current, f) for f in findings), *notes]
+    evidence = [*(_evidence(node, current, reference, f) for f in findings), *notes]
     if findings:
         first = _headline(findings)
         more = f" (+{len(findings) - 1} more)" if len(findings) > 1 else ""
         summary = f"{node}{_gpu(first.gpu)}: {first.what}{more} — {where}; {action(first.messages)}"
         figures["worst_gpu"] = first.gpu
         return Verdict(Status.FAIL, node, summary, figures, tuple(evidence), table)
-    if reference is None and policy.skipped_run_is_inconclusive and current.incomplete:
+    if policy.skipped_run_is_inconclusive and current.incomplete:
         summary = (
             f"{node}: every test beyond the software checks was skipped, nothing was exercised — {where}"
         )
         return Verdict(Status.INCONCLUSIVE, node, summary, figures, tuple(evidence), table)
     ran = [t.name for t in current.tests if t.status != SKIP]
-    versus = f" ({then.dcgm_version or 'unknown'} at handover)" if then and then != now else ""
+    versus = (
+        f" ({then.dcgm_version or 'unknown'} at handover)"
+        if then and then.dcgm_version != now.dcgm_version
+        else ""
+    )
     plural = "s" if len(gpus) != 1 else ""
     summary = f"{node}: {len(gpus)} GPU{plural} passed {len(ran)} tests ({', '.join(ran)}) — {where}{versus}"
     return Verdict(Status.PASS, node, summary, figures, tuple(evidence), table)
@@ -221,6 +227,22 @@ def _against_handover(
     return out
 
 
+def _explain(difference: str) -> str:
+    if difference.startswith("DCGM"):
+        return f"{difference}: tests matched by their DCGM 4.x names"
+    return f"{difference}: handover tests this level does not run count as missing"
+
+
+def _replaced_gpus(current: DcgmReport, reference: DcgmReport) -> list[str]:
+    """GPUs whose serial changed since handover: a board was swapped (recorded, not judged)."""
+    out = []
+    for gpu, device in sorted(current.devices.items()):
+        old = reference.devices.get(gpu)
+        if old and old.serial and device.serial and old.serial != device.serial:
+            out.append(f"GPU {gpu} serial {device.serial} now, {old.serial} at handover (replaced)")
+    return out
+
+
 def _headline(findings: list[_Finding]) -> _Finding:
     """The finding the summary leads with: a GPU's hardware failure before anything node-wide."""
     with_codes = [f for f in findings if f.gpu is not None and f.messages]
@@ -228,11 +250,14 @@ def _headline(findings: list[_Finding]) -> _Finding:
     return (with_codes or with_gpu or findings)[0]
 
 
-def _evidence(node: str, report: DcgmReport, f: _Finding) -> str:
+def _evidence(node: str, report: DcgmReport, reference: DcgmReport | None, f: _Finding) -> str:
     who = node
     if f.gpu is not None:
         device = report.devices.get(f.gpu)
         label = device.label() if device else ""
+        if not label and reference is not None and f.gpu in reference.devices:
+            label = f"{reference.devices[f.gpu].label()} at handover".strip()
+            label = "" if label == "at handover" else label
         who += f" GPU {f.gpu}" + (f" ({label})" if label else "")
     lines = [f"{who}: {f.what}"]
     for m in f.messages:
