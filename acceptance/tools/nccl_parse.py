@@ -171,11 +171,13 @@ class TextParser:
     # -- driving ---------------------------------------------------------------------------
     def feed(self, lines: Iterable[str], first_line: int = 1) -> None:
         dispatch = self._dispatch
+        glued = _MAYBE_GLUED
         for number, raw in enumerate(lines, first_line):
-            if " NCCL INFO " in raw:
-                if "NCCL version" in raw:
+            at = raw.find(" NCCL INFO ")
+            if at >= 0:
+                if raw.startswith("NCCL version", at + 11):
                     self._nccl_version(raw)
-                if raw[:1] not in _MAYBE_GLUED:
+                if raw[0] not in glued:
                     continue
             dispatch(raw.rstrip("\r\n"), number)
 
@@ -201,13 +203,11 @@ class TextParser:
 
     def _hash(self, line: str, number: int) -> None:
         run = self.run
-        if line.startswith("#  Rank") or line.startswith("#   Rank"):
-            m = _RANK.match(line)
-            if m and run is not None:
-                busid, gpu = m.group(6), m.group(7)
-                run.ranks.append(
-                    NcclRank(int(m.group(1)), m.group(4), int(m.group(5)), busid, gpu, int(m.group(3)))
-                )
+        if line.startswith(("#  Rank", "#   Rank")):
+            if run is not None:
+                rank = _rank(line)
+                if rank is not None:
+                    run.ranks.append(rank)
             return
         if line.startswith("# nccl-tests version"):
             run = self._open(number)
@@ -427,6 +427,28 @@ class TextParser:
                 self.run.error(self.run.pending[1], "data row cut short (its numbers never came)")
             self.runs.append(self.run.finish(self.collective))
             self.run = None
+
+
+def _rank(line: str) -> NcclRank | None:
+    """A `#  Rank R [Group G] Pid P on HOST device D [BUSID] NAME` line; split first, regex as fallback."""
+    parts = line.split(maxsplit=12)
+    if len(parts) == 13 and parts[3] == "Group":
+        _, _, rank, _, _, pid_kw, pid, on, host, device_kw, device, busid, gpu = parts
+        if (
+            pid_kw == "Pid"
+            and on == "on"
+            and device_kw == "device"
+            and busid[:1] == "["
+            and busid[-1:] == "]"
+        ):
+            try:
+                return NcclRank(int(rank), host, int(device), busid[1:-1], gpu.strip(), int(pid))
+            except ValueError:
+                pass
+    m = _RANK.match(line)
+    if m is None:
+        return None
+    return NcclRank(int(m.group(1)), m.group(4), int(m.group(5)), m.group(6), m.group(7), int(m.group(3)))
 
 
 def _error(source: str, line: int, text: str, expected: str) -> Exception:

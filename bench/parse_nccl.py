@@ -1,0 +1,209 @@
+"""Benchmark of the nccl-tests parser (issue 3): throughput, cost relative to plain line
+iteration, and peak memory as the input grows.
+
+    python bench/parse_nccl.py            # 1,000,000-line capture; 10x and 100x for memory
+    python bench/parse_nccl.py --quick    # 100,000-line capture; 10x and 100x of that
+
+The capture is synthetic but in nccl-tests' real format: five collectives, each with a
+2,160-rank header (540 nodes x 4 GPUs), 30 rows, and NCCL INFO lines from every host
+before the header and between rows. Larger inputs add INFO noise (the report stays the
+same), streamed from a generator in a fresh subprocess per size so that each peak RSS
+(resource.getrusage, ru_maxrss) is the parser's own.
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import os
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+COLLECTIVES = ("all_reduce", "all_gather", "reduce_scatter", "alltoall", "sendrecv")
+NODES, GPUS = 540, 4
+SIZES = [1 << k for k in range(2, 32)]  # 4 B .. 2 GiB: 30 rows
+HEADER = (
+    "#" + " " * 62 + "out-of-place" + " " * 23 + "in-place" + " " * 10 + "\n",
+    "#       size         count      type   redop    root     time   algbw   busbw  #wrong"
+    "     time   algbw   busbw  #wrong \n",
+    "#        (B)    (elements)                               (us)  (GB/s)  (GB/s)       "
+    "      (us)  (GB/s)  (GB/s)         \n",
+)
+
+
+def _fmt(value: float, width: int) -> str:
+    power, val = 0, 1
+    while value >= val:
+        power += 1
+        val *= 10
+    if power < width - 2:
+        return f"{value:{width}.2f}"
+    if power < width - 1:
+        return f"{value:{width}.1f}"
+    if power < width + 1:
+        return f"{value:{width}.0f}"
+    return f"{value:{width}.1e}"
+
+
+def _host(i: int) -> str:
+    return f"x3006c0s{i // 8}b{i % 2}n{i % 4}"
+
+
+def _info_pool(size: int = 4096) -> list[str]:
+    pool = []
+    for i in range(size):
+        host = _host(i % NODES)
+        pool.append(
+            f"{host}:{60000 + i}:{60100 + i} [{i % GPUS}] NCCL INFO Channel {i % 32:02d}/0 : "
+            f"{i % 2160}[{i % GPUS}] "
+            f"-> {(i * 7) % 2160}[{(i + 1) % GPUS}] [send] via NET/IB/{i % GPUS}/GDRDMA\n"
+        )
+    return pool
+
+
+def _report(collective: str, noise: Iterator[str], noise_per_gap: int, noise_before: int) -> Iterator[str]:
+    nranks = NODES * GPUS
+    yield "# nccl-tests version 2.17.8 nccl-headers=22902 nccl-library=22902\n"
+    yield f"# Collective test starting: {collective}_perf\n"
+    yield (
+        "# nThread 1 nGpus 1 minBytes 4 maxBytes 2147483648 step: 2(factor) warmup iters: 5 iters: 20 "
+        "agg iters: 1 validation: 1 graph: 0\n"
+    )
+    yield "#\n"
+    yield "# Using devices\n"
+    for rank in range(nranks):
+        yield (
+            f"#  Rank {rank:2d} Group  0 Pid {70000 + rank:6d} on {_host(rank // GPUS):>10} device "
+            f"{rank % GPUS:2d} [0000:{7 + 0x3F * (rank % GPUS):02x}:00] NVIDIA A100-SXM4-40GB\n"
+        )
+    yield from itertools.islice(noise, noise_before)
+    yield "#\n"
+    yield from HEADER
+    factor = 2 * (nranks - 1) / nranks
+    total = 0.0
+    for size in SIZES:
+        t = 200.0 + size / 9.0e3
+        alg = size / 1e3 / t
+        bus = alg * factor
+        total += 2 * bus
+        half = f"  {_fmt(t, 7)}  {_fmt(alg, 6)}  {_fmt(bus, 6)}  {0:6g}"
+        yield f"{size:12d}  {size // 4:12d}  {'float':>8}  {'sum':>6}  {-1:6d}{half}{half}\n"
+        yield from itertools.islice(noise, noise_per_gap)
+    yield "# Out of bounds values : 0 OK\n"
+    yield f"# Avg bus bandwidth    : {total / (2 * len(SIZES)):g} \n"
+    yield "#\n"
+    yield f"# Collective test concluded: {collective}_perf\n"
+    yield "#\n"
+    yield "\n"
+
+
+def capture(lines: int) -> Iterator[str]:
+    """About `lines` lines: five reports, the rest NCCL INFO noise."""
+    fixed = len(COLLECTIVES) * (NODES * GPUS + len(SIZES) + 14)
+    per_report = max(0, lines - fixed) // len(COLLECTIVES)
+    per_gap = per_report // (2 * len(SIZES))
+    before = per_report - per_gap * len(SIZES)
+    noise = itertools.cycle(_info_pool())
+    for collective in COLLECTIVES:
+        yield from _report(collective, noise, per_gap, before)
+
+
+def _best(fn, repeat: int) -> float:  # type: ignore[no-untyped-def]
+    best = float("inf")
+    for _ in range(repeat):
+        start = time.perf_counter()
+        fn()
+        best = min(best, time.perf_counter() - start)
+    return best
+
+
+def _child(lines: int) -> None:
+    """Parse a streamed capture of `lines` lines; print peak RSS (MiB), time, runs, rows."""
+    from acceptance.tools.nccl import parse
+
+    start = time.perf_counter()
+    result = parse(capture(lines), "<bench>")
+    elapsed = time.perf_counter() - start
+    rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    rows = sum(len(r.rows) for r in result.runs)
+    print(f"{rss:.1f} {elapsed:.2f} {len(result.runs)} {rows} {result.status}")
+
+
+def _baseline_rss() -> float:
+    """Peak RSS of a child that imports the parser and parses nothing (the interpreter's floor)."""
+    root = str(Path(__file__).resolve().parents[1])
+    code = (
+        f"import resource, sys; sys.path.insert(0, {root!r}); import acceptance.tools.nccl; "
+        "print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)"
+    )
+    return float(
+        subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    )
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--quick", action="store_true", help="100,000 lines instead of 1,000,000")
+    parser.add_argument("--child", type=int, help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.child:
+        _child(args.child)
+        return 0
+
+    from acceptance.tools.nccl import parse_file
+
+    base = 100_000 if args.quick else 1_000_000
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "capture.txt"
+        with open(path, "w", encoding="utf-8") as out:
+            out.writelines(capture(base))
+        size_mb = path.stat().st_size / 1e6
+        with open(path, encoding="utf-8") as handle:
+            n_lines = sum(1 for _ in handle)
+
+        def plain() -> None:
+            with open(path, encoding="utf-8", errors="replace", newline="") as handle:
+                for _ in handle:
+                    pass
+
+        result = parse_file(path)
+        plain_s = _best(plain, 3)
+        parse_s = _best(lambda: parse_file(path), 3)
+    rows = sum(len(r.rows) for r in result.runs)
+    runs = len(result.runs)
+    print(
+        f"capture: {n_lines:,} lines, {size_mb:.1f} MB, {runs} runs x {result.runs[0].nranks} ranks, "
+        f"{rows} rows, status {result.status}"
+    )
+    print(f"plain line iteration: {plain_s:.3f} s ({size_mb / plain_s:.0f} MB/s)")
+    rate = n_lines / parse_s / 1e6
+    print(f"parse_file:           {parse_s:.3f} s ({size_mb / parse_s:.1f} MB/s, {rate:.2f} M lines/s)")
+    print(f"ratio parse / plain iteration: {parse_s / plain_s:.2f}x (target <= 5x)")
+    print(f"peak RSS, fresh process per size (interpreter + imports alone: {_baseline_rss():.1f} MiB):")
+    for scale in (1, 10, 100):
+        lines = base * scale
+        out = subprocess.run(
+            [sys.executable, __file__, "--child", str(lines)],
+            capture_output=True,
+            text=True,
+            check=True,
+            env={**os.environ, "PYTHONHASHSEED": "0"},
+        ).stdout.split()
+        print(
+            f"  {scale:>3}x ({lines:>11,} lines streamed): peak RSS {out[0]:>7} MiB, parse {out[1]:>6} s, "
+            f"{out[2]} runs, {out[3]} rows, {out[4]}"
+        )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
