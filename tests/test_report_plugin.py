@@ -29,16 +29,13 @@ import os
 from datetime import UTC, datetime
 from pathlib import Path
 
-import pandas as pd
 import pytest
 
-from acceptance.report.data import ReportRecorder, attach_verdicts
-from acceptance.report.finalize import finalize
+from acceptance.report import session as reporting
 from acceptance.report.folder import ReportFolder
-from acceptance.report.junit import add_suite_properties, verdict_properties
 from acceptance.report.sign import SignOptions
 
-verdicts_key = pytest.StashKey[list]()
+PLUGIN_KEY = pytest.StashKey[reporting.ReportingPlugin]()
 
 
 def pytest_addoption(parser):
@@ -47,64 +44,40 @@ def pytest_addoption(parser):
     parser.addoption("--no-sign", action="store_true")
 
 
-@pytest.fixture
-def judge(request):
-    def record(verdict):
-        request.node.stash.setdefault(verdicts_key, []).append(verdict)
-        request.node.user_properties.extend(verdict_properties(verdict))
-        assert verdict.passed, verdict.message()
-    return record
+def pytest_configure(config):
+    if hasattr(config, "workerinput"):
+        return
+    opt = config.option
+    started = datetime.now(UTC)
+    folder = ReportFolder.create(Path(opt.report_root), "sim", started)
+    sign = SignOptions.from_options(no_sign=opt.no_sign, sign_key=opt.sign_key, environ=os.environ)
+    provenance = {"cluster": "sim"}
+    plugin = reporting.ReportingPlugin(config, folder, sign, provenance, simulated=True, started_utc=started)
+    config.stash[PLUGIN_KEY] = plugin
+    config.pluginmanager.register(plugin, "acceptance-reporting")
 
 
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_makereport(item, call):
     report = yield
-    if report.when == "call":
-        attach_verdicts(report, item.stash.get(verdicts_key, []))
+    reporting.on_makereport(item, report)
     return report
 
 
-class Reporting:
-    def __init__(self, config):
-        self.config = config
-        self.recorder = ReportRecorder()
-        self.started = datetime.now(UTC)
-        self.result = None
-
-    def pytest_sessionstart(self, session):
-        add_suite_properties(self.config, {"cluster": "sim", "start_utc": self.started.isoformat()})
-
-    def pytest_runtest_logreport(self, report):
-        self.recorder.add(report)
-
-    @pytest.hookimpl(wrapper=True, trylast=True)
-    def pytest_sessionfinish(self, session, exitstatus):
-        add_suite_properties(self.config, {"end_utc": datetime.now(UTC).isoformat()})
-        outcome = yield  # LogXML.pytest_sessionfinish writes the junit file in here
-        opt = self.config.option
-        try:
-            folder = ReportFolder.create(Path(opt.report_root), "sim", self.started)
-            data = self.recorder.data({"cluster": "sim"}, simulated=True)
-            sign = SignOptions.from_options(no_sign=opt.no_sign, sign_key=opt.sign_key, environ=os.environ)
-            xml = Path(opt.xmlpath) if opt.xmlpath else None
-            self.result = finalize(folder, xml, data, sign)
-        except Exception as exc:  # reporting never changes the run's outcome
-            self.config.stash[ERROR_KEY] = str(exc)
-        return outcome
-
-    def pytest_terminal_summary(self, terminalreporter):
-        if self.result is not None:
-            terminalreporter.section("recovery acceptance report")
-            for line in self.result.lines():
-                terminalreporter.write_line(line)
+@pytest.fixture
+def judge(request):
+    def record(verdict):
+        reporting.record_verdict(request.node, verdict)
+        assert verdict.passed, verdict.message()
+    return record
 
 
-ERROR_KEY = pytest.StashKey[str]()
-
-
-def pytest_configure(config):
-    if not hasattr(config, "workerinput"):
-        config.pluginmanager.register(Reporting(config), "acceptance-reporting")
+@pytest.fixture
+def evidence(request):
+    config = request.config
+    if PLUGIN_KEY in config.stash:
+        return config.stash[PLUGIN_KEY].folder
+    return reporting.worker_report_folder(config)
 """
 
 SUITE = """
@@ -116,7 +89,8 @@ SIZES = [1 << 20, 1 << 24, 1 << 28]
 
 
 @pytest.mark.parametrize("node", ["gpu-01", "gpu-07"])
-def test_fabric(judge, node):
+def test_fabric(judge, evidence, node):
+    evidence.add_text(f"raw/nccl-{node}.txt", "# nccl-tests\\nAuthorization: Bearer abcdefghijklmnop\\n")
     now, base = [10.0, 100.0, 380.0], [10.0, 101.0, 381.0]
     table = pd.DataFrame({"size": SIZES, "busbw_now": now, "busbw_baseline": base})
     judge(Verdict(Status.PASS, f"all_reduce_perf {node}", "within 5% at every size",
@@ -176,6 +150,8 @@ def test_signature_covers_the_final_junit_bytes(suite: pytest.Pytester, tmp_path
     )
     assert result.ret == 1  # the failing diagnostics test decides, not the reporting
     result.stdout.fnmatch_lines(["*recovery acceptance report*", "*signed by key*", "*acceptance verify*"])
+    raw = (_only_folder(suite.path / "reports") / "raw" / "nccl-gpu-01.txt").read_text()
+    assert "abcdefghijklmnop" not in raw
     allowed = _allowed(tmp_path, key)
     folder = _only_folder(suite.path / "reports")
     # The junit as pytest left it, its copy in the folder, and the manifest all verify.
@@ -233,7 +209,7 @@ def test_no_key_leaves_the_exit_status_alone(suite: pytest.Pytester, tmp_path: P
     assert (folder / MANIFEST_NAME).is_file()
 
 
-@pytest.mark.skipif(shutil.which("ssh-keygen") is None, reason="no ssh-keygen")
+@pytest.mark.slow
 def test_xdist_gives_one_junit_one_signature_and_worker_verdicts(suite: pytest.Pytester, tmp_path: Path):
     key = _key(tmp_path)
     junit = tmp_path / "junit.xml"
@@ -258,3 +234,5 @@ def test_xdist_gives_one_junit_one_signature_and_worker_verdicts(suite: pytest.P
     fabric = [v for t in data["tests"] for v in t["verdicts"] if v["subject"].startswith("all_reduce")]
     assert fabric[0]["table"]["columns"] == ["size", "busbw_now", "busbw_baseline"]
     assert 'name="worst_size"' in junit.read_text()
+    assert (folder / "raw" / "nccl-gpu-07.txt").is_file()  # written by a worker into the controller's folder
+    assert verify(folder).exit_status == 0

@@ -1,0 +1,126 @@
+"""The reporting half of a pytest session, as hooks `acceptance/plugin.py` registers.
+
+Hook order (why each hook is where it is):
+
+- `pytest_sessionstart`: suite provenance goes to LogXML as testsuite properties
+  (controller only; under pytest-xdist `record_testsuite_property` is a no-op in workers).
+- `pytest_runtest_makereport` (module function `on_makereport`, called from the
+  plugin's hook wrapper): verdict payloads ride on the TestReport, which xdist
+  serialises to the controller.
+- `pytest_runtest_logreport` (controller): the recorder collects every TestReport.
+- `pytest_sessionfinish` as a `wrapper=True, trylast=True` hook: the end time is
+  added before `yield`; LogXML.pytest_sessionfinish (a plain hook) writes the junit
+  file inside the `yield`; after it, `finalize` signs the final bytes. Being the
+  innermost wrapper, this runs before the terminal reporter's wrapper prints the
+  summary, so `pytest_terminal_summary` can show where the report is.
+
+`ReportingPlugin` is registered on the controller only (`not hasattr(config,
+"workerinput")`); workers find the report folder with `worker_report_folder(config)`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Generator, Mapping
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from acceptance.judge.verdict import Verdict
+from acceptance.report.data import ReportRecorder, attach_verdicts
+from acceptance.report.finalize import FinalizeResult, finalize
+from acceptance.report.folder import ReportFolder
+from acceptance.report.junit import add_suite_properties, verdict_properties
+from acceptance.report.sign import SignOptions
+
+VERDICTS_KEY = pytest.StashKey[list[Verdict]]()
+WORKERINPUT_KEY = "acceptance_report_dir"
+
+
+def record_verdict(item: pytest.Item, verdict: Verdict) -> None:
+    """Keep a verdict for the report and write its figures as junit properties of `item`.
+
+    Appends to `item.user_properties` directly: the `record_property` fixture warns
+    under pytest's default `junit_family=xunit2`.
+    """
+    item.stash.setdefault(VERDICTS_KEY, []).append(verdict)
+    item.user_properties.extend(verdict_properties(verdict))
+
+
+def on_makereport(item: pytest.Item, report: pytest.TestReport) -> None:
+    """Attach the item's verdicts to its call-phase report (from a makereport hook wrapper)."""
+    if report.when == "call":
+        verdicts: list[Verdict] = item.stash.get(VERDICTS_KEY, [])
+        attach_verdicts(report, verdicts)
+
+
+def worker_report_folder(config: pytest.Config) -> ReportFolder | None:
+    """The controller's report folder, seen from an xdist worker (None elsewhere)."""
+    workerinput = getattr(config, "workerinput", None)
+    if not workerinput or WORKERINPUT_KEY not in workerinput:
+        return None
+    return ReportFolder(Path(workerinput[WORKERINPUT_KEY]))
+
+
+class ReportingPlugin:
+    """Controller-side reporting: provenance, the recorder, finalize at session end."""
+
+    def __init__(
+        self,
+        config: pytest.Config,
+        folder: ReportFolder,
+        sign: SignOptions,
+        provenance: Mapping[str, Any],
+        *,
+        simulated: bool,
+        started_utc: datetime | None = None,
+    ) -> None:
+        self.config = config
+        self.folder = folder
+        self.sign = sign
+        self.started = started_utc or datetime.now(UTC)
+        self.provenance: dict[str, Any] = {
+            **provenance,
+            "simulated": simulated,
+            "start_utc": self.started.isoformat(timespec="seconds"),
+        }
+        self.simulated = simulated
+        self.recorder = ReportRecorder()
+        self.result: FinalizeResult | None = None
+        self.error: str | None = None
+
+    def pytest_sessionstart(self, session: pytest.Session) -> None:
+        add_suite_properties(self.config, self.provenance)
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_configure_node(self, node: Any) -> None:
+        node.workerinput[WORKERINPUT_KEY] = str(self.folder.path)
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        self.recorder.add(report)
+
+    @pytest.hookimpl(wrapper=True, trylast=True)
+    def pytest_sessionfinish(
+        self, session: pytest.Session, exitstatus: int
+    ) -> Generator[None, object, object]:
+        end = datetime.now(UTC).isoformat(timespec="seconds")
+        self.provenance["end_utc"] = end
+        add_suite_properties(self.config, {"end_utc": end})
+        outcome = yield  # LogXML.pytest_sessionfinish writes the junit file here
+        xmlpath = getattr(self.config.option, "xmlpath", None)
+        try:
+            data = self.recorder.data(self.provenance, simulated=self.simulated)
+            self.result = finalize(self.folder, Path(xmlpath) if xmlpath else None, data, self.sign)
+        except Exception as exc:  # reporting must never change the run's outcome
+            self.error = f"the report could not be completed: {exc!r}"
+        return outcome
+
+    def pytest_terminal_summary(self, terminalreporter: Any) -> None:
+        if self.result is None and self.error is None:
+            return
+        terminalreporter.section("recovery acceptance report")
+        for line in self.result.lines() if self.result else []:
+            terminalreporter.write_line(line)
+        if self.error:
+            terminalreporter.write_line(self.error, red=True)
