@@ -255,3 +255,10 @@ def test_noise_before_and_after_a_json_document_changes_nothing(data: st.DataObj
     before = data.draw(st.lists(st.sampled_from(NOISE), max_size=3))
     after = data.draw(st.lists(st.sampled_from(NOISE), max_size=3))
     assert parse("\n".join([*before, text, *after])) == parse(text)
+
+
+def test_dcgm4_entity_not_run_prints_an_empty_status_and_counts_as_skip() -> None:
+    report = parse(table(STRESS, row("memtest", "Pass"), row("", "GPU0: Pass"), row("", "GPU1:")))
+    test = report.test("memtest")
+    assert test is not None
+    assert dict(test.gpus) == {0: "pass", 1: "skip"}

@@ -32,7 +32,7 @@ _BORDER = re.compile(r"^\+[-=]{20,}\+[-=]{20,}\+$")
 _SECTION = re.compile(r"^[|+]-{3,}\s+(\w+)\s+-+\+-+[|+]$")
 _HEADER = re.compile(r"^\|\s*Diagnostic\s*\|\s*Result\s*\|$")
 _LIST = re.compile(r"^(Pass|Fail|Warn|Skip) - (?:(All)|GPUs?: ([\d, ]+))$")
-_ENTITY = re.compile(r"^([A-Za-z_]+?)(\d+): (Pass|Fail|Warn|Skip)?$")
+_ENTITY = re.compile(r"^([A-Za-z_]+?)(\d+):(?: (Pass|Fail|Warn|Skip))?$")  # "" = not run
 _MSG_NAME = re.compile(r"^(Warning|Info|Error)(?:: ([A-Za-z_]+?)(\d+))?$")
 _CODE = re.compile(r"^Code: \(\d+\)$")
 _ERROR_LINE = re.compile(r"^(Error: .*|Aborting the iterative runs of the diagnostic due to failure: .*)$")
