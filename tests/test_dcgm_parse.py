@@ -262,3 +262,13 @@ def test_dcgm4_entity_not_run_prints_an_empty_status_and_counts_as_skip() -> Non
     test = report.test("memtest")
     assert test is not None
     assert dict(test.gpus) == {0: "pass", 1: "skip"}
+
+
+def test_indented_and_kubectl_timestamped_tables_parse_the_same() -> None:
+    text = (FIXTURES / "dcgm" / "dcgm-4.4.1-r3-text-8gpu-xid79-diagnostic-fail-gpu5.txt").read_text()
+    indented = "\n".join("    " + line for line in text.splitlines())
+    stamped = "\n".join(
+        f"2026-11-30T00:01:{i % 60:02d}.123456789Z {line}" for i, line in enumerate(text.splitlines())
+    )
+    assert parse(indented) == parse(text)
+    assert parse(stamped) == parse(text)

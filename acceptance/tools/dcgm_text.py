@@ -36,11 +36,14 @@ _ENTITY = re.compile(r"^([A-Za-z_]+?)(\d+):(?: (Pass|Fail|Warn|Skip))?$")  # "" 
 _MSG_NAME = re.compile(r"^(Warning|Info|Error)(?:: ([A-Za-z_]+?)(\d+))?$")
 _CODE = re.compile(r"^Code: \(\d+\)$")
 _ERROR_LINE = re.compile(r"^(Error: .*|Aborting the iterative runs of the diagnostic due to failure: .*)$")
+# `kubectl logs --timestamps` prefixes every line with an RFC 3339 time
+_TIMESTAMP = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?(?:Z|[+-]\d\d:\d\d) ")
 EXPECTED_ROW = 'a test verdict ("Pass", "Fail - All", "Pass - GPUs: 1, 2", "GPU0: Pass" ...)'
 
 
 def looks_like_table_row(line: str) -> bool:
-    return bool(_split(line.rstrip())) or bool(_HEADER.match(line.strip()))
+    line = _TIMESTAMP.sub("", line).strip()
+    return bool(_split(line)) or bool(_HEADER.match(line))
 
 
 @dataclass
@@ -108,7 +111,7 @@ def parse_text(text: str, source: str) -> DcgmReport:
     aborted = False
     table: _Table | None = None
     for number, raw in enumerate(text.splitlines(), start=1):
-        line = raw.rstrip()
+        line = _TIMESTAMP.sub("", raw).strip()
         stripped = line.strip()
         if _BORDER.match(stripped):
             if table is not None and (table.tests or table.metadata or table.section):
