@@ -51,9 +51,7 @@ def test_timeout_hang_is_a_failure_with_the_timeout_line() -> None:
 
 
 def test_split_rows_warn_and_srun_labels() -> None:
-    capture = parse_file(
-        NCCL_FIXTURES / "nccl-tests-2.17.8-allreduce-srun-label-warn-mid-table-split-rows.txt"
-    )
+    capture = parse_file(NCCL_FIXTURES / "nccl-tests-2.17.8-allreduce-srun-label-warn-mid-table-split-rows.txt")
     run = capture.runs[0]
     assert capture.status == "ok"
     assert [r.size for r in run.rows] == [1 << k for k in range(20, 31)]
@@ -105,9 +103,7 @@ def test_no_nccl_output_is_not_ok() -> None:
 
 
 def test_caller_names_the_collective_when_output_does_not() -> None:
-    path = (
-        CORPUS / "nccl" / "nccl-tests-pre2.17-allreduce-2node-16rank-a100-unhandled-system-error-prterun.txt"
-    )
+    path = CORPUS / "nccl" / "nccl-tests-pre2.17-allreduce-2node-16rank-a100-unhandled-system-error-prterun.txt"
     if not path.exists():
         pytest.skip("../shared is absent")
     run = parse_file(path, collective="all_reduce_perf").runs[0]
@@ -205,3 +201,35 @@ def test_tagged_and_untagged_give_the_same_rows() -> None:
 def test_streaming_accepts_any_iterable() -> None:
     text = (NCCL_FIXTURES / "nccl-tests-2.19.2-allreduce-2node-16rank-per-iteration-I1.txt").read_text()
     assert parse(io.StringIO(text)) == parse(iter(text.splitlines()))
+
+
+def test_cputime_and_timestamp_columns() -> None:
+    text = (
+        "# nThread 1 nGpus 1 minBytes 1024 maxBytes 2048 step: 2(factor) warmup iters: 5 iters: 20 agg iters: 1 "
+        "validation: 0 graph: 0\n#\n# Using devices\n#\n"
+        "#       size         count      type   redop    root  cputime   algbw   busbw  #wrong  cputime   algbw"
+        "   busbw  #wrong           timestamp\n"
+        "        1024           256     float     sum      -1    12.50    0.08    0.08     N/A    12.40    0.08"
+        "    0.08     N/A  2026-11-29 22:14:03\n"
+        "        2048           512     float     sum      -1    12.90    0.16    0.16     N/A    12.80    0.16"
+        "    0.16     N/A  2026-11-29 22:14:04\n"
+        "# Out of bounds values : 0 OK\n# Avg bus bandwidth    : 0.12 \n#\n"
+    )
+    run = parse_text(text, collective="all_reduce").runs[0]
+    assert run.status == "ok"
+    assert [r.timestamp for r in run.rows] == ["2026-11-29 22:14:03", "2026-11-29 22:14:04"]
+    assert run.rows[1].oop
+    assert run.rows[1].oop.time_us == 12.9
+    assert run.rows[1].oop.wrong is None
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.data())
+def test_json_report_cut_anywhere_is_never_ok(data: st.DataObject) -> None:
+    text = (NCCL_FIXTURES / "nccl-tests-2.17.8-allreduce-J-report.json").read_text()
+    cut = data.draw(st.integers(1, len(text) - 1))
+    try:
+        capture = parse_text(text[:cut], "r.json")
+    except ParseError:
+        return
+    assert capture.status != "ok"
