@@ -112,9 +112,7 @@ def finalize(
         files = [*folder.files(), MANIFEST_NAME]
         if can_sign:
             files.append(MANIFEST_NAME + ".sig")
-        html = render_html(
-            data, signing=signing_line, signed=can_sign, files=[f for f in files if f != "report.html"]
-        )
+        html = render_html(data, signing=signing_line, signed=can_sign, files=[f for f in files if f != "report.html"])
         html_path = folder.add_text(HTML_NAME, html)
         manifest = build_manifest(
             folder.path, created_utc=now, signing=_signing_record(junit_outcome), provenance=data.provenance

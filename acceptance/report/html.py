@@ -135,8 +135,7 @@ def render_html(data: ReportData, *, signing: str, signed: bool, files: Iterable
     if prov.get("ticket"):
         title += f" ({prov['ticket']})"
     banner = (
-        '<div class="banner">SIMULATED: this report comes from the embedded simulator, '
-        "not from hardware</div>"
+        '<div class="banner">SIMULATED: this report comes from the embedded simulator, not from hardware</div>'
         if data.simulated
         else ""
     )

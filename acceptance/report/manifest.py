@@ -71,24 +71,27 @@ def read_manifest(path: Path) -> dict[str, Any]:
     return obj
 
 
-def check_files(folder: Path, manifest: Mapping[str, Any]) -> list[str]:
-    """One line per file that changed, disappeared or appeared since the manifest was made."""
-    problems: list[str] = []
+def check_files(folder: Path, manifest: Mapping[str, Any]) -> list[tuple[str, str]]:
+    """(path, what is wrong) for each file that changed, disappeared or appeared since the manifest."""
+    problems: list[tuple[str, str]] = []
     listed = set()
     for entry in manifest["files"]:
         rel = str(entry["path"])
         listed.add(rel)
         path = folder / rel
         if not path.is_file():
-            problems.append(f"{rel}: missing (listed in {MANIFEST_NAME}, not in the folder)")
+            problems.append((rel, f"missing (listed in {MANIFEST_NAME}, not in the folder)"))
             continue
         actual = sha256_file(path)
         if actual != entry["sha256"]:
             problems.append(
-                f"{rel}: changed since it was listed: sha256 {actual} (listed {entry['sha256']}), "
-                f"size {path.stat().st_size} (listed {entry['size']})"
+                (
+                    rel,
+                    f"changed since it was listed: sha256 {actual} (listed {entry['sha256']}), "
+                    f"size {path.stat().st_size} (listed {entry['size']})",
+                )
             )
     for rel in listed_files(folder):
         if rel not in listed:
-            problems.append(f"{rel}: not listed in {MANIFEST_NAME} (added after the report was made)")
+            problems.append((rel, f"not listed in {MANIFEST_NAME} (added after the report was made)"))
     return problems

@@ -4,7 +4,8 @@ Each function takes verdict payloads (see `data.verdict_payload`) and finds its
 data by table columns, so a judge opts into a plot by naming its columns:
 
 - fabric: `size`, `busbw_now`, `busbw_baseline` (figure `margin`, a fraction; `collective`)
-- step time: `series` (`smoke` / `baseline`), `step_time_s`
+- step time: `step_time_s` or `step_time` (optional `series`: `smoke` / `baseline`;
+  without baseline rows, figures `baseline_median` and `margin` draw the reference)
 - loss: `step`, `loss` (figure `restore_step`)
 
 A function returns None when there is nothing to draw; the page then says "not run".
@@ -23,7 +24,6 @@ from matplotlib.figure import Figure
 from acceptance.report.data import iter_tables
 
 FABRIC_COLUMNS = {"size", "busbw_now", "busbw_baseline"}
-STEPTIME_COLUMNS = {"series", "step_time_s"}
 LOSS_COLUMNS = {"step", "loss"}
 DIAGNOSTICS_COLUMNS = {"node", "gpu", "test", "status"}
 
@@ -92,9 +92,7 @@ def busbw_plots(verdicts: Iterable[Mapping[str, Any]]) -> list[tuple[str, str]]:
         if margin is not None:
             bad = [(s, n) for s, n, b in points if n < b * (1 - margin)]
             if bad:
-                ax.scatter(
-                    [s for s, _ in bad], [n for _, n in bad], color=_BAD, zorder=3, label="below margin"
-                )
+                ax.scatter([s for s, _ in bad], [n for _, n in bad], color=_BAD, zorder=3, label="below margin")
         ax.set_xscale("log", base=2)
         ax.xaxis.set_major_formatter(_size_label)
         ax.set_xlabel("message size (bytes)")
@@ -107,26 +105,46 @@ def busbw_plots(verdicts: Iterable[Mapping[str, Any]]) -> list[tuple[str, str]]:
     return plots
 
 
+def _step_rows(verdicts: Iterable[Mapping[str, Any]]) -> Iterable[tuple[Mapping[str, Any], str, float]]:
+    for column in ("step_time_s", "step_time"):
+        for verdict, rows in iter_tables(verdicts, {column}):
+            for row in rows:
+                value = row.get(column)
+                if isinstance(value, int | float) and not isinstance(value, bool):
+                    yield verdict, str(row.get("series") or "smoke"), float(value)
+
+
+def _figure(figures: Mapping[str, Any], name: str) -> float | None:
+    value = figures.get(name)
+    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
+
+
 def steptime_plot(verdicts: Iterable[Mapping[str, Any]]) -> str | None:
-    """Step-time distributions, smoke run vs baseline, with their medians."""
+    """Step-time distributions, smoke run vs baseline (series, or the baseline median and margin)."""
     series: dict[str, list[float]] = {}
-    for _verdict, rows in iter_tables(verdicts, STEPTIME_COLUMNS):
-        for row in rows:
-            value = row.get("step_time_s")
-            if isinstance(value, int | float) and not isinstance(value, bool):
-                series.setdefault(str(row.get("series")), []).append(float(value))
+    figures: Mapping[str, Any] = {}
+    for verdict, name, value in _step_rows(verdicts):
+        series.setdefault(name, []).append(value)
+        figures = verdict.get("figures") or {}
     if not series:
         return None
     fig = Figure(figsize=(8, 3.6), dpi=100)
     ax = fig.add_subplot()
     names = sorted(series, key=lambda n: (n != "baseline", n))
-    colors = {"baseline": _BASE}
     ax.boxplot([series[n] for n in names], widths=0.5, showfliers=True)
     ax.set_xticks(range(1, len(names) + 1), names)
     for index, name in enumerate(names, start=1):
         values = series[name]
-        ax.scatter([index + 0.35] * len(values), values, s=4, alpha=0.4, color=colors.get(name, _NOW))
-    ax.set_ylabel("step time (s)")
+        color = _BASE if name == "baseline" else _NOW
+        ax.scatter([index + 0.35] * len(values), values, s=4, alpha=0.4, color=color)
+    median, margin = _figure(figures, "baseline_median"), _figure(figures, "margin")
+    if median is not None and "baseline" not in series:
+        ax.axhline(median, color=_BASE, linestyle="--", label=f"baseline median {median:.4g}")
+        if margin is not None:
+            limit = median * (1 + abs(margin))
+            ax.axhline(limit, color=_BAD, linestyle=":", label=f"baseline + {abs(margin):.0%} margin")
+        ax.legend(loc="upper right", fontsize="small")
+    ax.set_ylabel(f"step time ({figures.get('unit') or 's'})")
     ax.grid(True, axis="y", alpha=0.3)
     ax.set_title("step time: smoke run vs baseline")
     fig.tight_layout()

@@ -30,14 +30,10 @@ _JWT = re.compile(r"\beyJ[A-Za-z0-9_-]{5,}\.[A-Za-z0-9_-]{5,}\.[A-Za-z0-9_-]{5,}
 _URL_CREDENTIALS = re.compile(r"(?i)\b([a-z][a-z0-9+.-]*://)([^/\s:@]+):([^/\s@]+)@")
 _JSON_PAIR = re.compile(r'(?i)("' + _SECRET_NAME + r'"\s*:\s*)"(?:[^"\\]|\\.)*"')
 _ASSIGNMENT = re.compile(r"(?i)\b(" + _SECRET_NAME + r")=(\"[^\"]*\"|'[^']*'|\S+)")
-_INLINE_PAIR = re.compile(
-    r"(?i)(?<![\w-])(" + _SECRET_NAME + r")(\s*:[ \t]*)(?!\[REDACTED\])([^\s<>\"',;|]+)"
-)
+_INLINE_PAIR = re.compile(r"(?i)(?<![\w-])(" + _SECRET_NAME + r")(\s*:[ \t]*)(?!\[REDACTED\])([^\s<>\"',;|]+)")
 _XML_PROPERTY = re.compile(r'(?i)(name="' + _SECRET_NAME + r'"\s+value=")[^"]*(")')
 _YAML_KEY = re.compile(
-    r"""(?i)^(?P<indent>[ \t]*(?:-[ \t]+)?)(?P<key>["']?"""
-    + _SECRET_NAME
-    + r"""["']?[ \t]*:)(?P<value>.*)$"""
+    r"""(?i)^(?P<indent>[ \t]*(?:-[ \t]+)?)(?P<key>["']?""" + _SECRET_NAME + r"""["']?[ \t]*:)(?P<value>.*)$"""
 )
 
 
@@ -71,9 +67,7 @@ def _scrub_yaml_lines(text: str) -> str:
 
 def scrub_text(text: str) -> str:
     """Return `text` with every credential we recognise replaced by ``[REDACTED]``."""
-    text = _PEM_PRIVATE.sub(
-        lambda m: f"-----BEGIN {m.group(1)}----- {REDACTED} -----END {m.group(1)}-----", text
-    )
+    text = _PEM_PRIVATE.sub(lambda m: f"-----BEGIN {m.group(1)}----- {REDACTED} -----END {m.group(1)}-----", text)
     text = _JSON_PAIR.sub(lambda m: f'{m.group(1)}"{REDACTED}"', text)
     text = _scrub_yaml_lines(text)
     text = _INLINE_PAIR.sub(lambda m: f"{m.group(1)}{m.group(2)}{REDACTED}", text)

@@ -101,9 +101,7 @@ class ReportingPlugin:
         self.recorder.add(report)
 
     @pytest.hookimpl(wrapper=True, trylast=True)
-    def pytest_sessionfinish(
-        self, session: pytest.Session, exitstatus: int
-    ) -> Generator[None, object, object]:
+    def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> Generator[None, object, object]:
         end = datetime.now(UTC).isoformat(timespec="seconds")
         self.provenance["end_utc"] = end
         add_suite_properties(self.config, {"end_utc": end})

@@ -31,9 +31,7 @@ class SignOptions:
     timeout_s: float = 120.0
 
     @classmethod
-    def from_options(
-        cls, *, no_sign: bool, sign_key: str | Path | None, environ: Mapping[str, str]
-    ) -> SignOptions:
+    def from_options(cls, *, no_sign: bool, sign_key: str | Path | None, environ: Mapping[str, str]) -> SignOptions:
         return cls(
             enabled=not no_sign,
             key=Path(sign_key).expanduser() if sign_key else None,
@@ -116,10 +114,7 @@ def _resolve(options: SignOptions, scratch: Path) -> _Signer | str:
             )
         return _Signer(options.key, fingerprint, f"key {options.key}")
     if not options.agent_socket:
-        return (
-            "no signing key: pass --sign-key PATH, or start an ssh-agent holding a key"
-            " (SSH_AUTH_SOCK is not set)"
-        )
+        return "no signing key: pass --sign-key PATH, or start an ssh-agent holding a key (SSH_AUTH_SOCK is not set)"
     listed = _run(["ssh-add", "-L"], options) if shutil.which("ssh-add") else None
     if listed is None:
         return "ssh-add not found, cannot ask the ssh-agent for its keys (install openssh-client)"

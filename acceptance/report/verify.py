@@ -102,9 +102,7 @@ def check_signature(
         done = _ssh_keygen(["-Y", "check-novalidate", "-n", NAMESPACE, "-s", str(sig)], data)
         if done.returncode == 0:
             return Check(name, True, f"good signature by {who} (signer not checked against a trust list)")
-        return Check(
-            name, False, f"content does not match the signature by {who}: the file changed after signing"
-        )
+        return Check(name, False, f"content does not match the signature by {who}: the file changed after signing")
     if not allowed_signers.is_file():
         raise _Unreadable(f"{allowed_signers}: allowed signers file not found")
     identities = [identity] if identity else _principals(sig, allowed_signers)
@@ -117,13 +115,9 @@ def check_signature(
             return Check(name, True, f"good signature by {principal} with {who}")
     novalidate = _ssh_keygen(["-Y", "check-novalidate", "-n", NAMESPACE, "-s", str(sig)], data)
     if novalidate.returncode != 0:
-        return Check(
-            name, False, f"content does not match the signature by {who}: the file changed after signing"
-        )
+        return Check(name, False, f"content does not match the signature by {who}: the file changed after signing")
     wanted = ", ".join(identities)
-    return Check(
-        name, False, f"signed by {who}, which {allowed_signers} does not allow for {wanted} ({_said(done)})"
-    )
+    return Check(name, False, f"signed by {who}, which {allowed_signers} does not allow for {wanted} ({_said(done)})")
 
 
 def _verify_folder(folder: Path, allowed_signers: Path | None, identity: str | None) -> VerifyResult:
@@ -140,11 +134,9 @@ def _verify_folder(folder: Path, allowed_signers: Path | None, identity: str | N
         if reason:
             checks[0] = Check(checks[0].subject, False, f"{checks[0].detail}; the report says: {reason}")
     problems = check_files(folder, manifest)
-    checks.extend(Check(p.split(":", 1)[0], False, p.split(": ", 1)[1]) for p in problems)
+    checks.extend(Check(rel, False, problem) for rel, problem in problems)
     if not problems:
-        checks.append(
-            Check(MANIFEST_NAME, True, f"all {len(manifest['files'])} listed files match their sha256")
-        )
+        checks.append(Check(MANIFEST_NAME, True, f"all {len(manifest['files'])} listed files match their sha256"))
     for entry in manifest["files"]:
         rel = str(entry["path"])
         if rel.endswith(SIG_SUFFIX) and rel.removesuffix(SIG_SUFFIX) != MANIFEST_NAME:
