@@ -17,7 +17,7 @@ import pandas as pd
 
 from acceptance.judge.verdict import Figure, Status, Verdict
 from acceptance.tools.dcgm import DcgmConditions, DcgmMessage, DcgmReport, DcgmTest, interpret_exit
-from acceptance.tools.dcgm_findings import action, cause, codes
+from acceptance.tools.dcgm_findings import action, cause, codes, xid_of
 from acceptance.tools.dcgm_model import FAIL, PASS, SKIP, WARN
 from acceptance.tools.dcgm_names import SEVERITY_ISOLATE, SEVERITY_RESET, SOFTWARE
 
@@ -42,7 +42,7 @@ class _Finding:
     messages: list[DcgmMessage] = field(default_factory=list)
 
 
-def judge_node(  # noqa: PLR0917 - the suite's call shape (issue 4)
+def judge_node(
     node: str,
     current: DcgmReport,
     reference: DcgmReport | None,
@@ -82,18 +82,12 @@ def judge_node(  # noqa: PLR0917 - the suite's call shape (issue 4)
         exit_meaning is not None and not exit_meaning.ran
     ):
         why = "; ".join(e.text for e in current.errors) or (exit_meaning.meaning if exit_meaning else "")
-        summary = (
-            f"{node}: the diagnostic did not complete ({_short(why)}) — {where}; rerun it before judging"
-        )
-        return Verdict(
-            Status.ERROR, node, summary, figures, (*notes, *(e.text for e in current.errors)), table
-        )
+        summary = f"{node}: the diagnostic did not complete ({_short(why)}) — {where}; rerun it before judging"
+        return Verdict(Status.ERROR, node, summary, figures, (*notes, *(e.text for e in current.errors)), table)
 
     findings = _findings(current, reference, gpus, policy, notes=notes, levels=(level, reference_level))
     if exit_meaning is not None and not exit_meaning.passed and not findings:
-        findings.append(
-            _Finding(None, "-", f"dcgmi exited {exit_code} ({exit_meaning.meaning}) but no test failed")
-        )
+        findings.append(_Finding(None, "-", f"dcgmi exited {exit_code} ({exit_meaning.meaning}) but no test failed"))
     if current.status == FAIL and not findings:
         findings.append(
             _Finding(None, "-", "DCGM reports the run failed: " + "; ".join(e.text for e in current.errors))
@@ -107,15 +101,11 @@ def judge_node(  # noqa: PLR0917 - the suite's call shape (issue 4)
         figures["worst_gpu"] = first.gpu
         return Verdict(Status.FAIL, node, summary, figures, tuple(evidence), table)
     if policy.skipped_run_is_inconclusive and current.incomplete:
-        summary = (
-            f"{node}: every test beyond the software checks was skipped, nothing was exercised — {where}"
-        )
+        summary = f"{node}: every test beyond the software checks was skipped, nothing was exercised — {where}"
         return Verdict(Status.INCONCLUSIVE, node, summary, figures, tuple(evidence), table)
     ran = [t.name for t in current.tests if t.status != SKIP]
     versus = (
-        f" ({then.dcgm_version or 'unknown'} at handover)"
-        if then and then.dcgm_version != now.dcgm_version
-        else ""
+        f" ({then.dcgm_version or 'unknown'} at handover)" if then and then.dcgm_version != now.dcgm_version else ""
     )
     plural = "s" if len(gpus) != 1 else ""
     summary = f"{node}: {len(gpus)} GPU{plural} passed {len(ran)} tests ({', '.join(ran)}) — {where}{versus}"
@@ -141,9 +131,7 @@ def _findings(
     for test in current.tests:
         found.extend(_test_findings(test, policy, notes))
     if reference is not None:
-        found.extend(
-            _against_handover(current, reference, policy, notes, level=levels[0], reference_level=levels[1])
-        )
+        found.extend(_against_handover(current, reference, policy, notes, level=levels[0], reference_level=levels[1]))
     return found
 
 
@@ -159,23 +147,16 @@ def _test_findings(test: DcgmTest, policy: DiagnosticsPolicy, notes: list[str]) 
         if not failing:
             msgs = [m for m in test.messages if m.kind != "info"]
             named = next((m.gpu for m in msgs if m.gpu is not None), None)
-            out.append(
-                _Finding(
-                    named, test.name, f"{test.name} failed with no GPU row failing{_because(msgs)}", msgs
-                )
-            )
+            out.append(_Finding(named, test.name, f"{test.name} failed with no GPU row failing{_because(msgs)}", msgs))
         return out
     for m in test.messages:
         if m.kind == "info":
             continue
         if m.error_severity in policy.fail_severities:
-            out.append(
-                _Finding(m.gpu, test.name, f"{test.name} {test.status} but {cause(m)} ({codes(m)})", [m])
-            )
+            out.append(_Finding(m.gpu, test.name, f"{test.name} {test.status} but {cause(m)} ({codes(m)})", [m]))
         else:
             notes.append(
-                f"recorded warning, {test.name}{_gpu(m.gpu)}: {cause(m)}"
-                + (f" ({codes(m)})" if codes(m) else "")
+                f"recorded warning, {test.name}{_gpu(m.gpu)}: {cause(m)}" + (f" ({codes(m)})" if codes(m) else "")
             )
     if test.status == WARN:
         notes.append(f"{test.name} warned (recorded; not a failure under the agreed policy)")
@@ -208,22 +189,16 @@ def _against_handover(
                 if policy.fail_on_retired_test:
                     out.append(_Finding(None, old.name, f"handover test {old.name} no longer exists"))
             else:
-                out.append(
-                    _Finding(None, old.name, f"{old.name} ran at handover and is missing now{_lvl(level)}")
-                )
+                out.append(_Finding(None, old.name, f"{old.name} ran at handover and is missing now{_lvl(level)}"))
             continue
         if new.status == SKIP:
             out.append(
-                _Finding(
-                    None, old.name, f"{old.name} skipped now, {old.status} at handover", list(new.messages)
-                )
+                _Finding(None, old.name, f"{old.name} skipped now, {old.status} at handover", list(new.messages))
             )
             continue
         for gpu, was in sorted(old.gpus.items()):
             if was in (PASS, WARN) and new.gpus.get(gpu, SKIP) == SKIP and new.gpus:
-                out.append(
-                    _Finding(gpu, old.name, f"{old.name} skipped on GPU {gpu} now, passed at handover")
-                )
+                out.append(_Finding(gpu, old.name, f"{old.name} skipped on GPU {gpu} now, passed at handover"))
     return out
 
 
@@ -244,10 +219,17 @@ def _replaced_gpus(current: DcgmReport, reference: DcgmReport) -> list[str]:
 
 
 def _headline(findings: list[_Finding]) -> _Finding:
-    """The finding the summary leads with: a GPU's hardware failure before anything node-wide."""
-    with_codes = [f for f in findings if f.gpu is not None and f.messages]
-    with_gpu = [f for f in findings if f.gpu is not None and f.test != SOFTWARE]
-    return (with_codes or with_gpu or findings)[0]
+    """The finding the summary leads with: an XID first, then a GPU's coded hardware failure, then the rest."""
+
+    def rank(f: _Finding) -> tuple[int, ...]:
+        return (
+            not any(xid_of(m.text) is not None for m in f.messages),
+            f.gpu is None,
+            not f.messages,
+            f.test == SOFTWARE,
+        )
+
+    return min(findings, key=rank)
 
 
 def _evidence(node: str, report: DcgmReport, reference: DcgmReport | None, f: _Finding) -> str:
