@@ -1,0 +1,189 @@
+"""The Kubernetes backend: Kubeflow MPI operator MPIJobs and batch/v1 Jobs.
+
+`KubeCluster` submits the manifests of `kube_manifests`, waits with `kube_wait`,
+and deletes everything labelled with its run id when it is left (normally, on
+Ctrl-C, on SIGTERM). ``../shared/k8s/README.md`` has the operator facts it relies on.
+"""
+
+from __future__ import annotations
+
+import signal
+import threading
+from collections.abc import Sequence
+from datetime import UTC, datetime
+from types import FrameType, TracebackType
+from typing import Any, Self
+
+from acceptance.clusters.base import (
+    ClusterEvent,
+    ClusterInventory,
+    DcgmWorkload,
+    Handle,
+    NodeInfo,
+    RunResult,
+    Workload,
+)
+from acceptance.clusters.kube_cleanup import delete_run, list_labelled
+from acceptance.clusters.kube_client import KubeApi, KubeApiError, build_api_client
+from acceptance.clusters.kube_manifests import MPI_API_VERSION, label_value, manifest_for, run_selector
+from acceptance.clusters.kube_settings import KubeSettings
+from acceptance.clusters.kube_wait import Waiter, parse_time
+from acceptance.errors import ClusterError, UsageError
+
+__all__ = ["KubeCluster", "KubeSettings"]
+
+
+def _node_info(node: dict[str, Any], gpu_resource: str) -> NodeInfo:
+    meta, spec, status = node["metadata"], node.get("spec") or {}, node.get("status") or {}
+    conditions = {c["type"]: c.get("status", "Unknown") for c in status.get("conditions") or ()}
+    info = status.get("nodeInfo") or {}
+    try:
+        gpus = int((status.get("allocatable") or {}).get(gpu_resource, 0))
+    except (TypeError, ValueError):
+        gpus = 0
+    return NodeInfo(
+        name=meta["name"],
+        ready=conditions.get("Ready") == "True",
+        unschedulable=bool(spec.get("unschedulable")),
+        conditions=conditions,
+        allocatable_gpus=gpus,
+        labels=dict(meta.get("labels") or {}),
+        kubelet_version=info.get("kubeletVersion", ""),
+        os_image=info.get("osImage", ""),
+        kernel_version=info.get("kernelVersion", ""),
+    )
+
+
+class KubeCluster:
+    """A Kubernetes cluster reached with the profile's kubeconfig context (or in-cluster)."""
+
+    def __init__(self, settings: KubeSettings, run_id: str, api_client: Any | None = None) -> None:
+        if not label_value(run_id) == run_id:
+            raise UsageError(f"run id {run_id!r} is not a valid label value (use [A-Za-z0-9._-], at most 63)")
+        self.settings = settings
+        self.run_id = run_id
+        self.api = KubeApi(api_client if api_client is not None else build_api_client(settings), settings.api_retry)
+        self._mpi_checked = False
+        self._previous: dict[int, Any] = {}
+        self._cleaned = False
+
+    # ------------------------------------------------------------ context
+
+    def __enter__(self) -> Self:
+        if threading.current_thread() is threading.main_thread():
+            for sig in (signal.SIGINT, signal.SIGTERM):
+                self._previous[sig] = signal.signal(sig, self._on_signal)
+        return self
+
+    def _on_signal(self, signum: int, frame: FrameType | None) -> None:
+        raise KeyboardInterrupt(f"signal {signal.Signals(signum).name}")
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        try:
+            self.cleanup()
+        finally:
+            for sig, handler in self._previous.items():
+                signal.signal(sig, handler)
+            self._previous.clear()
+
+    # ------------------------------------------------------------ Cluster protocol
+
+    def inventory(self) -> ClusterInventory:
+        version = self.api.call("get server version", self.api.version.get_code)
+        nodes = self.api.call("list nodes", self.api.core.list_node)
+        infos = tuple(
+            sorted((_node_info(n, self.settings.gpu_resource) for n in nodes.get("items") or ()), key=lambda n: n.name)
+        )
+        return ClusterInventory(server_version=str(version.get("gitVersion", "")), nodes=infos)
+
+    def _check_mpi_operator(self) -> None:
+        if self._mpi_checked:
+            return
+        group, version = MPI_API_VERSION.split("/")
+        try:
+            doc = self.api.call(f"discover {MPI_API_VERSION}", self.api.custom.get_api_resources, group, version)
+        except KubeApiError as exc:
+            raise ClusterError(
+                f"the cluster does not serve {MPI_API_VERSION} MPIJobs ({exc}); install the Kubeflow MPI operator "
+                "v0.5+ (a training-operator v1 MPIJob CRD cannot be used)"
+            ) from None
+        if not any(r.get("name") == "mpijobs" for r in doc.get("resources") or ()):
+            raise ClusterError(f"the cluster's {MPI_API_VERSION} API has no mpijobs resource")
+        self._mpi_checked = True
+
+    def submit(self, workloads: Sequence[Workload]) -> list[Handle]:
+        names = [w.name for w in workloads]
+        if len(set(names)) != len(names):
+            raise UsageError(f"workload names must be unique within a submission: {names}")
+        manifests = [manifest_for(self.settings, self.run_id, w) for w in workloads]
+        if any(m["kind"] == "MPIJob" for m in manifests):
+            self._check_mpi_operator()
+        handles = []
+        for workload, manifest in zip(workloads, manifests, strict=True):
+            self._create(manifest)
+            handles.append(Handle(workload=workload, objects=((manifest["kind"], manifest["metadata"]["name"]),),
+                                  manifests=(manifest,), submitted=datetime.now(UTC)))  # fmt: skip
+        return handles
+
+    def _create(self, manifest: dict[str, Any]) -> None:
+        ns, name, kind = self.settings.namespace, manifest["metadata"]["name"], manifest["kind"]
+        if kind == "Job":
+
+            def existing_job() -> Any:
+                return self.api.call(f"get Job {name}", self.api.batch.read_namespaced_job, name, ns)
+
+            self.api.call(f"create Job {name}", self.api.batch.create_namespaced_job, ns, manifest, sent=manifest,
+                          on_conflict=existing_job)  # fmt: skip
+            return
+        group, version = MPI_API_VERSION.split("/")
+
+        def existing_mpijob() -> Any:
+            return self.api.call(f"get MPIJob {name}", self.api.custom.get_namespaced_custom_object,
+                                 group, version, ns, "mpijobs", name)  # fmt: skip
+
+        self.api.call(f"create MPIJob {name}", self.api.custom.create_namespaced_custom_object, group, version, ns,
+                      "mpijobs", manifest, sent=manifest, on_conflict=existing_mpijob)  # fmt: skip
+
+    def wait(self, handles: Sequence[Handle], deadline_s: float) -> list[RunResult]:
+        return Waiter(self.api, self.settings, self.run_id).wait(handles, deadline_s)
+
+    def run(self, workloads: Sequence[Workload], deadline_s: float) -> list[RunResult]:
+        """Submit and wait in one go."""
+        return self.wait(self.submit(workloads), deadline_s)
+
+    def events(self, nodes: Sequence[str], since: datetime) -> list[ClusterEvent]:
+        """Events about `nodes` (any namespace) since `since`, oldest first."""
+        wanted = set(nodes)
+        doc = self.api.call("list events", self.api.core.list_event_for_all_namespaces,
+                            field_selector="involvedObject.kind=Node")  # fmt: skip
+        out = []
+        for ev in doc.get("items") or ():
+            involved = ev.get("involvedObject") or {}
+            when = parse_time(ev.get("lastTimestamp") or ev.get("firstTimestamp"))
+            if involved.get("name") in wanted and (when is None or when >= since):
+                out.append(ClusterEvent(when, f"Node/{involved.get('name')}", ev.get("reason", ""),
+                                        ev.get("message", ""), ev.get("type", "Normal")))  # fmt: skip
+        return sorted(out, key=lambda e: e.time or since)
+
+    def leftovers(self) -> list[str]:
+        """Labelled objects of earlier runs of this harness in the namespace."""
+        return [str(i) for i in list_labelled(self.api, self.settings.namespace) if i.run_id != self.run_id]
+
+    def cleanup(self) -> None:
+        """Delete everything of this run; raise if anything is still there afterwards."""
+        if self._cleaned:
+            return
+        left = delete_run(self.api, self.settings.namespace, run_selector(self.run_id))
+        self._cleaned = not left
+        if left:
+            raise ClusterError(f"objects of run {self.run_id} remain after cleanup: {', '.join(map(str, left))}")
+
+
+def dcgm_workloads(nodes: Sequence[str], gpus: int, level: int, deadline_s: float) -> list[DcgmWorkload]:
+    """One ``dcgmi diag -r LEVEL -j`` workload per node (named ``dcgm-<node>``)."""
+    return [
+        DcgmWorkload(f"dcgm-{node}", node, gpus, ("dcgmi", "diag", "-r", str(level), "-j"), deadline_s)
+        for node in nodes
+    ]

@@ -1,0 +1,164 @@
+"""The official Kubernetes client behind one door: retries, raw JSON, no secrets in errors.
+
+Responses are read as JSON dicts (``_preload_content=False``), not as the client's
+models: they are cheaper at a thousand objects and they are what the emulator and
+the evidence keep. Transient failures (5xx, 429, resets, timeouts) are retried with
+backoff; any other 4xx is raised at once with what was sent.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import time
+from collections.abc import Callable, Iterator, Mapping
+from typing import Any
+
+from acceptance.clusters.kube_settings import ApiRetry, KubeSettings
+from acceptance.errors import ClusterError
+
+TRANSIENT = frozenset({429, 500, 502, 503, 504})
+_SECRET = re.compile(
+    r"(?i)(bearer\s+)[A-Za-z0-9._~+/=-]+|"
+    r"((?:token|client-key-data|client-certificate-data|password|authorization)[\"']?\s*[:=]\s*[\"']?)[^\s\"',}]+"
+)
+
+
+def redact(text: str) -> str:
+    """Remove bearer tokens, keys and passwords from a message."""
+    return _SECRET.sub(lambda m: (m.group(1) or m.group(2) or "") + "<redacted>", text)
+
+
+class KubeApiError(ClusterError):
+    """An API call failed for good: status, reason, the server's message and what was sent."""
+
+    def __init__(self, what: str, status: int | None, message: str, sent: object = None) -> None:
+        self.status = status
+        detail = f"{what}: " + (f"HTTP {status}: " if status else "") + message
+        if sent is not None:
+            shown = json.dumps(sent, sort_keys=True, default=str)
+            detail += f" (sent: {shown[:2000]}{'...' if len(shown) > 2000 else ''})"
+        super().__init__(redact(detail))
+
+
+def build_api_client(settings: KubeSettings) -> Any:
+    """An ApiClient from the profile's kubeconfig/context, or the in-cluster service account."""
+    from kubernetes import client, config
+    from kubernetes.config.config_exception import ConfigException
+
+    try:
+        if settings.kubeconfig is None and os.environ.get("KUBERNETES_SERVICE_HOST"):
+            cfg = client.Configuration()
+            config.load_incluster_config(client_configuration=cfg)  # type: ignore[no-untyped-call]
+            return client.ApiClient(cfg)
+        return config.new_client_from_config(  # type: ignore[no-untyped-call]
+            config_file=settings.kubeconfig, context=settings.context
+        )
+    except (ConfigException, OSError, TypeError, ValueError) as exc:
+        where = settings.kubeconfig or "~/.kube/config"
+        raise ClusterError(redact(f"cannot load Kubernetes credentials from {where} "
+                                  f"(context {settings.context or 'current'}): {exc}")) from None  # fmt: skip
+
+
+def _server_message(exc: Any) -> str:
+    body = getattr(exc, "body", None)
+    if isinstance(body, bytes):
+        body = body.decode(errors="replace")
+    if body:
+        try:
+            doc = json.loads(body)
+            if isinstance(doc, dict) and doc.get("message"):
+                return str(doc["message"])
+        except ValueError:
+            return str(body)[:500]
+    return str(getattr(exc, "reason", "") or exc.__class__.__name__)
+
+
+class KubeApi:
+    """Calls with retries. `calls` counts requests made (for the benchmark and tests)."""
+
+    def __init__(self, api_client: Any, retry: ApiRetry, sleep: Callable[[float], None] = time.sleep) -> None:
+        from kubernetes import client
+
+        self.client = api_client
+        self.retry = retry
+        self.sleep = sleep
+        self.core = client.CoreV1Api(api_client)
+        self.batch = client.BatchV1Api(api_client)
+        self.custom = client.CustomObjectsApi(api_client)
+        self.version = client.VersionApi(api_client)
+        self.calls = 0
+        self.retries = 0
+
+    def call(
+        self,
+        what: str,
+        fn: Callable[..., Any],
+        *args: Any,
+        sent: object = None,
+        on_conflict: Callable[[], Any] | None = None,
+        **kwargs: Any,
+    ) -> Any:
+        """`fn(*args, **kwargs)` as raw JSON, retried while the failure is transient."""
+        from kubernetes.client.exceptions import ApiException
+        from urllib3.exceptions import HTTPError
+
+        delay = self.retry.backoff_s
+        attempt = 0
+        while True:
+            attempt += 1
+            self.calls += 1
+            try:
+                resp = fn(*args, _preload_content=False, **kwargs)
+                data = resp.data
+                return json.loads(data) if data else {}
+            except ApiException as exc:
+                status = int(exc.status or 0)
+                if status == 409 and on_conflict is not None and attempt > 1:
+                    return on_conflict()  # a retried create that had landed the first time
+                if status not in TRANSIENT or attempt >= self.retry.attempts:
+                    raise KubeApiError(what, status, _server_message(exc), sent) from None
+                wait = delay
+                retry_after = (exc.headers or {}).get("Retry-After") if exc.headers else None
+                if retry_after and str(retry_after).isdigit():
+                    wait = max(wait, min(float(retry_after), self.retry.max_backoff_s))
+            except (HTTPError, OSError, ValueError) as exc:
+                if attempt >= self.retry.attempts:
+                    raise KubeApiError(what, None, f"{exc.__class__.__name__}: {exc}", sent) from None
+                wait = delay
+            self.retries += 1
+            self.sleep(wait)
+            delay = min(delay * 2, self.retry.max_backoff_s)
+
+    def log(self, namespace: str, pod: str, tail_lines: int | None = None) -> str | None:
+        """A pod's log, or None when it has none (never started, already gone)."""
+        from kubernetes.client.exceptions import ApiException
+        from urllib3.exceptions import HTTPError
+
+        delay = self.retry.backoff_s
+        for attempt in range(1, self.retry.attempts + 1):
+            self.calls += 1
+            try:
+                kwargs: dict[str, Any] = {"tail_lines": tail_lines} if tail_lines is not None else {}
+                resp: Any = self.core.read_namespaced_pod_log(pod, namespace, _preload_content=False, **kwargs)
+                return str(resp.data.decode(errors="replace"))
+            except ApiException as exc:
+                if int(exc.status or 0) not in TRANSIENT or attempt == self.retry.attempts:
+                    return None
+            except (HTTPError, OSError):
+                if attempt == self.retry.attempts:
+                    return None
+            self.retries += 1
+            self.sleep(delay)
+            delay = min(delay * 2, self.retry.max_backoff_s)
+        return None
+
+
+def iter_watch(resp: Any) -> Iterator[Mapping[str, Any]]:
+    """The JSON events of a watch response, one per line."""
+    from kubernetes.watch.watch import iter_resp_lines
+
+    for line in iter_resp_lines(resp):  # type: ignore[no-untyped-call]
+        if line:
+            yield json.loads(line)

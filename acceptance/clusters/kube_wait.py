@@ -1,0 +1,375 @@
+"""Waiting for submitted workloads: success, failure and deadline, from watches.
+
+Success is the Job's ``Complete`` or the MPIJob's ``Succeeded`` condition. Failure is
+the Job's/MPIJob's ``Failed`` condition, or earlier any pod of the workload that is
+Evicted, stuck in ImagePullBackOff (and the like), OOMKilled, on a node that is not
+Ready, or Pending with the scheduler's ``Unschedulable`` past the scheduling deadline.
+When a workload ends (or its deadline passes) its log is read, then it is deleted.
+"""
+
+from __future__ import annotations
+
+import queue
+import threading
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+from acceptance.clusters.base import Handle, RunResult, RunStatus, workload_kind
+from acceptance.clusters.kube_client import KubeApi, KubeApiError
+from acceptance.clusters.kube_manifests import MPI_API_VERSION, label_value, run_selector
+from acceptance.clusters.kube_settings import WORKLOAD_KEY, KubeSettings
+from acceptance.clusters.kube_watch import Feed, Item
+
+BAD_WAITING = frozenset({"ImagePullBackOff", "ErrImagePull", "InvalidImageName", "ErrImageNeverPull",
+                         "CreateContainerConfigError", "CreateContainerError", "CrashLoopBackOff"})  # fmt: skip
+ROLE = "training.kubeflow.org/job-role"
+LOG_TAIL_LINES = 50
+Obj = Mapping[str, Any]
+
+
+def parse_time(stamp: str | None) -> datetime | None:
+    if not stamp:
+        return None
+    try:
+        return datetime.strptime(stamp.replace(".000000", ""), "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=UTC)
+    except ValueError:
+        return None
+
+
+def _conditions(obj: Obj) -> dict[str, Obj]:
+    return {c["type"]: c for c in (obj.get("status") or {}).get("conditions") or ()}
+
+
+def _true(obj: Obj, kind: str) -> Obj | None:
+    cond = _conditions(obj).get(kind)
+    return cond if cond and cond.get("status") == "True" else None
+
+
+def _container_state(pod: Obj, state: str) -> Obj | None:
+    for cs in (pod.get("status") or {}).get("containerStatuses") or ():
+        found = (cs.get("state") or {}).get(state)
+        if found:
+            return {**found, "container": cs.get("name", "")}
+    return None
+
+
+def _where(pod: Obj) -> str:
+    node = (pod.get("spec") or {}).get("nodeName")
+    return f"pod {pod['metadata']['name']}" + (f" on node {node}" if node else "")
+
+
+@dataclass
+class _Track:
+    handle: Handle
+    kind: str
+    name: str
+    label: str
+    deadline: float
+    created_at: float
+    unschedulable_since: float | None = None
+    outcome: tuple[RunStatus, str, int | None] | None = None
+    pods_seen: dict[str, str] = field(default_factory=dict)
+    result: RunResult | None = None
+
+
+class _State:
+    def __init__(self) -> None:
+        self.pods: dict[str, dict[str, Obj]] = {}  # workload label -> pod name -> pod
+        self.tops: dict[tuple[str, str], Obj] = {}  # (kind, name) -> Job/MPIJob
+        self.not_ready: dict[str, str] = {}  # node -> why
+        self.dirty: set[str] = set()
+        self.placement: dict[str, dict[str, str]] = {}  # workload label -> pod -> node, kept after deletion
+
+    def apply(self, item: Item) -> None:
+        resource, kind, obj = item
+        if kind == "SYNCED":
+            return
+        meta = obj.get("metadata") or {}
+        if resource == "nodes":
+            ready = _conditions(obj).get("Ready", {})
+            if kind != "DELETED" and ready.get("status") == "True":
+                self.not_ready.pop(meta["name"], None)
+            else:
+                why = f"{ready.get('reason', 'Deleted')}: {ready.get('message', '')}".strip(": ")
+                if self.not_ready.get(meta["name"]) != why:
+                    self.not_ready[meta["name"]] = why
+                    self.dirty.add("*")
+            return
+        label = (meta.get("labels") or {}).get(WORKLOAD_KEY, "")
+        self.dirty.add(label)
+        if resource == "pods":
+            node = (obj.get("spec") or {}).get("nodeName")
+            if node:
+                self.placement.setdefault(label, {})[meta["name"]] = node
+            pods = self.pods.setdefault(label, {})
+            if kind == "DELETED":
+                pods.pop(meta["name"], None)
+            else:
+                pods[meta["name"]] = obj
+        else:
+            key = ("Job" if resource == "jobs" else "MPIJob", meta["name"])
+            if kind == "DELETED":
+                self.tops.pop(key, None)
+            else:
+                self.tops[key] = obj
+
+
+class Waiter:
+    def __init__(self, api: KubeApi, settings: KubeSettings, run_id: str) -> None:
+        self.api = api
+        self.settings = settings
+        self.run_id = run_id
+        self.ns = settings.namespace
+
+    def _feeds(self, tracks: Sequence[_Track], out: queue.Queue[Item], stop: threading.Event) -> list[Feed]:
+        sel = {"namespace": self.ns, "label_selector": run_selector(self.run_id)}
+        feeds = [Feed(self.api, "pods", self.api.core.list_namespaced_pod, out, stop, **sel),
+                 Feed(self.api, "nodes", self.api.core.list_node, out, stop)]  # fmt: skip
+        if any(t.kind == "Job" for t in tracks):
+            feeds.append(Feed(self.api, "jobs", self.api.batch.list_namespaced_job, out, stop, **sel))
+        if any(t.kind == "MPIJob" for t in tracks):
+            group, version = MPI_API_VERSION.split("/")
+            feeds.append(Feed(self.api, "mpijobs", self.api.custom.list_namespaced_custom_object, out, stop,
+                              group=group, version=version, plural="mpijobs", **sel))  # fmt: skip
+        return feeds
+
+    def wait(self, handles: Sequence[Handle], deadline_s: float) -> list[RunResult]:
+        now = time.monotonic()
+        tracks = []
+        for h in handles:
+            kind, name = h.objects[0]
+            own = now + h.workload.deadline_s + self.settings.scheduling_timeout_s
+            tracks.append(_Track(h, kind, name, label_value(h.workload.name), min(now + deadline_s, own), now))
+        out: queue.Queue[Item] = queue.Queue()
+        stop = threading.Event()
+        feeds = self._feeds(tracks, out, stop)
+        state = _State()
+        for feed in feeds:
+            feed.start()
+        try:
+            self._loop(tracks, feeds, out, state)
+        finally:
+            stop.set()
+            for feed in feeds:
+                feed.close()
+        events = self._events(tracks)
+        return [self._result(t, events) for t in tracks]
+
+    def _loop(self, tracks: list[_Track], feeds: list[Feed], out: queue.Queue[Item], state: _State) -> None:
+        pending = {id(t): t for t in tracks}
+        by_label: dict[str, list[_Track]] = {}
+        for t in tracks:
+            by_label.setdefault(t.label, []).append(t)
+        last_sweep = 0.0
+        while pending:
+            now = time.monotonic()
+            timeout = max(0.0, min(0.5, min(t.deadline for t in pending.values()) - now))
+            try:
+                state.apply(out.get(timeout=timeout))
+                while True:
+                    state.apply(out.get_nowait())
+            except queue.Empty:
+                pass
+            failed_feed = next((f for f in feeds if f.error), None)
+            now = time.monotonic()
+            if failed_feed is not None:
+                for t in pending.values():
+                    t.outcome = ("error", f"cannot follow {failed_feed.resource}: {failed_feed.error}", None)
+            if not all(f.synced.is_set() for f in feeds) and failed_feed is None:
+                continue
+            if "*" in state.dirty or now - last_sweep >= 0.5:
+                todo = list(pending.values())
+                last_sweep = now
+            else:
+                todo = [t for label in state.dirty for t in by_label.get(label, ()) if id(t) in pending]
+            state.dirty.clear()
+            for t in todo:
+                if t.outcome is None:
+                    t.outcome = self._evaluate(t, state, now)
+                if t.outcome is None and now >= t.deadline:
+                    t.outcome = ("timeout", f"no final state within {t.deadline - t.created_at:.0f} s: "
+                                 f"{self._describe(t, state)}", None)  # fmt: skip
+                if t.outcome is not None:
+                    self._finish(t, state)
+                    pending.pop(id(t), None)
+
+    def _evaluate(self, t: _Track, state: _State, now: float) -> tuple[RunStatus, str, int | None] | None:
+        top = state.tops.get((t.kind, t.name))
+        pods = state.pods.get(t.label, {})
+        t.pods_seen.update(state.placement.get(t.label, {}))
+        main = self._main_pod(t, pods)
+        code = self._exit_code(main)
+        if top is not None:
+            if t.kind == "Job":
+                if _true(top, "Complete"):
+                    return ("succeeded", "", code if code is not None else 0)
+                failed = _true(top, "Failed")
+                if failed:
+                    return self._job_failure(failed, main, code)
+            else:
+                if _true(top, "Succeeded"):
+                    return ("succeeded", "", code if code is not None else 0)
+                failed = _true(top, "Failed")
+                if failed:
+                    detail = self._pod_detail(main)
+                    reason = f"MPIJob {failed.get('reason', '')}: {failed.get('message', '')}".rstrip(": ")
+                    return ("failed", reason + (f"; {detail}" if detail else ""), code)
+                if not _true(top, "Created") and now - t.created_at > self.settings.scheduling_timeout_s:
+                    return ("error", f"MPIJob {t.name} has no Created condition after "
+                            f"{self.settings.scheduling_timeout_s:.0f} s: the MPI operator is not running or "
+                            "rejected it (see the events)", None)  # fmt: skip
+        unschedulable: str | None = None
+        for pod in sorted(pods.values(), key=lambda p: p["metadata"]["name"]):
+            status = pod.get("status") or {}
+            if status.get("reason") == "Evicted":
+                return ("failed", f"Evicted: {_where(pod)}: {status.get('message', '')}".rstrip(": "), code)
+            waiting = _container_state(pod, "waiting")
+            if waiting and waiting.get("reason") in BAD_WAITING:
+                return ("failed", f"{waiting['reason']}: {_where(pod)}: {waiting.get('message', '')}", None)
+            term = _container_state(pod, "terminated")
+            if term and term.get("reason") == "OOMKilled":
+                return ("failed", f"OOMKilled: container {term['container']} of {_where(pod)} exceeded its "
+                        f"memory limit (exit {term.get('exitCode')})", code)  # fmt: skip
+            node = (pod.get("spec") or {}).get("nodeName")
+            if node and node in state.not_ready and status.get("phase") in ("Pending", "Running"):
+                return ("failed", f"node {node} NotReady ({state.not_ready[node]}) under {_where(pod)}", None)
+            cond = _conditions(pod).get("PodScheduled", {})
+            if cond.get("status") == "False" and cond.get("reason") == "Unschedulable":
+                unschedulable = str(cond.get("message", "Unschedulable"))
+        if unschedulable is None:
+            t.unschedulable_since = None
+        else:
+            t.unschedulable_since = t.unschedulable_since or now
+            if now - t.unschedulable_since >= self.settings.scheduling_timeout_s:
+                return ("unschedulable", unschedulable, None)
+        return None
+
+    def _job_failure(self, failed: Obj, main: Obj | None, code: int | None) -> tuple[RunStatus, str, int | None]:
+        reason, message = failed.get("reason", ""), failed.get("message", "")
+        if reason == "DeadlineExceeded":
+            return ("timeout", f"DeadlineExceeded: {message}", code)
+        detail = self._pod_detail(main)
+        return ("failed", f"{reason}: {message}" + (f"; {detail}" if detail else ""), code)
+
+    @staticmethod
+    def _pod_detail(pod: Obj | None) -> str:
+        if pod is None:
+            return ""
+        term = _container_state(pod, "terminated")
+        if term is None:
+            return ""
+        return (
+            f"container {term['container']} of {_where(pod)} exited {term.get('exitCode')} ({term.get('reason', '')})"
+        )
+
+    def _main_pod(self, t: _Track, pods: Mapping[str, Obj]) -> Obj | None:
+        found = [
+            p for p in pods.values() if t.kind == "Job" or (p["metadata"].get("labels") or {}).get(ROLE) == "launcher"
+        ]
+        found.sort(key=lambda p: (p["metadata"].get("creationTimestamp", ""), p["metadata"]["name"]))
+        return found[-1] if found else None
+
+    @staticmethod
+    def _exit_code(pod: Obj | None) -> int | None:
+        term = _container_state(pod, "terminated") if pod else None
+        return int(term["exitCode"]) if term and term.get("exitCode") is not None else None
+
+    def _describe(self, t: _Track, state: _State) -> str:
+        pods = state.pods.get(t.label, {})
+        if not pods:
+            return f"{t.kind} {t.name} has no pods"
+        parts = []
+        for pod in sorted(pods.values(), key=lambda p: p["metadata"]["name"])[:3]:
+            waiting = _container_state(pod, "waiting")
+            phase = (pod.get("status") or {}).get("phase", "?")
+            parts.append(f"{_where(pod)} {phase}" + (f" ({waiting.get('reason')})" if waiting else ""))
+        return "; ".join(parts) + (f" (+{len(pods) - 3} more pods)" if len(pods) > 3 else "")
+
+    def _finish(self, t: _Track, state: _State) -> None:
+        """Read the log of a finished workload, then delete it (its pods go with it)."""
+        assert t.outcome is not None
+        status, reason, code = t.outcome
+        t.pods_seen.update(state.placement.get(t.label, {}))
+        pods = state.pods.get(t.label, {})
+        main = self._main_pod(t, pods)
+        output = ""
+        if main is not None:
+            output = self.api.log(self.ns, main["metadata"]["name"]) or ""
+        started, finished = self._times(pods)
+        if code is None and main is not None:
+            code = self._exit_code(main)
+        t.result = RunResult(
+            workload=t.handle.workload.name,
+            kind=workload_kind(t.handle.workload),
+            output=output,
+            exit_code=code,
+            status=status,
+            reason=reason,
+            started=started,
+            finished=finished or datetime.now(UTC),
+            placement={k: v for k, v in sorted(t.pods_seen.items()) if v},
+            events=(),
+            manifests=t.handle.manifests,
+            log_tail="".join(output.splitlines(keepends=True)[-LOG_TAIL_LINES:]),
+        )
+        self._delete(t)
+
+    @staticmethod
+    def _times(pods: Mapping[str, Obj]) -> tuple[datetime | None, datetime | None]:
+        starts, ends = [], []
+        for pod in pods.values():
+            started = parse_time((pod.get("status") or {}).get("startTime"))
+            if started:
+                starts.append(started)
+            term = _container_state(pod, "terminated")
+            ended = parse_time(term.get("finishedAt")) if term else None
+            if ended:
+                ends.append(ended)
+        return (min(starts) if starts else None, max(ends) if ends else None)
+
+    def _delete(self, t: _Track) -> None:
+        try:
+            if t.kind == "Job":
+                self.api.call(f"delete Job {t.name}", self.api.batch.delete_namespaced_job, t.name, self.ns,
+                              propagation_policy="Foreground")  # fmt: skip
+            else:
+                group, version = MPI_API_VERSION.split("/")
+                self.api.call(f"delete MPIJob {t.name}", self.api.custom.delete_namespaced_custom_object, group,
+                              version, self.ns, "mpijobs", t.name, propagation_policy="Foreground")  # fmt: skip
+        except KubeApiError as exc:
+            if exc.status != 404:
+                raise
+
+    def _events(self, tracks: Sequence[_Track]) -> dict[str, list[dict[str, str]]]:
+        """Events of every workload's objects, from one list of the namespace's events."""
+        owner: dict[str, str] = {}
+        for t in tracks:
+            for name in (t.name, f"{t.name}-launcher", *t.pods_seen):
+                owner[name] = t.label
+        try:
+            doc = self.api.call("list events", self.api.core.list_namespaced_event, self.ns)
+        except KubeApiError:
+            return {}
+        out: dict[str, list[dict[str, str]]] = {}
+        for ev in doc.get("items") or ():
+            involved = ev.get("involvedObject") or {}
+            label = owner.get(involved.get("name", ""))
+            if label is None:
+                continue
+            out.setdefault(label, []).append({
+                "time": ev.get("lastTimestamp") or ev.get("eventTime") or ev.get("firstTimestamp") or "",
+                "object": f"{involved.get('kind', '')}/{involved.get('name', '')}",
+                "reason": ev.get("reason", ""), "message": ev.get("message", ""), "type": ev.get("type", ""),
+            })  # fmt: skip
+        for items in out.values():
+            items.sort(key=lambda e: e["time"])
+        return out
+
+    def _result(self, t: _Track, events: Mapping[str, list[dict[str, str]]]) -> RunResult:
+        assert t.result is not None
+        from dataclasses import replace
+
+        return replace(t.result, events=tuple(events.get(t.label, ())))

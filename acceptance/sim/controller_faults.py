@@ -1,0 +1,34 @@
+"""Faults the emulator can inject, chosen when it is built (never changed while it runs)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+IMAGE_PULL_FAILS = "does-not-exist"
+"""An image whose name contains this cannot be pulled (ErrImagePull, then ImagePullBackOff)."""
+
+
+@dataclass(frozen=True)
+class Faults:
+    """What goes wrong in the emulated cluster.
+
+    - `error_rate`: share of API requests answered 500/503/429 before any work is done.
+    - `latency_s`: added to every API answer.
+    - `watch_drop_s`: a watch ends after a random time up to this (wall seconds).
+    - `watch_gone_rate`: share of watch resumptions answered 410 Gone (the client must relist).
+    - `node_not_ready`: node → simulated seconds after a pod starts running there when it goes NotReady.
+    - `evict`: pods whose name contains this are evicted `evict_after_s` after they start.
+    - `oom`: pods whose name contains this are OOMKilled halfway through their command.
+    - `seed`: makes the random choices repeatable.
+    """
+
+    error_rate: float = 0.0
+    latency_s: float = 0.0
+    watch_drop_s: float | None = None
+    watch_gone_rate: float = 0.0
+    node_not_ready: Mapping[str, float] = field(default_factory=dict)
+    evict: str | None = None
+    evict_after_s: float = 1.0
+    oom: str | None = None
+    seed: int = 0
