@@ -105,9 +105,7 @@ def test_diagnostics(judge):
 
 def _key(tmp_path: Path) -> Path:
     key = tmp_path / "signing_key"
-    subprocess.run(
-        ["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", "ci@example", "-f", str(key)], check=True
-    )
+    subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", "ci@example", "-f", str(key)], check=True)
     return key
 
 
@@ -199,9 +197,7 @@ def test_enriched_junit_validates_against_the_junit_schema(suite: pytest.Pyteste
 def test_no_key_leaves_the_exit_status_alone(suite: pytest.Pytester, tmp_path: Path):
     suite.makepyfile(test_fabric=SUITE.replace("Status.FAIL", "Status.PASS"))
     junit = tmp_path / "junit.xml"
-    result = suite.runpytest(
-        f"--junitxml={junit}", f"--report-root={tmp_path / 'r'}", "-p", "no:recovery_acceptance"
-    )
+    result = suite.runpytest(f"--junitxml={junit}", f"--report-root={tmp_path / 'r'}", "-p", "no:recovery_acceptance")
     assert result.ret == 0
     result.stdout.fnmatch_lines(["*unsigned: no signing key*"])
     folder = _only_folder(tmp_path / "r")
@@ -235,4 +231,15 @@ def test_xdist_gives_one_junit_one_signature_and_worker_verdicts(suite: pytest.P
     assert fabric[0]["table"]["columns"] == ["size", "busbw_now", "busbw_baseline"]
     assert 'name="worst_size"' in junit.read_text()
     assert (folder / "raw" / "nccl-gpu-07.txt").is_file()  # written by a worker into the controller's folder
+    assert verify(folder).exit_status == 0
+
+
+def test_without_junitxml_pytest_writes_the_junit_into_the_report_folder(suite: pytest.Pytester, tmp_path: Path):
+    key = _key(tmp_path)
+    result = suite.runpytest("--report-root=reports", f"--sign-key={key}", "-p", "no:recovery_acceptance")
+    assert result.ret == 1
+    folder = _only_folder(suite.path / "reports")
+    result.stdout.fnmatch_lines([f"*generated xml file: {folder / 'junit.xml'}*"])
+    assert _stock_verify(folder / "junit.xml", _allowed(tmp_path, key)) == 0
+    assert 'name="simulated" value="true"' in (folder / "junit.xml").read_text()
     assert verify(folder).exit_status == 0

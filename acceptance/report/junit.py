@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from acceptance.judge.verdict import Verdict
@@ -104,3 +105,38 @@ def add_suite_properties(config: pytest.Config, provenance: Mapping[str, Any]) -
     for name, value in suite_properties(provenance):
         xml.add_global_property(name, value)
     return True
+
+
+def junit_path(config: pytest.Config) -> Path | None:
+    """The absolute path pytest's junitxml plugin writes in this process (None: none here)."""
+    from _pytest.junitxml import xml_key
+
+    xml = config.stash.get(xml_key, None)
+    return Path(xml.logfile) if xml is not None else None
+
+
+def ensure_junit(config: pytest.Config, default_path: Path) -> Path | None:
+    """Make pytest's own junitxml plugin write `default_path` when `--junitxml` was not given.
+
+    Call from `pytest_configure` on the controller (returns None in xdist workers).
+    Mirrors `_pytest.junitxml.pytest_configure`; its `pytest_unconfigure` cleans up.
+    """
+    if hasattr(config, "workerinput"):
+        return None
+    existing = junit_path(config)
+    if existing is not None:
+        return existing
+    from _pytest.junitxml import LogXML, xml_key
+
+    xml = LogXML(
+        str(default_path),
+        config.option.junitprefix,
+        config.getini("junit_suite_name"),
+        config.getini("junit_logging"),
+        config.getini("junit_duration_report"),
+        config.getini("junit_family"),
+        config.getini("junit_log_passing_tests"),
+    )
+    config.stash[xml_key] = xml
+    config.pluginmanager.register(xml)
+    return Path(xml.logfile)

@@ -31,7 +31,7 @@ from acceptance.judge.verdict import Verdict
 from acceptance.report.data import ReportRecorder, attach_verdicts
 from acceptance.report.finalize import FinalizeResult, finalize
 from acceptance.report.folder import ReportFolder
-from acceptance.report.junit import add_suite_properties, verdict_properties
+from acceptance.report.junit import add_suite_properties, ensure_junit, junit_path, verdict_properties
 from acceptance.report.sign import SignOptions
 
 VERDICTS_KEY = pytest.StashKey[list[Verdict]]()
@@ -75,7 +75,9 @@ class ReportingPlugin:
         *,
         simulated: bool,
         started_utc: datetime | None = None,
+        junit_name: str | None = "junit.xml",
     ) -> None:
+        """`junit_name`: without `--junitxml`, pytest writes this file in the report folder (None: no junit)."""
         self.config = config
         self.folder = folder
         self.sign = sign
@@ -89,6 +91,8 @@ class ReportingPlugin:
         self.recorder = ReportRecorder()
         self.result: FinalizeResult | None = None
         self.error: str | None = None
+        if junit_name is not None:
+            ensure_junit(config, folder.path / junit_name)
 
     def pytest_sessionstart(self, session: pytest.Session) -> None:
         add_suite_properties(self.config, self.provenance)
@@ -106,10 +110,9 @@ class ReportingPlugin:
         self.provenance["end_utc"] = end
         add_suite_properties(self.config, {"end_utc": end})
         outcome = yield  # LogXML.pytest_sessionfinish writes the junit file here
-        xmlpath = getattr(self.config.option, "xmlpath", None)
         try:
             data = self.recorder.data(self.provenance, simulated=self.simulated)
-            self.result = finalize(self.folder, Path(xmlpath) if xmlpath else None, data, self.sign)
+            self.result = finalize(self.folder, junit_path(self.config), data, self.sign)
         except Exception as exc:  # reporting must never change the run's outcome
             self.error = f"the report could not be completed: {exc!r}"
         return outcome
