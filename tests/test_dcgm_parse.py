@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -267,8 +269,52 @@ def test_dcgm4_entity_not_run_prints_an_empty_status_and_counts_as_skip() -> Non
 def test_indented_and_kubectl_timestamped_tables_parse_the_same() -> None:
     text = (FIXTURES / "dcgm" / "dcgm-4.4.1-r3-text-8gpu-xid79-diagnostic-fail-gpu5.txt").read_text()
     indented = "\n".join("    " + line for line in text.splitlines())
-    stamped = "\n".join(
-        f"2026-11-30T00:01:{i % 60:02d}.123456789Z {line}" for i, line in enumerate(text.splitlines())
-    )
+    stamped = "\n".join(f"2026-11-30T00:01:{i % 60:02d}.123456789Z {line}" for i, line in enumerate(text.splitlines()))
     assert parse(indented) == parse(text)
     assert parse(stamped) == parse(text)
+
+
+def test_kubectl_timestamped_json_parses_the_same() -> None:
+    text = (FIXTURES / "dcgm" / "dcgm-4.4.1-r3-json-8gpu-h200-pass.json").read_text()
+    stamped = "\n".join(f"2026-11-30T00:01:02.000000001Z {line}" for line in text.splitlines())
+    assert parse(stamped) == parse(text)
+
+
+_LINES = st.one_of(
+    st.sampled_from([BORDER, *HEADER, DEPLOY, STRESS, row("pcie", "Pass"), row("", "GPU0: Fail"), "Error: x", "{"]),
+    st.text(alphabet='|+-= {}[]:,"GPUasFil0123\t', max_size=90),
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(_LINES, max_size=25))
+def test_any_text_parses_or_raises_parse_error_only(lines: list[str]) -> None:
+    with contextlib.suppress(ParseError):
+        parse("\n".join(lines))
+
+
+_JSON_VALUES = st.recursive(
+    st.none() | st.booleans() | st.integers(-5, 300) | st.text(max_size=8),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=6), inner, max_size=3),
+    max_leaves=6,
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(data=st.data())
+def test_a_json_value_of_the_wrong_type_is_a_parse_error_never_a_crash(data: st.DataObject) -> None:
+    import json
+
+    doc = json.loads((FIXTURES / "dcgm" / "dcgm-4.4.1-r3-json-8gpu-xid79-diagnostic-fail-gpu5.json").read_text())
+    node = doc
+    while isinstance(node, dict | list) and node and data.draw(st.booleans()):
+        key = data.draw(st.sampled_from(sorted(node) if isinstance(node, dict) else list(range(len(node)))))
+        if not isinstance(node[key], dict | list) or data.draw(st.booleans()):
+            node[key] = data.draw(_JSON_VALUES)
+            break
+        node = node[key]
+    try:
+        report = parse(json.dumps(doc))
+    except ParseError:
+        return
+    assert report.status in ("pass", "fail", "error")

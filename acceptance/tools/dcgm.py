@@ -159,9 +159,7 @@ def interpret_exit(code: int) -> ExitMeaning:
     if byte == 0:
         return ExitMeaning(code, True, True, False, "the diagnostic passed")
     if byte == 226:
-        return ExitMeaning(
-            code, True, False, False, "the diagnostic ran and something failed (DCGM_ST_NVVS_ERROR)"
-        )
+        return ExitMeaning(code, True, False, False, "the diagnostic ran and something failed (DCGM_ST_NVVS_ERROR)")
     if byte == 205:
         return ExitMeaning(
             code,
@@ -171,14 +169,13 @@ def interpret_exit(code: int) -> ExitMeaning:
             "the diagnostic failed and a GPU must be isolated (DCGM_ST_NVVS_ISOLATE_ERROR)",
         )
     if byte == 203:
-        return ExitMeaning(
-            code, False, False, False, "the diagnostic was killed before it finished (exit 203)"
-        )
+        return ExitMeaning(code, False, False, False, "the diagnostic was killed before it finished (exit 203)")
     return ExitMeaning(code, False, False, False, f"the diagnostic did not run (dcgmi exit status {code})")
 
 
 def parse(text: str, source: str = "<text>") -> DcgmReport:
     """Parse one capture of `dcgmi diag` (JSON or text, noise lines around it tolerated)."""
+    text = _without_timestamps(text)
     offset = 0
     for line in text.splitlines(keepends=True):
         stripped = line.strip()
@@ -188,6 +185,15 @@ def parse(text: str, source: str = "<text>") -> DcgmReport:
             return parse_text(text, source)
         offset += len(line)
     raise ParseError(source, 0, "", "dcgmi diag output: JSON from -j, a result table, or an 'Error:' line")
+
+
+_TIMESTAMP = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?(?:Z|[+-]\d\d:\d\d) ", re.MULTILINE)
+
+
+def _without_timestamps(text: str) -> str:
+    """Drop the RFC 3339 prefix `kubectl logs --timestamps` puts on every line, when the capture has it."""
+    first = next((line for line in text.splitlines() if line.strip()), "")
+    return _TIMESTAMP.sub("", text) if _TIMESTAMP.match(first) else text
 
 
 def parse_file(path: str | Path) -> DcgmReport:

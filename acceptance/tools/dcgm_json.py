@@ -53,7 +53,10 @@ def parse_json(text: str, start: int, source: str) -> DcgmReport:
         first_line = text.count("\n", 0, start) + 1
         if not isinstance(doc, dict):
             raise ParseError(source, first_line, "", EXPECTED_DOC)
-        reports.append(_Reader(source, first_line).document(doc))
+        try:
+            reports.append(_Reader(source, first_line).document(doc))
+        except (TypeError, ValueError, KeyError, AttributeError) as exc:  # a value of the wrong JSON type
+            raise ParseError(source, first_line, str(exc)[:120], f"{EXPECTED_DOC} with the documented types") from exc
         start = _next_document(text, end)
     if len(reports) == 1 or all(r == reports[0] for r in reports):
         return reports[0]
@@ -118,9 +121,7 @@ class _Reader:
         software = [t for t in tests if t.name == "software"]
         others = [t for t in tests if t.name != "software"]
         folded = merge_tests(software, combine=worst_of_checks) + merge_tests(others)
-        return build_report(
-            "json", folded, dcgm_version=version, driver_version=driver, devices=self.devices(doc)
-        )
+        return build_report("json", folded, dcgm_version=version, driver_version=driver, devices=self.devices(doc))
 
     def iterations(self, doc: Mapping[str, Any]) -> DcgmReport:
         runs = doc.get("iterations")
@@ -225,9 +226,7 @@ def _entity(result: Mapping[str, Any]) -> tuple[str | None, list[int]]:
     return None, []
 
 
-def _messages(
-    result: Mapping[str, Any], entity: str | None, gpu: int | None, prefix: str
-) -> list[DcgmMessage]:
+def _messages(result: Mapping[str, Any], entity: str | None, gpu: int | None, prefix: str) -> list[DcgmMessage]:
     out = []
     warnings = result.get("warnings")
     if isinstance(warnings, str):
@@ -250,9 +249,7 @@ def _messages(
     for item in [info] if isinstance(info, str) else info or []:
         text = str(item).strip()
         if text:
-            out.append(
-                DcgmMessage("info", prefix + text, gpu if gpu is not None else gpu_in_message(text), entity)
-            )
+            out.append(DcgmMessage("info", prefix + text, gpu if gpu is not None else gpu_in_message(text), entity))
     return out
 
 
