@@ -124,3 +124,26 @@ def test_a_report_folder_made_from_secret_bearing_inputs_holds_none(tmp_path: Pa
             assert secret not in content, f"{secret[:12]}... found in {path.name}"
     assert "[REDACTED]" in (folder.path / "evidence" / "kubeconfig.yaml").read_text()
     assert "server: https://127.0.0.1:6443" in (folder.path / "evidence" / "kubeconfig.yaml").read_text()
+
+
+from hypothesis import assume, given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+_noise = st.text(alphabet=st.characters(blacklist_categories=("Cs",)), max_size=200)
+_secret = st.text(
+    alphabet="abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-", min_size=12, max_size=40
+)
+_name = st.sampled_from(["token", "password", "client-key-data", "api_key", "HF_TOKEN", "id-token", "secret"])
+_form = st.sampled_from(
+    ["{n}: {s}", "  {n}: {s}", '"{n}": "{s}"', "{n}={s}", "- {n}: '{s}'", "Authorization: Bearer {s}"]
+)
+
+
+@settings(max_examples=150, deadline=None)
+@given(before=_noise, after=_noise, name=_name, secret=_secret, form=_form)
+def test_a_secret_in_any_usual_form_never_survives(before, after, name, secret, form):
+    assume(secret not in before and secret not in after)
+    text = f"{before}\n{form.format(n=name, s=secret)}\n{after}"
+    scrubbed = scrub_text(text)
+    assert secret not in scrubbed
+    assert scrub_text(scrubbed) == scrubbed  # idempotent: scrubbing a report twice changes nothing

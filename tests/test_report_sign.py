@@ -35,9 +35,7 @@ JUNIT = (
 
 
 def _keygen(path: Path, comment: str = IDENTITY) -> Path:
-    subprocess.run(
-        ["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", comment, "-f", str(path)], check=True
-    )
+    subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", comment, "-f", str(path)], check=True)
     return path
 
 
@@ -257,6 +255,16 @@ def test_no_sign_says_so_in_html_and_manifest(tmp_path, key):
     assert "unsigned: signing was turned off with --no-sign" in (folder / "report.html").read_text()
 
 
+def test_a_key_with_a_passphrase_and_no_agent_says_to_use_the_agent(tmp_path):
+    key = tmp_path / "locked"
+    subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "secret-pass", "-f", str(key)], check=True)
+    target = tmp_path / "f.txt"
+    target.write_text("x")
+    outcome = sign_files([target], SignOptions(key=key, timeout_s=20))
+    assert not outcome.signed
+    assert "has a passphrase: add it to the ssh-agent" in outcome.describe()
+
+
 def test_a_missing_key_file_is_a_clear_message(tmp_path):
     outcome = sign_files([], SignOptions(key=tmp_path / "nope"))
     assert not outcome.signed
@@ -268,9 +276,7 @@ def agent(tmp_path: Path):
     if shutil.which("ssh-agent") is None or shutil.which("ssh-add") is None:
         pytest.skip("ssh-agent is absent")
     sock = tmp_path / "agent.sock"
-    proc = subprocess.Popen(
-        ["ssh-agent", "-D", "-a", str(sock)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
-    )
+    proc = subprocess.Popen(["ssh-agent", "-D", "-a", str(sock)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     deadline = time.monotonic() + 10
     while not sock.exists() and time.monotonic() < deadline:
         time.sleep(0.05)
@@ -288,6 +294,12 @@ def test_the_ssh_agent_signs_without_a_key_path(tmp_path, agent, allowed_signers
     assert _stock_verify(junit, allowed_signers).returncode == 0
     assert verify(folder, allowed_signers).exit_status == 0
     assert "ssh-agent key" in (folder / "report.html").read_text()
+    # --sign-key may also name the public half of a key the agent holds.
+    target = tmp_path / "g.txt"
+    target.write_text("y")
+    outcome = sign_files([target], SignOptions(key=key.with_suffix(".pub"), agent_socket=agent))
+    assert outcome.signed, outcome.describe()
+    assert _stock_verify(target, allowed_signers).returncode == 0
 
 
 def test_an_empty_agent_is_a_clear_message(tmp_path, agent):
@@ -305,9 +317,7 @@ def _cli(argv: list[str]) -> int:
 
 def test_cli_exit_statuses(tmp_path, key, allowed_signers, capsys):
     folder, junit = _report(tmp_path, SignOptions(key=key))
-    assert (
-        _cli(["verify", str(folder), "--allowed-signers", str(allowed_signers), "--identity", IDENTITY]) == 0
-    )
+    assert _cli(["verify", str(folder), "--allowed-signers", str(allowed_signers), "--identity", IDENTITY]) == 0
     assert "verified" in capsys.readouterr().out
     assert _cli(["verify", str(junit) + ".sig"]) == 0
     _flip_byte(junit, 60)

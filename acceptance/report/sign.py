@@ -157,6 +157,8 @@ def sign_files(paths: Sequence[Path], options: SignOptions) -> SignOutcome:
                 )
             if done.returncode != 0 or not sig.is_file():
                 why = (done.stderr or done.stdout).strip().splitlines()
+                if "passphrase" in done.stderr + done.stdout:
+                    why.append(f"{signer.key_arg} has a passphrase: add it to the ssh-agent (ssh-add KEY)")
                 return SignOutcome(
                     tuple(written),
                     signer.fingerprint,
