@@ -103,15 +103,18 @@ def test_throttle_fails_targeted_power_and_warns_targeted_stress_at_r3_not_r2() 
 
 def test_serials_are_stable_per_seed() -> None:
     first = json.loads(_diag([], "sim-node-01", 1)[0])["entity_groups"][0]["entities"]
-    again = json.loads(
-        make_runner(seed=1).run(["dcgmi", "diag", "-r", "1", "-j"], {}, "sim-node-01", []).stdout
-    )
-    other = json.loads(
-        make_runner(seed=2).run(["dcgmi", "diag", "-r", "1", "-j"], {}, "sim-node-01", []).stdout
-    )
+    again = json.loads(make_runner(seed=1).run(["dcgmi", "diag", "-r", "1", "-j"], {}, "sim-node-01", []).stdout)
+    other = json.loads(make_runner(seed=2).run(["dcgmi", "diag", "-r", "1", "-j"], {}, "sim-node-01", []).stdout)
     assert first == again["entity_groups"][0]["entities"]
     assert first != other["entity_groups"][0]["entities"]
     assert {e["device_id"] for e in first} == {"2335"}
+
+
+@pytest.mark.parametrize("level", [1, 2, 3, 4])
+def test_fast_json_writer_equals_the_generic_jsoncpp_emulation(level: int) -> None:
+    faults = ["gpu-throttle@sim-node-01:2", "ecc-dbe@sim-node-01:4", "gpu-xid@sim-node-01:7"]
+    text = make_runner(faults).run(["dcgmi", "diag", "-r", str(level), "-j"], {}, "sim-node-01", []).stdout
+    assert jsoncpp(json.loads(text)) == text
 
 
 def test_bad_level_is_an_error_exit() -> None:

@@ -58,9 +58,7 @@ def test_versions_for_preflight_and_the_nccl_version_fault() -> None:
     healthy, changed = make_runner(), make_runner(["nccl-version"])
     assert healthy.versions.as_dict()["nccl"] == "2.26.5"
     assert changed.versions.nccl == "2.27.3"
-    assert {k for k, v in healthy.versions.as_dict().items() if changed.versions.as_dict()[k] != v} == {
-        "nccl"
-    }
+    assert {k for k, v in healthy.versions.as_dict().items() if changed.versions.as_dict()[k] != v} == {"nccl"}
 
 
 @pytest.mark.parametrize(
@@ -124,9 +122,7 @@ def test_runner_from_scenario_with_extra_faults_and_seed() -> None:
 
 def test_shell_wrapped_commands_run_in_turn_and_stop_at_a_failure() -> None:
     runner = make_runner(["gpu-xid@sim-node-01:0"])
-    ok = make_runner().run(
-        ["bash", "-c", "echo start; dcgmi diag -r 1 -j && echo done"], {}, "sim-node-01", []
-    )
+    ok = make_runner().run(["bash", "-c", "echo start; dcgmi diag -r 1 -j && echo done"], {}, "sim-node-01", [])
     assert ok.exit_code == 0
     assert ok.stdout.startswith("start\n{")
     assert ok.stdout.endswith("done\n")

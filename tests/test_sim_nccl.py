@@ -107,9 +107,7 @@ def test_bus_factor_and_counts_per_collective(collective: str, factor: float) ->
         assert all(row.ip.wrong is None for row in run.rows)
 
 
-@pytest.mark.parametrize(
-    ("nodes", "low", "high"), [(1, 470, 490), (2, 360, 376), (16, 322, 338), (64, 292, 308)]
-)
+@pytest.mark.parametrize(("nodes", "low", "high"), [(1, 470, 490), (2, 360, 376), (16, 322, 338), (64, 292, 308)])
 def test_healthy_large_size_busbw_stays_in_the_published_band_over_100_seeds(
     nodes: int, low: float, high: float
 ) -> None:
@@ -148,9 +146,7 @@ def test_small_sizes_are_latency_bound_and_noisier() -> None:
         small.append(rows[0].oop_us)
         large.append(rows[-1].oop_us)
     assert 20 < statistics.median(small) < 100
-    assert statistics.stdev(small) / statistics.mean(small) > 3 * statistics.stdev(large) / statistics.mean(
-        large
-    )
+    assert statistics.stdev(small) / statistics.mean(small) > 3 * statistics.stdev(large) / statistics.mean(large)
 
 
 def test_ring_single_node_and_nvls_differ() -> None:
@@ -170,9 +166,7 @@ def test_nic_degraded_slows_only_runs_through_its_node() -> None:
     ref = _largest_busbw(mpirun_nccl(healthy, ["sim-node-05", "sim-node-06"]).stdout)
     assert bad < 0.8 * ref
     assert good == pytest.approx(ref, rel=0.03)
-    single = runner.run(
-        ["all_reduce_perf", "-b", "1G", "-e", "8G", "-f", "2", "-g", "8"], {}, "sim-node-07", []
-    )
+    single = runner.run(["all_reduce_perf", "-b", "1G", "-e", "8G", "-f", "2", "-g", "8"], {}, "sim-node-07", [])
     assert _largest_busbw(single.stdout) > 450
 
 
@@ -184,8 +178,7 @@ def test_spine_slow_hits_pairs_across_leaf_groups_not_one_node() -> None:
         for a in (1, 3, 9, 11)
     ]
     across = [
-        _largest_busbw(mpirun_nccl(runner, [f"sim-node-{a:02d}", f"sim-node-{a + 8:02d}"]).stdout)
-        for a in (1, 3, 5, 7)
+        _largest_busbw(mpirun_nccl(runner, [f"sim-node-{a:02d}", f"sim-node-{a + 8:02d}"]).stdout) for a in (1, 3, 5, 7)
     ]
     assert all(v == pytest.approx(ref, rel=0.03) for v in within)
     assert all(v < 0.8 * ref for v in across)
@@ -203,9 +196,7 @@ def test_gpu_xid_fails_nccl_init_on_that_node_with_the_real_lines() -> None:
     assert result.exit_code != 0
     lines = result.stdout.splitlines()
     assert "nccl-worker-1: Test CUDA failure common.cu:1008 'unknown error'" in lines
-    assert any(
-        re.fullmatch(r" \.\. nccl-worker-1 pid \d+: Test failure common.cu:1100", line) for line in lines
-    )
+    assert any(re.fullmatch(r" \.\. nccl-worker-1 pid \d+: Test failure common.cu:1100", line) for line in lines)
     assert not any(line.startswith("# Out of bounds") for line in lines)
     assert "mpirun detected that one or more processes exited with non-zero status, thus causing" in lines
     capture = nccl.parse_text(result.stdout)
@@ -235,9 +226,7 @@ def test_memory_limit_reduces_max_bytes_like_the_real_tool() -> None:
 def test_duration_grows_with_the_sweep() -> None:
     runner = make_runner()
     short = mpirun_nccl(runner, node_names(2), ["all_reduce_perf", "-b", "8", "-e", "1M", "-f", "2"])
-    long = mpirun_nccl(
-        runner, node_names(2), ["all_reduce_perf", "-b", "8", "-e", "16G", "-f", "2", "-n", "50"]
-    )
+    long = mpirun_nccl(runner, node_names(2), ["all_reduce_perf", "-b", "8", "-e", "16G", "-f", "2", "-n", "50"])
     assert 0 < short.duration_s < long.duration_s
 
 
@@ -251,9 +240,7 @@ def test_float_formatting_matches_nccl_tests_bounded_widths() -> None:
 def test_argument_parsing() -> None:
     assert parse_size("16G") == 16 << 30
     assert parse_size("8") == 8
-    args = parse_nccl_args(
-        ["/opt/nccl_tests/build/alltoall_perf_mpi", "-b", "1M", "-e", "1G", "-f", "2", "-g", "8"]
-    )
+    args = parse_nccl_args(["/opt/nccl_tests/build/alltoall_perf_mpi", "-b", "1M", "-e", "1G", "-f", "2", "-g", "8"])
     assert (args.collective, args.ngpus, args.step_factor) == ("alltoall", 8, 2)
     launch = parse_mpirun(
         ["mpirun", "--mca", "btl", "^openib", "-np", "16", "-x", "NCCL_DEBUG=INFO", "all_reduce_perf"]

@@ -12,9 +12,7 @@ ALL_REDUCE = ["all_reduce_perf", "-b", "8", "-e", "16G", "-f", "2", "-g", "1"]
 
 
 def make_runner(faults: Sequence[str] = (), seed: int = 1, nodes: int = 16) -> SimRunner:
-    return SimRunner.from_scenario(
-        Scenario(nodes=nodes, nodes_per_leaf=8 if nodes <= 64 else 16), faults, seed
-    )
+    return SimRunner.from_scenario(Scenario(nodes=nodes, nodes_per_leaf=8 if nodes <= 64 else 16), faults, seed)
 
 
 def hosts_for(names: Sequence[str], slots: int = 8) -> list[Host]:

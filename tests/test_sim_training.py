@@ -35,11 +35,7 @@ def test_iteration_line_has_megatrons_field_layout() -> None:
     text, code = _train(PRE)
     assert code == 0
     line = next(line for line in text.splitlines() if "iteration      300/" in line)
-    real = (
-        (CORPUS / "trainlogs" / "megatron_deepspeed_bloom176b_loss_spike_31216.log")
-        .read_text()
-        .splitlines()[0]
-    )
+    real = (CORPUS / "trainlogs" / "megatron_deepspeed_bloom176b_loss_spike_31216.log").read_text().splitlines()[0]
     assert re.search(r" iteration +\d+/ +\d+ \| consumed samples: +\d+ \|", real)
     assert re.fullmatch(
         r" \[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\] iteration      300/    1200 \|"

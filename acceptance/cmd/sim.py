@@ -18,6 +18,7 @@ import sys
 from typing import Any
 
 from acceptance.errors import UsageError
+from acceptance.sim import kubeapi
 from acceptance.sim.faults import KINDS
 from acceptance.sim.runner import SimRunner
 from acceptance.sim.scenario import DEFAULT_SCENARIO, available, load_scenario
@@ -39,6 +40,10 @@ def register(subparsers: Any) -> None:
     run.add_argument("--show-duration", action="store_true", help="print the simulated duration on stderr")
     run.add_argument("tool", nargs=argparse.REMAINDER, help="-- then the command line")
     run.set_defaults(func=_run)
+    serve = commands.add_parser("serve", help="serve the simulated cluster through a Kubernetes API on loopback")
+    add_cluster_options(serve)
+    kubeapi.add_serve_options(serve)
+    serve.set_defaults(func=lambda args: kubeapi.serve_from_args(runner_from_args(args), args))
 
 
 def add_cluster_options(parser: argparse.ArgumentParser) -> None:
@@ -64,9 +69,7 @@ def _run(args: argparse.Namespace) -> int:
     if command and command[0] == "--":
         command = command[1:]
     if not command:
-        raise UsageError(
-            "acceptance sim run: give the command after --, e.g. -- all_reduce_perf -b 8 -e 1G -f 2 -g 8"
-        )
+        raise UsageError("acceptance sim run: give the command after --, e.g. -- all_reduce_perf -b 8 -e 1G -f 2 -g 8")
     runner = runner_from_args(args)
     node = args.node or runner.cluster.nodes[0].name
     runner.cluster.node(node)

@@ -12,6 +12,7 @@ import hashlib
 import random
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
+from functools import cached_property
 
 from acceptance.errors import UsageError
 from acceptance.sim.runtime import NodeSpec
@@ -136,14 +137,18 @@ class SimCluster:
     nodes_per_leaf: int
     versions: Versions = field(default_factory=Versions)
 
+    @cached_property
+    def _by_name(self) -> dict[str, Node]:
+        return {n.name: n for n in self.nodes}
+
     def node(self, name: str) -> Node:
-        for node in self.nodes:
-            if node.name == name:
-                return node
+        found = self._by_name.get(name)
+        if found is not None:
+            return found
         raise UsageError(f"unknown node {name!r}; the simulated cluster has {self.describe_nodes()}")
 
     def has_node(self, name: str) -> bool:
-        return any(n.name == name for n in self.nodes)
+        return name in self._by_name
 
     def describe_nodes(self) -> str:
         first, last = self.nodes[0].name, self.nodes[-1].name

@@ -94,9 +94,7 @@ def _ecc(fault: Fault, test: str) -> tuple[str, Warning_] | None:
         text = f"Page Retirement/Row Remap: GPU {g} has uncorrectable memory errors and row remappings are pending"  # noqa: E501
         return "Fail", Warning_(g, 85, 10, SEVERITY_ISOLATE, text)
     if test in ("memory", "memtest"):
-        return "Fail", Warning_(
-            g, 4, 10, SEVERITY_ISOLATE, f"Detected 2 volatile double-bit ECC error(s) in GPU {g}."
-        )
+        return "Fail", Warning_(g, 4, 10, SEVERITY_ISOLATE, f"Detected 2 volatile double-bit ECC error(s) in GPU {g}.")
     return None
 
 

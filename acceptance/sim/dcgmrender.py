@@ -7,6 +7,7 @@ The JSON carries ``"simulated" : true`` in `metadata`; the text table has a
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from typing import Any
 
 from acceptance.sim.cluster import GPU_DEVICE_ID
@@ -23,16 +24,19 @@ RIGHT_MARGIN = 74
 # --- jsoncpp's styled stream writer ---------------------------------------------------------
 
 
+_quote: Callable[[str], str] = json.encoder.encode_basestring  # type: ignore[attr-defined]
+
+
 def _scalar(value: Any) -> str:
+    if isinstance(value, str):
+        return _quote(value)
     if value is True:
         return "true"
     if value is False:
         return "false"
     if value is None:
         return "null"
-    if isinstance(value, int):
-        return str(value)
-    return json.dumps(value, ensure_ascii=False)
+    return str(value)
 
 
 def _multiline(items: list[Any]) -> bool:
@@ -43,25 +47,48 @@ def _multiline(items: list[Any]) -> bool:
     return 4 + 2 * (len(items) - 1) + sum(len(_scalar(v)) for v in items) > RIGHT_MARGIN
 
 
-def _write(value: Any, indent: str, out: list[str], lead: str) -> None:
-    """Append `value` to `out`; `lead` is what precedes it on its first line (a key, or the indent)."""
-    if isinstance(value, dict) and value:
-        out.append(lead.rstrip() if lead.strip() else lead + "{")
-        if lead.strip():
+class _Raw(list[str]):
+    """Lines already written (with their indentation): a value rendered ahead of time, for speed."""
+
+
+def _write(value: Any, indent: str, out: list[str], lead: str, keyed: bool) -> None:
+    """Append `value` to `out`; `lead` precedes it on its first line (``indent"key" : `` or the indent)."""
+    if isinstance(value, _Raw):
+        if keyed:
+            out.append(lead[:-1])
+            out.extend(value)
+        else:
+            out.append(lead + value[0].lstrip("\t"))
+            out.extend(value[1:])
+    elif isinstance(value, dict) and value:
+        if keyed:
+            out.append(lead[:-1])
             out.append(indent + "{")
+        else:
+            out.append(lead + "{")
+        inner = indent + "\t"
         keys = sorted(value)
+        if not any(isinstance(v, dict | list) for v in value.values()):  # flat: the common case, fast
+            out.append(",\n".join(f"{inner}{_quote(k)} : {_scalar(value[k])}" for k in keys))
+            out.append(indent + "}")
+            return
+        last = len(keys) - 1
         for i, key in enumerate(keys):
-            _write(value[key], indent + "\t", out, f"{indent}\t{json.dumps(key)} : ")
-            if i < len(keys) - 1:
+            _write(value[key], inner, out, f"{inner}{_quote(key)} : ", True)
+            if i < last:
                 out[-1] += ","
         out.append(indent + "}")
     elif isinstance(value, list) and value and _multiline(value):
-        out.append(lead.rstrip() if lead.strip() else lead + "[")
-        if lead.strip():
+        if keyed:
+            out.append(lead[:-1])
             out.append(indent + "[")
+        else:
+            out.append(lead + "[")
+        inner = indent + "\t"
+        last = len(value) - 1
         for i, item in enumerate(value):
-            _write(item, indent + "\t", out, indent + "\t")
-            if i < len(value) - 1:
+            _write(item, inner, out, inner, False)
+            if i < last:
                 out[-1] += ","
         out.append(indent + "]")
     elif isinstance(value, list):
@@ -74,7 +101,7 @@ def _write(value: Any, indent: str, out: list[str], lead: str) -> None:
 
 def jsoncpp(value: Any) -> str:
     out: list[str] = []
-    _write(value, "", out, "")
+    _write(value, "", out, "", False)
     return "\n".join(out) + "\n"
 
 
@@ -90,36 +117,60 @@ def _warning_json(w: Any) -> dict[str, Any]:
     }
 
 
-def _test_json(test: TestResult) -> dict[str, Any]:
-    results = []
+RESULT_INDENT = "\t" * 7  # where the entity results of a test sit in the document
+
+
+def _entity(gpu: int, status: str, info: tuple[str, ...], warnings: list[dict[str, Any]]) -> _Raw:
+    """One entity result, written the way jsoncpp would at RESULT_INDENT (keys in sorted order)."""
+    ind, inner = RESULT_INDENT, RESULT_INDENT + "\t"
+    out = [ind + "{", f'{inner}"entity_group" : "GPU",', f'{inner}"entity_group_id" : 1,']
+    out.append(f'{inner}"entity_id" : {gpu},')
+    if info:
+        quoted = [_quote(x) for x in info]
+        if len(quoted) * 3 >= RIGHT_MARGIN or 4 + 2 * (len(quoted) - 1) + sum(map(len, quoted)) > RIGHT_MARGIN:
+            deeper = inner + "\t"
+            out += [f'{inner}"info" :', inner + "[", deeper + f",\n{deeper}".join(quoted), inner + "],"]
+        else:
+            out.append(f'{inner}"info" : [ ' + ", ".join(quoted) + " ],")
+    out.append(f'{inner}"status" : {_quote(status)}' + ("," if warnings else ""))
+    if warnings:
+        _write(warnings, inner, out, f'{inner}"warnings" : ', True)
+    out.append(ind + "}")
+    return _Raw(out)
+
+
+def _test_json(test: TestResult, fast: bool = False) -> dict[str, Any]:
+    results: list[Any] = []
     for gpu, status in enumerate(test.gpus):
-        entry: dict[str, Any] = {
-            "entity_group": "GPU",
-            "entity_group_id": 1,
-            "entity_id": gpu,
-            "status": status,
-        }
-        if test.info and test.info[gpu]:
-            entry["info"] = list(test.info[gpu])
+        info = test.info[gpu] if test.info else ()
         mine = [_warning_json(w) for w in test.warnings if w.gpu == gpu]
+        if fast:
+            results.extend(_entity(gpu, status, info, mine))
+            results[-1] += ","
+            continue
+        entry: dict[str, Any] = {"entity_group": "GPU", "entity_group_id": 1, "entity_id": gpu, "status": status}
+        if info:
+            entry["info"] = list(info)
         if mine:
             entry["warnings"] = mine
         results.append(entry)
+    if fast:
+        results[-1] = results[-1][:-1]
+        results = _Raw([RESULT_INDENT[:-1] + "[", *results, RESULT_INDENT[:-1] + "]"])
     summary: dict[str, Any] = {"status": "Fail" if test.status == "Warn" else test.status}
     if test.warnings:
         summary["warnings"] = [_warning_json(w) for w in test.warnings]
     return {"name": test.name, "results": results, "test_summary": summary}
 
 
-def diag_document(run: DiagRun) -> dict[str, Any]:
+def diag_document(run: DiagRun, fast: bool = False) -> dict[str, Any]:
+    """The `-j` document as plain data (`fast`: entity results pre-rendered, for `render_json` only)."""
     categories = []
     for category in CATEGORY_ORDER:
-        tests = [_test_json(t) for t in run.tests if t.category == category]
+        tests = [_test_json(t, fast) for t in run.tests if t.category == category]
         if tests:
             categories.append({"category": category, "tests": tests})
-    entities = [
-        {"device_id": GPU_DEVICE_ID, "entity_id": g.index, "serial_num": g.serial} for g in run.node.gpus
-    ]
+    entities = [{"device_id": GPU_DEVICE_ID, "entity_id": g.index, "serial_num": g.serial} for g in run.node.gpus]
     return {
         "DCGM Diagnostic": {"test_categories": categories},
         "entity_groups": [{"entities": entities, "entity_group": "GPU", "entity_group_id": 1}],
@@ -128,7 +179,7 @@ def diag_document(run: DiagRun) -> dict[str, Any]:
 
 
 def render_json(run: DiagRun) -> str:
-    return jsoncpp(diag_document(run))
+    return jsoncpp(diag_document(run, fast=True))
 
 
 # --- text table -----------------------------------------------------------------------------------

@@ -93,9 +93,7 @@ def parse_nccl_args(argv: Sequence[str]) -> NcclArgs:
     program = os.path.basename(argv[0])
     collective = collective_of(program)
     if collective is None:
-        raise UsageError(
-            f"{argv[0]!r} is not an nccl-tests binary ({', '.join(c + '_perf' for c in COLLECTIVES)})"
-        )
+        raise UsageError(f"{argv[0]!r} is not an nccl-tests binary ({', '.join(c + '_perf' for c in COLLECTIVES)})")
     values: dict[str, object] = {}
     ints = {
         "-t": "nthreads", "--nthreads": "nthreads", "-g": "ngpus", "--ngpus": "ngpus", "-w": "warmup",

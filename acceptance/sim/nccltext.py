@@ -145,9 +145,7 @@ def table(
     return lines
 
 
-def info_lines(
-    procs: Sequence[Proc], *, nranks: int, nnodes: int, nccl: str, cuda_code: int, seed: int
-) -> list[str]:
+def info_lines(procs: Sequence[Proc], *, nranks: int, nnodes: int, nccl: str, cuda_code: int, seed: int) -> list[str]:
     """A compact NCCL_DEBUG=INFO start-up transcript: every process, every rank, in a plausible order."""
     cuda = f"{cuda_code // 1000}.{cuda_code % 1000 // 10}"
     out = []
@@ -178,9 +176,7 @@ def info_lines(
     return out
 
 
-def xid_failure(
-    procs: Sequence[Proc], node: str, gpu: int, mpirun: bool, r: random.Random
-) -> tuple[list[str], int]:
+def xid_failure(procs: Sequence[Proc], node: str, gpu: int, mpirun: bool, r: random.Random) -> tuple[list[str], int]:
     """Failure lines when a GPU of `node` has fallen off the bus (XID 79) during NCCL init."""
     on_node = [p for p in procs if p.node == node]
     r.shuffle(on_node)

@@ -48,9 +48,7 @@ class SimRunner:
         self._lock = threading.Lock()
 
     @classmethod
-    def from_scenario(
-        cls, scenario: Scenario, faults: Sequence[str] = (), seed: int | None = None
-    ) -> SimRunner:
+    def from_scenario(cls, scenario: Scenario, faults: Sequence[str] = (), seed: int | None = None) -> SimRunner:
         cluster, fault_set = scenario.build(seed, faults)
         return cls(cluster, fault_set)
 
@@ -82,9 +80,7 @@ class SimRunner:
 
     # --- dispatch ---------------------------------------------------------------------------
 
-    def _one(
-        self, argv: list[str], env: dict[str, str], node: str, hosts: Sequence[Host], seed: int
-    ) -> ToolRun:
+    def _one(self, argv: list[str], env: dict[str, str], node: str, hosts: Sequence[Host], seed: int) -> ToolRun:
         while argv and (("=" in argv[0] and not argv[0].startswith("-")) or argv[0] == "env"):
             if argv[0] != "env":
                 k, _, v = argv[0].partition("=")
@@ -161,13 +157,15 @@ class SimRunner:
             np = sum(h.slots for h in hosts)
         procs: list[nccltext.Proc] = []
         rank = 0
+        per = ngpus * nthreads
         for h in hosts:
+            pid = r.randrange(40, 3_000_000)  # a node's processes start together: nearby pids
             for local in range(h.slots):
                 if len(procs) >= np:
                     break
-                per = ngpus * nthreads
                 devices = tuple(local * per + j for j in range(per))
-                procs.append(nccltext.Proc(h.hostname, h.node, r.randrange(30, 99999), rank, devices))
+                procs.append(nccltext.Proc(h.hostname, h.node, pid, rank, devices))
+                pid += 1 + (r.random() < 0.15)
                 rank += per
         if len(procs) < np:
             raise UsageError(f"mpirun: -np {np} asks for more slots than the hosts have ({len(procs)})")

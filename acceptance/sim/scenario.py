@@ -44,9 +44,7 @@ class Scenario:
     def build(self, seed: int | None = None, extra_faults: Iterable[str] = ()) -> tuple[SimCluster, FaultSet]:
         """The cluster and its faults; `seed` overrides the scenario's, `extra_faults` add to its own."""
         versions = Versions().with_overrides(self.versions)
-        cluster = build_cluster(
-            self.nodes, self.seed if seed is None else seed, self.nodes_per_leaf, versions
-        )
+        cluster = build_cluster(self.nodes, self.seed if seed is None else seed, self.nodes_per_leaf, versions)
         parsed = []
         for item in (*self.faults, *extra_faults):
             if isinstance(item, str):
@@ -70,9 +68,7 @@ def load_scenario(name_or_path: str | Path | None = None, directory: Path = SCEN
     if not path.is_file():
         if ref == DEFAULT_SCENARIO:
             return Scenario()
-        raise UsageError(
-            f"unknown simulator scenario {ref!r}; available: {', '.join(available(directory)) or 'none'}"
-        )
+        raise UsageError(f"unknown simulator scenario {ref!r}; available: {', '.join(available(directory)) or 'none'}")
     try:
         data = yaml.safe_load(path.read_text())
     except yaml.YAMLError as exc:

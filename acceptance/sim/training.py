@@ -163,17 +163,13 @@ def run_training(
     start = 0
     bad = faults.restore()
     if args.load is not None and args.ckpt_step is None:
-        lines.append(
-            f"WARNING: could not find the metadata file {args.load}/latest_checkpointed_iteration.txt"
-        )
+        lines.append(f"WARNING: could not find the metadata file {args.load}/latest_checkpointed_iteration.txt")
         lines.append("    will not load any checkpoints and will start from random")
     elif args.load is not None and args.ckpt_step is not None:
         start = args.ckpt_step
         elapsed += 20.0 + r.uniform(0, 8)
         lines.append(f" loading checkpoint from {args.load} at iteration {start}")
-        lines.append(
-            f"  successfully loaded checkpoint from {args.load} [ t 1/{args.tp}, p 1/1 ] at iteration {start}"
-        )
+        lines.append(f"  successfully loaded checkpoint from {args.load} [ t 1/{args.tp}, p 1/1 ] at iteration {start}")
     first = start + 1
     if bad is not None and start > 0 and bad.param("mode") == "step-off":
         first = start + 2
@@ -220,8 +216,7 @@ def run_training(
             target = args.save or "/ckpt"
             lines.append(f"saving checkpoint at iteration {step:7d} to {target} in torch_dist format")
             lines.append(
-                f"  successfully saved checkpoint from iteration {step:7d} to {target} "
-                f"[ t 1/{args.tp}, p 1/1 ]"
+                f"  successfully saved checkpoint from iteration {step:7d} to {target} [ t 1/{args.tp}, p 1/1 ]"
             )
             carry += 3.5 + r.uniform(0, 0.8)
         if args.exit_interval and step % args.exit_interval == 0:
