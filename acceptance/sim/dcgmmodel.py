@@ -91,7 +91,7 @@ def _xid(fault: Fault, test: str) -> tuple[str, Warning_]:
 def _ecc(fault: Fault, test: str) -> tuple[str, Warning_] | None:
     g = fault.index
     if test == "software":
-        text = f"Page Retirement/Row Remap: GPU {g} has uncorrectable memory errors and row remappings are pending"  # noqa: E501
+        text = f"Page Retirement/Row Remap: GPU {g} has uncorrectable memory errors and row remappings are pending"
         return "Fail", Warning_(g, 85, 10, SEVERITY_ISOLATE, text)
     if test in ("memory", "memtest"):
         return "Fail", Warning_(g, 4, 10, SEVERITY_ISOLATE, f"Detected 2 volatile double-bit ECC error(s) in GPU {g}.")

@@ -24,7 +24,7 @@ RIGHT_MARGIN = 74
 # --- jsoncpp's styled stream writer ---------------------------------------------------------
 
 
-_quote: Callable[[str], str] = json.encoder.encode_basestring  # type: ignore[attr-defined]
+_quote: Callable[[str], str] = json.encoder.encode_basestring
 
 
 def _scalar(value: Any) -> str:
