@@ -23,6 +23,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "acceptance.cmd.analyze",
     "acceptance.cmd.verify",
     "acceptance.cmd.sim",
+    "acceptance.cmd.cleanup",
 )
 
 EPILOG = """\

@@ -19,15 +19,18 @@ _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h|d)?\s*$")
 _UNIT = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}
 
 
-def _seconds(value: object, key: str, source: str) -> float:
-    if isinstance(value, bool):
-        raise ProfileError(f"{source}: kube.{key}: expected a duration such as 300 or 5m, found {value!r}")
-    if isinstance(value, int | float):
+def parse_seconds(value: object, where: str) -> float:
+    """``300``, ``"90s"``, ``"5m"``, ``"1h"`` → seconds; a ProfileError naming `where` otherwise."""
+    if isinstance(value, int | float) and not isinstance(value, bool) and value >= 0:
         return float(value)
-    match = _DURATION.match(str(value))
+    match = _DURATION.match(str(value)) if not isinstance(value, bool) else None
     if not match:
-        raise ProfileError(f"{source}: kube.{key}: expected a duration such as 300 or 5m, found {value!r}")
+        raise ProfileError(f"{where}: expected a duration such as 300, 90s, 5m or 1h, found {value!r}")
     return float(match.group(1)) * _UNIT[match.group(2) or "s"]
+
+
+def _seconds(value: object, key: str, source: str) -> float:
+    return parse_seconds(value, f"{source}: kube.{key}")
 
 
 @dataclass(frozen=True)

@@ -10,6 +10,7 @@ When a workload ends (or its deadline passes) its log is read, then it is delete
 from __future__ import annotations
 
 import queue
+import re
 import threading
 import time
 from collections.abc import Mapping, Sequence
@@ -28,6 +29,19 @@ BAD_WAITING = frozenset({"ImagePullBackOff", "ErrImagePull", "InvalidImageName",
 ROLE = "training.kubeflow.org/job-role"
 LOG_TAIL_LINES = 50
 Obj = Mapping[str, Any]
+
+
+_ASSIGNED = re.compile(r"^Successfully assigned [^/\s]+/(\S+) to (\S+)")
+
+
+def _owner(tops: Mapping[str, str], name: str) -> str | None:
+    """The workload whose top object `name` belongs to: itself, or a prefix (``J-worker-3``, ``J-abcde``)."""
+    while True:
+        if name in tops:
+            return tops[name]
+        if "-" not in name:
+            return None
+        name = name.rsplit("-", 1)[0]
 
 
 def parse_time(stamp: str | None) -> datetime | None:
@@ -345,10 +359,7 @@ class Waiter:
 
     def _events(self, tracks: Sequence[_Track]) -> dict[str, list[dict[str, str]]]:
         """Events of every workload's objects, from one list of the namespace's events."""
-        owner: dict[str, str] = {}
-        for t in tracks:
-            for name in (t.name, f"{t.name}-launcher", *t.pods_seen):
-                owner[name] = t.label
+        owner = {t.name: t.label for t in tracks}
         try:
             doc = self.api.call("list events", self.api.core.list_namespaced_event, self.ns)
         except KubeApiError:
@@ -356,7 +367,7 @@ class Waiter:
         out: dict[str, list[dict[str, str]]] = {}
         for ev in doc.get("items") or ():
             involved = ev.get("involvedObject") or {}
-            label = owner.get(involved.get("name", ""))
+            label = _owner(owner, involved.get("name", ""))
             if label is None:
                 continue
             out.setdefault(label, []).append({
@@ -372,4 +383,10 @@ class Waiter:
         assert t.result is not None
         from dataclasses import replace
 
-        return replace(t.result, events=tuple(events.get(t.label, ())))
+        mine = events.get(t.label, [])
+        placement = dict(t.result.placement)
+        for ev in mine:  # pods deleted before the watch saw them bound (cleanPodPolicy) are in the events
+            found = _ASSIGNED.match(ev["message"]) if ev["reason"] == "Scheduled" else None
+            if found:
+                placement.setdefault(found.group(1), found.group(2))
+        return replace(t.result, events=tuple(mine), placement=dict(sorted(placement.items())))

@@ -268,10 +268,12 @@ class EmulatedApi:
         namespaces: Sequence[str] = ("default", "recovery-acceptance"),
         token: str | None = None,
         history: int = 200_000,
+        tls: bool = False,
     ) -> None:
         import random
 
         self.faults = faults or Faults()
+        self.tls = tls
         self.token = token if token is not None else secrets.token_hex(16)
         self.store = Store(history)
         self.controller = Controller(self.store, runner, time_scale, self.faults)
@@ -307,12 +309,22 @@ class EmulatedApi:
         server = _Server(("127.0.0.1", 0), _Handler)
         server.api = self
         self._server = server
+        self._dir = Path(tempfile.mkdtemp(prefix="acceptance-kubeapi-"))
+        ca = None
+        if self.tls:
+            import ssl
+
+            ca, key = self_signed(self._dir)
+            context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+            context.load_cert_chain(ca, key)
+            server.socket = context.wrap_socket(server.socket, server_side=True)
         self.address = f"127.0.0.1:{server.server_address[1]}"
-        self.url = f"http://{self.address}"
+        self.url = f"{'https' if self.tls else 'http'}://{self.address}"
         self._thread = threading.Thread(target=server.serve_forever, name="kubeapi-http", daemon=True)
         self._thread.start()
-        self._dir = Path(tempfile.mkdtemp(prefix="acceptance-kubeapi-"))
-        self.kubeconfig_path = write_kubeconfig(self._dir / "kubeconfig", self.url, self.token, self._namespaces[-1])
+        self.kubeconfig_path = write_kubeconfig(
+            self._dir / "kubeconfig", self.url, self.token, self._namespaces[-1], ca
+        )
 
     def close(self) -> None:
         with self.store.cond:
@@ -424,12 +436,47 @@ class EmulatedApi:
         return text
 
 
-def write_kubeconfig(path: Path, url: str, token: str, namespace: str) -> Path:
+def self_signed(folder: Path) -> tuple[Path, Path]:
+    """A throwaway certificate for 127.0.0.1 (kubectl sends tokens only over TLS)."""
+    import datetime as dt
+    import ipaddress
+
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import NameOID
+
+    key = ec.generate_private_key(ec.SECP256R1())
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "recovery-acceptance-kubeapi")])
+    now = dt.datetime.now(dt.UTC)
+    cert = (
+        x509.CertificateBuilder().subject_name(name).issuer_name(name).public_key(key.public_key())
+        .serial_number(x509.random_serial_number()).not_valid_before(now - dt.timedelta(minutes=5))
+        .not_valid_after(now + dt.timedelta(days=2))
+        .add_extension(x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address("127.0.0.1")),
+                                                    x509.DNSName("localhost")]), critical=False)
+        .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
+        .sign(key, hashes.SHA256())
+    )  # fmt: skip
+    cert_path, key_path = folder / "server.crt", folder / "server.key"
+    cert_path.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
+    key_path.touch(mode=0o600)
+    key_path.write_bytes(key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
+                                           serialization.NoEncryption()))  # fmt: skip
+    return cert_path, key_path
+
+
+def write_kubeconfig(path: Path, url: str, token: str, namespace: str, ca: Path | None = None) -> Path:
     """A kubeconfig with token auth for the emulator (mode 0600: it holds the token)."""
+    import base64
+
+    cluster: dict[str, str] = {"server": url}
+    if ca is not None:
+        cluster["certificate-authority-data"] = base64.b64encode(ca.read_bytes()).decode()
     doc = {
         "apiVersion": "v1",
         "kind": "Config",
-        "clusters": [{"name": "sim", "cluster": {"server": url}}],
+        "clusters": [{"name": "sim", "cluster": cluster}],
         "users": [{"name": "sim-admin", "user": {"token": token}}],
         "contexts": [{"name": "sim", "context": {"cluster": "sim", "user": "sim-admin", "namespace": namespace}}],
         "current-context": "sim",
@@ -445,7 +492,7 @@ def serve(runner: ToolRunner, time_scale: float, faults: Faults | None = None, o
     import sys
 
     stream = out or sys.stdout
-    with EmulatedApi(runner, time_scale, faults) as api:
+    with EmulatedApi(runner, time_scale, faults, tls=True) as api:
         print(
             f"Kubernetes API emulator at {api.url} (simulated cluster, {len(runner.nodes())} nodes)",
             file=stream,
@@ -459,6 +506,11 @@ def serve(runner: ToolRunner, time_scale: float, faults: Faults | None = None, o
         except KeyboardInterrupt:
             print("stopped", file=stream)
     return 0
+
+
+def serve_from_args(runner: ToolRunner, args: argparse.Namespace) -> int:
+    """`acceptance sim serve`: the options of `add_serve_options` → `serve`."""
+    return serve(runner, args.time_scale, Faults(error_rate=args.error_rate))
 
 
 def add_serve_options(parser: argparse.ArgumentParser) -> None:
