@@ -8,6 +8,7 @@ import os
 import shutil
 import signal
 import subprocess
+import tempfile
 import time
 from datetime import UTC, datetime
 from pathlib import Path
@@ -275,7 +276,8 @@ def test_a_missing_key_file_is_a_clear_message(tmp_path):
 def agent(tmp_path: Path):
     if shutil.which("ssh-agent") is None or shutil.which("ssh-add") is None:
         pytest.skip("ssh-agent is absent")
-    sock = tmp_path / "agent.sock"
+    short = Path(tempfile.mkdtemp(prefix="ra-agent-"))  # unix socket paths must stay under ~100 bytes
+    sock = short / "agent.sock"
     proc = subprocess.Popen(["ssh-agent", "-D", "-a", str(sock)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     deadline = time.monotonic() + 10
     while not sock.exists() and time.monotonic() < deadline:
@@ -283,6 +285,7 @@ def agent(tmp_path: Path):
     yield str(sock)
     proc.send_signal(signal.SIGTERM)
     proc.wait(timeout=10)
+    shutil.rmtree(short, ignore_errors=True)
 
 
 def test_the_ssh_agent_signs_without_a_key_path(tmp_path, agent, allowed_signers, key):
