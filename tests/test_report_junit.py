@@ -37,9 +37,7 @@ def _fabric() -> Verdict:
         "passed": False,
         "node": None,
     }
-    return Verdict(
-        Status.FAIL, "all_reduce_perf", "busbw 9.2% below baseline at 256 MiB", figures, ("x",), table
-    )
+    return Verdict(Status.FAIL, "all_reduce_perf", "busbw 9.2% below baseline at 256 MiB", figures, ("x",), table)
 
 
 def test_verdict_properties_carry_every_figure_and_table_row():
@@ -110,18 +108,12 @@ def test_payload_is_plain_json_and_round_trips():
     assert back["figures"]["size"] == 1 << 28
     assert back["table"]["columns"] == ["size", "busbw_now", "busbw_baseline"]
     assert back["table"]["rows"][1] == [1 << 28, 345.0, 380.0]
-    empty = verdict_payload(
-        Verdict(Status.PASS, "s", "ok", table=pd.DataFrame(columns=["size", "busbw_now"]))
-    )
+    empty = verdict_payload(Verdict(Status.PASS, "s", "ok", table=pd.DataFrame(columns=["size", "busbw_now"])))
     assert empty["table"] == {"columns": ["size", "busbw_now"], "rows": []}
 
 
-def _report(
-    nodeid: str, when: str, outcome: str, longrepr: object = None, **extra: object
-) -> SimpleNamespace:
-    return SimpleNamespace(
-        nodeid=nodeid, when=when, outcome=outcome, duration=0.5, longrepr=longrepr, **extra
-    )
+def _report(nodeid: str, when: str, outcome: str, longrepr: object = None, **extra: object) -> SimpleNamespace:
+    return SimpleNamespace(nodeid=nodeid, when=when, outcome=outcome, duration=0.5, longrepr=longrepr, **extra)
 
 
 def test_recorder_combines_phases_and_collects_worker_verdicts():
@@ -142,17 +134,11 @@ def test_recorder_combines_phases_and_collects_worker_verdicts():
                 **extra,
             )
         )
-    rec.add(
-        _report(
-            "acceptance/test_recurrence.py::test_p", "setup", "skipped", ("f", 1, "Skipped: no probation")
-        )
-    )
+    rec.add(_report("acceptance/test_recurrence.py::test_p", "setup", "skipped", ("f", 1, "Skipped: no probation")))
     rec.add(_report("acceptance/test_recurrence.py::test_p", "teardown", "passed"))
     rec.add(_report("acceptance/test_preflight.py::test_a", "setup", "passed"))
     rec.add(_report("acceptance/test_preflight.py::test_a", "call", "passed"))
-    rec.add(
-        _report("acceptance/test_preflight.py::test_a", "teardown", "failed", "RuntimeError: cleanup failed")
-    )
+    rec.add(_report("acceptance/test_preflight.py::test_a", "teardown", "failed", "RuntimeError: cleanup failed"))
     data = rec.data({"cluster": "sim"}, simulated=True)
     by_id = {t.nodeid.split("::")[1]: t for t in data.tests}
     assert by_id["test_fabric[x]"].outcome == "failed"
