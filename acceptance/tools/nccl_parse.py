@@ -3,7 +3,7 @@
 One pass over lines, memory bounded by the parsed rows and ranks. Only the root
 process prints the report; everything else (NCCL INFO/WARN, launcher, ssh, UCX)
 is foreign and may sit anywhere, even between rows. Launcher tags
-(`[1,0]<stdout>:`, `0: `) are stripped first. Reports start at
+(`[1,0]<stdout>:`, `0: `, kubectl's RFC 3339 times) are stripped first. Reports start at
 `# nccl-tests version`, `# Collective test starting` or `# nThread`, whichever the
 version prints first; a report is complete after its trailer (and, when it said
 "starting", after "concluded"). A capture is never `ok` unless every report in it
@@ -33,7 +33,10 @@ MAX_ERRORS = 1000
 #: first characters of an INFO line that may carry a row preamble or a launcher tag before it
 _MAYBE_GLUED = frozenset(" 0123456789[")
 
-_PREFIX = re.compile(r"\[\d+,\d+\]<(?:stdout|stderr)>:|\d+: ")
+#: launcher tags: `mpirun --tag-output`, `srun --label`, `kubectl logs --timestamps`
+_PREFIX = re.compile(
+    r"\[\d+,\d+\]<(?:stdout|stderr)>:|\d+: |\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?(?:Z|[+-]\d\d:\d\d) "
+)
 _RANK = re.compile(
     r"#\s+Rank\s+(\d+)(?:\s+Group\s+(\d+))?\s+Pid\s+(\d+)\s+on\s+(\S+)\s+device\s+(\d+)\s+\[([^\]]+)\]\s*(.*?)\s*$"
 )
