@@ -121,3 +121,15 @@ def test_bad_level_is_an_error_exit() -> None:
     result = make_runner().run(["dcgmi", "diag", "-r", "7"], {}, "sim-node-01", [])
     assert result.exit_code != 0
     assert result.stdout.startswith("Error:")
+
+
+def test_gpu_list_restricts_the_run_to_those_gpus() -> None:
+    runner = make_runner(["gpu-xid@sim-node-01:5"])
+    only = runner.run(["dcgmi", "diag", "-r", "2", "-j", "-i", "0,1"], {}, "sim-node-01", [])
+    report = dcgm.parse(only.stdout)
+    assert only.exit_code == 0
+    assert set(report.gpus) == {0, 1}
+    bad = runner.run(["dcgmi", "diag", "-r", "2", "-i", "5"], {}, "sim-node-01", [])
+    assert bad.exit_code == 205
+    assert "GPU5: Fail" in bad.stdout
+    assert runner.run(["dcgmi", "diag", "-r", "2", "-i", "9"], {}, "sim-node-01", []).exit_code == 255

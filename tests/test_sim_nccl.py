@@ -15,7 +15,7 @@ from acceptance.sim.ncclargs import parse_mpirun, parse_nccl_args, parse_size
 from acceptance.sim.nccltext import fstr
 from acceptance.tools import nccl
 from tests.shared import CORPUS, needs_shared
-from tests.test_sim_support import ALL_REDUCE, make_runner, mpirun_nccl, node_names
+from tests.test_sim_support import ALL_REDUCE, hosts_for, make_runner, mpirun_nccl, node_names
 
 SAMPLE = CORPUS / "nccl" / "nccl-tests-2.17.8-allreduce-sendrecv-2node-smoke-inplace-NA.txt"
 ROW = re.compile(r"^ {0,11}\d+  +\d+ +\w+ +\w+ +-?\d+( +\S+){8}$")
@@ -250,3 +250,33 @@ def test_argument_parsing() -> None:
     assert launch.program == ("all_reduce_perf",)
     with pytest.raises(UsageError, match="datatype"):
         parse_nccl_args(["all_reduce_perf", "-d", "complex"])
+
+
+def test_one_process_per_node_with_eight_gpus_each() -> None:
+    runner = make_runner()
+    argv = ["mpirun", "-np", "2", "-npernode", "1", "all_reduce_perf", "-b", "1G", "-e", "8G", "-f", "2", "-g", "8"]
+    run = nccl.parse_text(runner.run(argv, {}, "launcher", hosts_for(node_names(2))).stdout).runs[0]
+    assert len(run.ranks) == 16
+    assert len({r.pid for r in run.ranks if r.host == "nccl-worker-0"}) == 1
+    assert [r.device for r in run.ranks[:8]] == list(range(8))
+
+
+def test_nic_down_slows_its_node_and_drops_the_rail_from_ncclinfo() -> None:
+    runner = make_runner(["nic-down@sim-node-04:2"])
+    ref = _largest_busbw(mpirun_nccl(make_runner(), ["sim-node-03", "sim-node-04"]).stdout)
+    result = mpirun_nccl(runner, ["sim-node-03", "sim-node-04"], env={"NCCL_DEBUG": "INFO"})
+    assert _largest_busbw(result.stdout) < 0.7 * ref
+    ib = [line for line in result.stdout.splitlines() if "NET/IB : Using" in line]
+    assert all("mlx5_2" not in line for line in ib if line.startswith("nccl-worker-1:"))
+    assert all("mlx5_2" in line for line in ib if line.startswith("nccl-worker-0:"))
+
+
+def test_gpu_xid_hang_mode_prints_the_rank_list_and_nothing_more() -> None:
+    runner = make_runner()
+    from acceptance.sim.faults import FaultSet, parse_fault
+
+    runner.faults = FaultSet((parse_fault("gpu-xid@sim-node-02:1", runner.cluster, {"mode": "hang"}),))
+    result = mpirun_nccl(runner, node_names(2))
+    assert result.exit_code == 137
+    assert result.duration_s >= 3600
+    assert result.stdout.splitlines()[-1].startswith("#  Rank 15 ")

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import random
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from acceptance.errors import UsageError
 from acceptance.sim.cluster import Node
@@ -130,9 +130,23 @@ def _info(test: str, gpu: int, r: random.Random) -> tuple[str, ...]:
 
 
 def run_diag(
-    node: Node, level: int, *, faults: Sequence[Fault], dcgm_version: str, driver: str, r: random.Random
+    node: Node,
+    level: int,
+    *,
+    faults: Sequence[Fault],
+    dcgm_version: str,
+    driver: str,
+    r: random.Random,
+    gpu_ids: Sequence[int] | None = None,
 ) -> DiagRun:
-    """Every level-`level` test on every GPU of `node`, bent by the faults aimed at this node."""
+    """Every level-`level` test on the GPUs of `node` (all, or `gpu_ids` as ``-i`` lists them),
+    bent by the faults aimed at this node. Results are positional: ``run.node.gpus[i]`` is GPU i's."""
+    if gpu_ids is not None:
+        unknown = sorted(set(gpu_ids) - {g.index for g in node.gpus})
+        if unknown:
+            raise UsageError(f"dcgmi diag: no GPU {unknown} on {node.name} (GPUs 0..{len(node.gpus) - 1})")
+        node = replace(node, gpus=tuple(g for g in node.gpus if g.index in set(gpu_ids)))
+    position = {g.index: pos for pos, g in enumerate(node.gpus)}
     ngpu = len(node.gpus)
     results = []
     isolate = failed = False
@@ -141,7 +155,7 @@ def run_diag(
         overall = "Pass"
         warnings: list[Warning_] = []
         for fault in faults:
-            if fault.node != node.name:
+            if fault.node != node.name or fault.index not in position:
                 continue
             hit: tuple[str, Warning_] | None = None
             if fault.kind == "gpu-xid":
@@ -153,12 +167,12 @@ def run_diag(
             if hit is None:
                 continue
             status, warning = hit
-            gpus[fault.index] = "Fail"
+            gpus[position[fault.index]] = "Fail"
             warnings.append(warning)
             overall = "Fail" if status == "Fail" or overall == "Fail" else "Warn"
             failed = True
             isolate = isolate or warning.severity == SEVERITY_ISOLATE
-        info = tuple(_info(test, g, r) if gpus[g] == "Pass" else () for g in range(ngpu))
+        info = tuple(_info(test, g.index, r) if gpus[pos] == "Pass" else () for pos, g in enumerate(node.gpus))
         results.append(TestResult(test, category, overall, tuple(gpus), tuple(warnings), info))
     exit_code = ISOLATE_EXIT if isolate else ERROR_EXIT if failed else 0
     duration = LEVEL_SECONDS[level] * r.uniform(0.95, 1.08)

@@ -139,10 +139,11 @@ def _entity(gpu: int, status: str, info: tuple[str, ...], warnings: list[dict[st
     return _Raw(out)
 
 
-def _test_json(test: TestResult, fast: bool = False) -> dict[str, Any]:
+def _test_json(test: TestResult, ids: list[int], fast: bool = False) -> dict[str, Any]:
     results: list[Any] = []
-    for gpu, status in enumerate(test.gpus):
-        info = test.info[gpu] if test.info else ()
+    for pos, status in enumerate(test.gpus):
+        gpu = ids[pos]
+        info = test.info[pos] if test.info else ()
         mine = [_warning_json(w) for w in test.warnings if w.gpu == gpu]
         if fast:
             results.extend(_entity(gpu, status, info, mine))
@@ -166,8 +167,9 @@ def _test_json(test: TestResult, fast: bool = False) -> dict[str, Any]:
 def diag_document(run: DiagRun, fast: bool = False) -> dict[str, Any]:
     """The `-j` document as plain data (`fast`: entity results pre-rendered, for `render_json` only)."""
     categories = []
+    ids = [g.index for g in run.node.gpus]
     for category in CATEGORY_ORDER:
-        tests = [_test_json(t, fast) for t in run.tests if t.category == category]
+        tests = [_test_json(t, ids, fast) for t in run.tests if t.category == category]
         if tests:
             categories.append({"category": category, "tests": tests})
     entities = [{"device_id": GPU_DEVICE_ID, "entity_id": g.index, "serial_num": g.serial} for g in run.node.gpus]
@@ -211,8 +213,8 @@ def render_text(run: DiagRun) -> str:
         lines.append(_separator(category, category == "Deployment"))
         for test in tests:
             lines += _rows(test.name, test.status)
-            for gpu, status in enumerate(test.gpus):
-                lines += _rows("", f"GPU{gpu}: {status}")
+            for gpu, status in zip(run.node.gpus, test.gpus, strict=True):
+                lines += _rows("", f"GPU{gpu.index}: {status}")
             for w in test.warnings:
                 lines += _rows("Warning" if w.gpu is None else f"Warning: GPU{w.gpu}", w.message)
     lines.append(BORDER)

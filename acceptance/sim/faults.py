@@ -14,7 +14,9 @@ Effects (each only on its target):
   ~38% busbw at large sizes (`factor`, default 0.62); single-node runs are unaffected.
 - ``nic-down`` one rail down: traffic of that rail detours, multi-node busbw through the node x0.55.
 - ``gpu-xid`` XID 79 (GPU fallen off the bus): DCGM fails on that GPU (exit 205), NCCL init fails
-  on the node's ranks with NCCL's real failure lines, the training job dies at start-up.
+  on the node's ranks with NCCL's real failure lines (``mode: hang``: the run prints its rank
+  list and then nothing, exit 137 after 4 simulated hours, for the caller's deadline to catch),
+  the training job dies at start-up.
 - ``gpu-throttle`` thermal clock events: DCGM targeted_power fails and targeted_stress warns
   (level >= 3), that rank computes slower so the global step time rises (x1.12).
 - ``ecc-dbe`` uncorrectable ECC error with a pending row remap: software (all levels), memory
@@ -54,7 +56,7 @@ KINDS: dict[str, tuple[str, str]] = {
 DEFAULT_PARAMS: dict[str, dict[str, Any]] = {
     "nic-degraded": {"factor": 0.62},
     "nic-down": {"factor": 0.55},
-    "gpu-xid": {"xid": 79},
+    "gpu-xid": {"xid": 79, "mode": "fail"},
     "gpu-throttle": {"factor": 1.12},
     "link-flap": {"probability": 0.4},
     "spine-slow": {"factor": 0.7},
@@ -62,6 +64,7 @@ DEFAULT_PARAMS: dict[str, dict[str, Any]] = {
     "nccl-version": {"version": "2.27.3"},
 }
 RESTORE_MODES = ("loss-jump", "step-off")
+XID_MODES = ("fail", "hang")
 
 
 @dataclass(frozen=True)
@@ -118,6 +121,8 @@ def _checked(fault: Fault, text: str, cluster: SimCluster) -> Fault:
         raise _usage(text, f"unknown parameter(s) {unknown} for {fault.kind} (known: {known})", cluster)
     if fault.kind == "bad-restore" and fault.param("mode") not in RESTORE_MODES:
         raise _usage(text, f"mode must be one of {RESTORE_MODES}", cluster)
+    if fault.kind == "gpu-xid" and fault.param("mode") not in XID_MODES:
+        raise _usage(text, f"mode must be one of {XID_MODES}", cluster)
     return fault
 
 
@@ -149,6 +154,9 @@ class FaultSet:
 
     def node_ready(self, node: str) -> bool:
         return not self.on([node], "node-down")
+
+    def rails_down(self, node: str) -> set[int]:
+        return {f.index for f in self.on([node], "nic-down")}
 
     def fatal(self, nodes: Sequence[str]) -> Fault | None:
         """The fault that stops a GPU job on these nodes from starting (XID GPU, node down)."""

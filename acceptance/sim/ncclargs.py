@@ -29,7 +29,9 @@ OPS = ("sum", "prod", "min", "max", "avg")
 _MPI_ONE = {
     "-np", "-n", "-c", "--np", "-hostfile", "--hostfile", "-machinefile", "--machinefile", "-H", "-host",
     "--host", "-x", "--bind-to", "-bind-to", "--map-by", "-map-by", "--rank-by", "-N", "-npernode",
-    "--npernode", "--prefix", "-wdir", "--wdir", "--output-filename", "-output-filename",
+    "--npernode", "--prefix", "-wdir", "--wdir", "--output-filename", "-output-filename", "--rankfile", "-rf",
+    "--cpus-per-proc", "-cpus-per-proc", "--cpus-per-rank", "--timeout", "-timeout", "--tmpdir", "-tmpdir",
+    "-am", "--am", "--tune", "-ppr", "--mca-param-file",
 }  # fmt: skip
 _MPI_TWO = {"--mca", "-mca", "--gmca", "-gmca"}
 
@@ -64,6 +66,7 @@ class MpiLaunch:
     """What `mpirun` was asked: process count, hosts given with -H, env exported with -x, the program argv."""
 
     np: int | None
+    per_node: int | None  # -N / -npernode / --map-by ppr:K:node
     hosts: tuple[tuple[str, int], ...]
     env: tuple[tuple[str, str | None], ...]  # None: exported from the launcher's environment
     program: tuple[str, ...]
@@ -152,6 +155,7 @@ def parse_nccl_args(argv: Sequence[str]) -> NcclArgs:
 def parse_mpirun(argv: Sequence[str]) -> MpiLaunch:
     """Split an ``mpirun``/``mpiexec`` command line into its options and the program argv."""
     np: int | None = None
+    per_node: int | None = None
     hosts: list[tuple[str, int]] = []
     env: list[tuple[str, str | None]] = []
     i = 1
@@ -165,11 +169,19 @@ def parse_mpirun(argv: Sequence[str]) -> MpiLaunch:
                 raise UsageError(f"mpirun: option {opt} needs a value")
             val = argv[i + 1]
             if opt in ("-np", "-n", "-c", "--np"):
+                if not val.isdigit():
+                    raise UsageError(f"mpirun: {opt} needs a number, not {val!r}")
                 np = int(val)
             elif opt in ("-H", "-host", "--host"):
                 for item in val.split(","):
                     name, _, slots = item.partition(":")
                     hosts.append((name, int(slots or 1)))
+            elif opt in ("-N", "-npernode", "--npernode"):
+                per_node = int(val)
+            elif opt in ("--map-by", "-map-by") and val.startswith("ppr:") and val.count(":") >= 2:
+                count, unit = val.split(":")[1:3]
+                if unit == "node" and count.isdigit():
+                    per_node = int(count)
             elif opt == "-x":
                 key, sep, value = val.partition("=")
                 env.append((key, value if sep else None))
@@ -178,4 +190,4 @@ def parse_mpirun(argv: Sequence[str]) -> MpiLaunch:
         i += 1  # a flag (--allow-run-as-root, --tag-output, -v ...)
     if i >= len(argv):
         raise UsageError("mpirun: no program to run")
-    return MpiLaunch(np, tuple(hosts), tuple(env), tuple(argv[i:]))
+    return MpiLaunch(np, per_node, tuple(hosts), tuple(env), tuple(argv[i:]))

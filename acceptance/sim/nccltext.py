@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 import random
-from collections.abc import Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 
 from acceptance.sim.ncclargs import NcclArgs
@@ -145,7 +145,16 @@ def table(
     return lines
 
 
-def info_lines(procs: Sequence[Proc], *, nranks: int, nnodes: int, nccl: str, cuda_code: int, seed: int) -> list[str]:
+def info_lines(
+    procs: Sequence[Proc],
+    *,
+    nranks: int,
+    nnodes: int,
+    nccl: str,
+    cuda_code: int,
+    seed: int,
+    rails_down: Mapping[str, Collection[int]] | None = None,
+) -> list[str]:
     """A compact NCCL_DEBUG=INFO start-up transcript: every process, every rank, in a plausible order."""
     cuda = f"{cuda_code // 1000}.{cuda_code % 1000 // 10}"
     out = []
@@ -161,7 +170,9 @@ def info_lines(procs: Sequence[Proc], *, nranks: int, nnodes: int, nccl: str, cu
         for k, dev in enumerate(p.devices):
             rank = p.first_rank + k
             pre = f"{p.hostname}:{p.pid}:{p.pid + 40 + k} [{dev}] NCCL INFO"
-            rails = " ".join(f"[{i}]mlx5_{i}:1/IB" for i in range(8))
+            down = (rails_down or {}).get(p.node, ())
+            up = [i for i in range(8) if i not in down]
+            rails = " ".join(f"[{n}]mlx5_{i}:1/IB" for n, i in enumerate(up))
             comm = 0x55D0C8000000 + 0x1000 * rank
             out += [
                 f"{pre} NET/IB : Using {rails} ; OOB eth0:{ip}<0>",

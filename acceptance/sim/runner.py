@@ -2,11 +2,12 @@
 
 `run(argv, env, node, hosts)` understands:
 
-- ``mpirun [opts] <nccl-tests binary> [args]`` -- one process per hostfile slot (``-np`` caps it),
-  ranks = processes x ``-t`` x ``-g``; hosts come from the emulator (hostfile resolved to nodes),
-  else from ``-H host:slots,...`` (host names = node names), else the first nodes of the cluster;
+- ``mpirun [opts] <nccl-tests binary> [args]`` -- one process per hostfile slot (``-np`` caps it,
+  ``-N``/``-npernode``/``--map-by ppr:K:node`` cap the processes per host), ranks = processes x
+  ``-t`` x ``-g``; hosts come from the emulator (hostfile resolved to nodes), else from
+  ``-H host:slots,...`` (host names = node names), else the first nodes of the cluster;
 - ``all_reduce_perf ...`` and siblings without mpirun -- one process on `node`;
-- ``dcgmi diag -r LEVEL [-j]`` -- DCGM 4.x JSON or text for `node`;
+- ``dcgmi diag -r LEVEL [-j] [-i 0,1,...]`` -- DCGM 4.x JSON or text for `node` (its GPUs, or those listed);
 - the training command of `acceptance.sim.training` (on the hosts' nodes, else every ready node);
 - ``bash -c "a; b && c"`` -- each command in turn, stopping at the first failure;
   ``echo``/``export``/``set``/``sleep``/``hostname`` and similar shell chores print nothing or the obvious.
@@ -109,6 +110,8 @@ class SimRunner:
             for h in job_hosts:
                 self.cluster.node(h.node)
             program = list(launch.program)
+            if launch.per_node:
+                job_hosts = [Host(h.hostname, h.node, min(h.slots, launch.per_node)) for h in job_hosts]
             return self._program(program, job_env, node, job_hosts, launch.np, seed=seed, mpirun=True)
         return self._program(argv, env, node, [], None, seed=seed, mpirun=False)
 
@@ -208,6 +211,8 @@ class SimRunner:
             return ToolRun("\n".join(lines) + "\n", nccltext.TEST_CUDA_ERROR, 3.0)
         debug = env.get("NCCL_DEBUG", "").upper()
         fatal = self.faults.fatal(job_nodes)
+        if fatal is not None and fatal.node is not None and fatal.param("mode") == "hang":
+            return ToolRun("\n".join(lines) + "\n", 137, 4 * 3600.0)
         if fatal is not None and fatal.node is not None:
             fail, code = nccltext.xid_failure(procs, fatal.node, fatal.index, mpirun, r)
             return ToolRun("\n".join(lines + fail) + "\n", code, 5.0 + 0.002 * nranks)
@@ -227,7 +232,13 @@ class SimRunner:
         cuda = f"{v.cuda_code // 1000}.{v.cuda_code % 1000 // 10}"
         if debug == "INFO":
             extra = nccltext.info_lines(
-                procs, nranks=nranks, nnodes=len(job_nodes), nccl=v.nccl, cuda_code=v.cuda_code, seed=seed
+                procs,
+                nranks=nranks,
+                nnodes=len(job_nodes),
+                nccl=v.nccl,
+                cuda_code=v.cuda_code,
+                seed=seed,
+                rails_down={n: self.faults.rails_down(n) for n in job_nodes},
             )
         elif debug in ("WARN", "VERSION"):
             extra = [f"NCCL version {v.nccl}+cuda{cuda}"]
@@ -239,41 +250,42 @@ class SimRunner:
     def _dcgm(self, argv: list[str], node: str, seed: int) -> ToolRun:
         if len(argv) < 2 or argv[1] != "diag":
             return ToolRun("Usage: dcgmi diag -r <level> [-j]\n", 255, 0.0)
-        level, as_json = 1, False
+        level_text, as_json = "1", False
+        gpu_ids: list[int] | None = None
         i = 2
         while i < len(argv):
             a = argv[i]
-            if a in ("-r", "--run") and i + 1 < len(argv):
-                text = argv[i + 1]
-                level = DCGM_LEVELS.get(text, int(text) if text.isdigit() else 0)
-                i += 2
+            has_value = i + 1 < len(argv)
+            if a in ("-r", "--run") and has_value:
+                level_text = argv[i + 1]
+            elif a in ("-i", "--gpuList") and has_value:
+                items = argv[i + 1].split(",")
+                if not all(x.strip().isdigit() for x in items):
+                    return ToolRun(f"Error: Invalid GPU list {argv[i + 1]!r}.\n", 255, 0.0)
+                gpu_ids = [int(x) for x in items]
             elif a in ("-j", "--json"):
                 as_json = True
                 i += 1
-            elif a in (
-                "-i",
-                "--gpuList",
-                "-g",
-                "--group",
-                "-p",
-                "--parameters",
-                "--iterations",
-            ) and i + 1 < len(argv):
-                i += 2
-            else:
+                continue
+            elif a not in ("-g", "--group", "-p", "--parameters", "--iterations") or not has_value:
                 i += 1
+                continue
+            i += 2
+        level = DCGM_LEVELS.get(level_text, int(level_text) if level_text.isdigit() else 0)
         if level not in dcgmmodel.LEVEL_TESTS:
-            msg = f"Error: Invalid run level {argv[argv.index('-r') + 1] if '-r' in argv else level}.\n"
-            return ToolRun(msg, 255, 0.0)
-        sim_node = self.cluster.node(node)
-        run = dcgmmodel.run_diag(
-            sim_node,
-            level,
-            faults=self.faults.faults,
-            dcgm_version=self.versions.dcgm,
-            driver=self.versions.driver,
-            r=rng(seed, "dcgm"),
-        )
+            return ToolRun(f"Error: Invalid run level {level_text}.\n", 255, 0.0)
+        try:
+            run = dcgmmodel.run_diag(
+                self.cluster.node(node),
+                level,
+                faults=self.faults.faults,
+                dcgm_version=self.versions.dcgm,
+                driver=self.versions.driver,
+                r=rng(seed, "dcgm"),
+                gpu_ids=gpu_ids,
+            )
+        except UsageError as exc:
+            return ToolRun(f"Error: {exc}\n", 255, 0.0)
         text = dcgmrender.render_json(run) if as_json else dcgmrender.render_text(run)
         return ToolRun(text, run.exit_code, run.duration_s)
 
