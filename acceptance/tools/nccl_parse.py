@@ -14,22 +14,12 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
-from typing import Any
 
-from acceptance.tools.nccl_infer import infer_collective
 from acceptance.tools.nccl_layout import UNIFIED_PREAMBLE_WIDTH, Layout, layout_from_header
-from acceptance.tools.nccl_names import collective_of, decode_nccl_code, normalize_collective
-from acceptance.tools.nccl_records import (
-    NcclCapture,
-    NcclError,
-    NcclRank,
-    NcclRow,
-    NcclRun,
-    RunStatus,
-    capture_status,
-)
+from acceptance.tools.nccl_names import normalize_collective
+from acceptance.tools.nccl_records import NcclCapture, NcclError, NcclRank, NcclRun, capture_status
+from acceptance.tools.nccl_report import MAX_ERRORS, ReportBuilder
 
-MAX_ERRORS = 1000
 #: first characters of an INFO line that may carry a row preamble or a launcher tag before it
 _MAYBE_GLUED = frozenset(" 0123456789[")
 
@@ -47,7 +37,6 @@ _NTHREAD = re.compile(
 )
 _VERSION = re.compile(r"# nccl-tests version (\S+)(?: nccl-headers=(\d+))?(?: nccl-library=(\d+))?")
 _STARTING = re.compile(r"# Collective test starting: (\S+)")
-_CONCLUDED = re.compile(r"# Collective test concluded: (\S+)")
 _OOB = re.compile(r"#?\s*Out of bounds values\s*:\s*(\d+)\s*(OK|FAILED)?")
 _AVG = re.compile(r"#?\s*Avg bus bandwidth\s*:\s*(\S+)\s*(OK|FAILED)?")
 _BITWISE = re.compile(r"# Bitwise mismatches\s*:\s*(\d+)")
@@ -64,107 +53,13 @@ _LAUNCHER_ERROR = re.compile(
 _COMMAND = re.compile(r"(?:^|[\s/])([a-z][a-z_]*?_perf(?:_mpi)?)(?=\s|$)")
 
 
-class _Run:
-    """A report being read."""
-
-    def __init__(self, start: int, hint: str | None, nccl: tuple[str | None, str | None]) -> None:
-        self.start = start
-        self.hint = hint
-        self.version: str | None = None
-        self.headers: int | None = None
-        self.library: int | None = None
-        self.program: str | None = None
-        self.params: dict[str, Any] = {}
-        self.ranks: list[NcclRank] = []
-        self.layout: Layout | None = None
-        self.rows: list[NcclRow] = []
-        self.pending: tuple[tuple[int, int, str, str | None, int | None], int] | None = None
-        self.oob: int | None = None
-        self.avg: float | None = None
-        self.avg_failed = False
-        self.bitwise = 0
-        self.trailer = False
-        self.concluded = False
-        self.header = False
-        self.errors: list[NcclError] = []
-        self.error_count = 0
-        self.failed = False
-        self.malformed = False
-        self.blank_redop = False
-        self.nccl_version, self.cuda_version = nccl
-
-    def error(self, line: int, text: str, failed: bool = False) -> None:
-        self.failed = self.failed or failed
-        self.error_count += 1
-        if len(self.errors) < MAX_ERRORS:
-            self.errors.append(NcclError(line, text.strip()))
-
-    @property
-    def complete(self) -> bool:
-        return self.trailer and (self.concluded or self.program is None)
-
-    def status(self) -> RunStatus:
-        if self.failed or (self.oob or 0) > 0 or self.avg_failed or self.bitwise > 0:
-            return "failed"
-        if not self.complete or self.malformed or not self.rows:
-            return "incomplete"
-        return "ok"
-
-    def finish(self, caller_collective: str | None) -> NcclRun:
-        params = dict(self.params)
-        collective: str | None = None
-        origin: str | None = None
-        if self.program:
-            params["program"] = self.program
-            collective, origin = collective_of(self.program), "output"
-        if collective is None and caller_collective:
-            collective, origin = caller_collective, "caller"
-        if collective is None and self.hint:
-            collective, origin = collective_of(self.hint), "command"
-        if collective is None:
-            collective = infer_collective(
-                self.layout,
-                self.rows,
-                len(self.ranks) or None,
-                self.blank_redop,
-                bool(params.get("validation", 1)),
-            )
-            origin = "inferred" if collective else None
-        params["collective_from"] = origin
-        if self.headers is not None:
-            params["nccl_headers"] = decode_nccl_code(self.headers)
-        if self.layout is not None:
-            params["columns"] = list(self.layout.keys) + list(self.layout.half)
-        if self.error_count > len(self.errors):
-            self.errors.append(
-                NcclError(
-                    self.errors[-1].line,
-                    f"... {self.error_count - len(self.errors)} more error lines not kept",
-                )
-            )
-        nccl_version = decode_nccl_code(self.library) if self.library else self.nccl_version
-        return NcclRun(
-            collective=collective,
-            nccl_tests_version=self.version,
-            nccl_version=nccl_version,
-            cuda_version=self.cuda_version,
-            ranks=tuple(self.ranks),
-            params=params,
-            rows=tuple(self.rows),
-            avg_busbw=self.avg,
-            out_of_bounds=self.oob,
-            status=self.status(),
-            errors=tuple(self.errors),
-        )
-
-
 class TextParser:
     """Feed lines with `feed`, then call `finish` once."""
 
     def __init__(self, source: str = "<text>", collective: str | None = None) -> None:
         self.source = source
         self.collective = normalize_collective(collective) if collective else None
-        self.run: _Run | None = None
+        self.run: ReportBuilder | None = None
         self.runs: list[NcclRun] = []
         self.errors: list[NcclError] = []
         self.failed = False
@@ -344,7 +239,7 @@ class TextParser:
             return
         self._foreign(line, number)
 
-    def _row(self, run: _Run, layout: Layout, line: str, number: int) -> None:
+    def _row(self, run: ReportBuilder, layout: Layout, line: str, number: int) -> None:
         tokens = line.split()
         row = layout.row(tokens, number)
         if row is not None:
@@ -416,9 +311,9 @@ class TextParser:
         else:
             self.nccl = found
 
-    def _open(self, number: int) -> _Run:
+    def _open(self, number: int) -> ReportBuilder:
         self._close()
-        self.run = _Run(number, self.hint, self.nccl)
+        self.run = ReportBuilder(number, self.hint, self.nccl)
         self.hint = None
         self.nccl = (None, None)
         return self.run
