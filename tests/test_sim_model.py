@@ -129,6 +129,14 @@ def test_shell_wrapped_commands_run_in_turn_and_stop_at_a_failure() -> None:
     failed = runner.run(["sh", "-c", "dcgmi diag -r 1 && echo never"], {}, "sim-node-01", [])
     assert failed.exit_code == 205
     assert "never" not in failed.stdout
+    script = "set -e\nnv-hostengine -n &\nsleep 2\ntimeout 900 dcgmi diag -r 1 -j | tee /out/d.json\necho after"
+    stopped = runner.run(["bash", "-c", script], {}, "sim-node-01", [])
+    assert stopped.exit_code == 205
+    assert stopped.stdout.startswith("{")
+    assert "after" not in stopped.stdout
+    tolerated = runner.run(["bash", "-c", "dcgmi diag -r 1 || true; echo after"], {}, "sim-node-01", [])
+    assert tolerated.exit_code == 0
+    assert tolerated.stdout.endswith("after\n")
     missing = runner.run(["ib_write_bw"], {}, "sim-node-01", [])
     assert missing.exit_code == 127
 

@@ -34,7 +34,11 @@ from acceptance.sim.scenario import Scenario
 from acceptance.sim.training import is_training, run_training
 
 MPI_LAUNCHERS = {"mpirun", "mpiexec", "prterun", "orterun"}
-SHELL_CHORES = {"set", "sleep", "true", "cd", "ls", "cat", "sync", "ulimit", "wait", "nvidia-smi", "ibstat"}
+SHELL_CHORES = {
+    "set", "sleep", "true", ":", "cd", "ls", "cat", "sync", "ulimit", "wait", "nvidia-smi", "ibstat", "mkdir",
+    "rm", "cp", "mv", "touch", "date", "which", "source", ".", "trap", "nv-hostengine", "printenv", "ibv_devinfo",
+}  # fmt: skip
+PREFIXES = {"env", "exec", "time", "stdbuf", "nohup", "numactl", "taskset", "timeout"}
 DCGM_LEVELS = {"short": 1, "medium": 2, "long": 3, "xlong": 4}
 
 
@@ -67,25 +71,36 @@ class SimRunner:
         self, argv: Sequence[str], env: Mapping[str, str], node: str, hosts: Sequence[Host], call_seed: int
     ) -> ToolRun:
         """One call with an explicit seed (pure: the same arguments give the same output)."""
-        commands = _split_shell(argv)
         out: list[str] = []
-        total = 0.0
+        total, status, errexit = 0.0, 0, False
         env = dict(env)
-        for i, command in enumerate(commands):
+        for i, (how, command) in enumerate(_split_shell(argv)):
+            if (how == "&&" and status != 0) or (how == "||" and status == 0):
+                continue
+            if errexit and how == ";" and status != 0:
+                break
+            if command[0] == "set":
+                errexit = errexit or any(a.startswith("-") and "e" in a for a in command[1:])
             result = self._one(command, env, node, hosts, derive_seed(call_seed, i))
             out.append(result.stdout)
             total += result.duration_s
-            if result.exit_code != 0:
-                return ToolRun("".join(out), result.exit_code, total)
-        return ToolRun("".join(out), 0, total)
+            status = result.exit_code
+        return ToolRun("".join(out), status, total)
 
     # --- dispatch ---------------------------------------------------------------------------
 
     def _one(self, argv: list[str], env: dict[str, str], node: str, hosts: Sequence[Host], seed: int) -> ToolRun:
-        while argv and (("=" in argv[0] and not argv[0].startswith("-")) or argv[0] == "env"):
-            if argv[0] != "env":
-                k, _, v = argv[0].partition("=")
-                env[k] = v
+        while argv and (("=" in argv[0] and not argv[0].startswith("-")) or argv[0] in PREFIXES):
+            if argv[0] in PREFIXES:  # run what follows (with its own options dropped)
+                head = argv[0]
+                argv = argv[1:]
+                while argv and argv[0].startswith("-"):
+                    argv = argv[1:]
+                if head == "timeout" and argv:
+                    argv = argv[1:]  # the duration
+                continue
+            k, _, v = argv[0].partition("=")
+            env[k] = v
             argv = argv[1:]
         if not argv:
             return ToolRun("", 0, 0.0)
@@ -290,18 +305,30 @@ class SimRunner:
         return ToolRun(text, run.exit_code, run.duration_s)
 
 
-def _split_shell(argv: Sequence[str]) -> list[list[str]]:
-    """``bash -c "a; b && c"`` -> [[a...], [b...], [c...]]; any other argv -> [argv]."""
+def _split_shell(argv: Sequence[str]) -> list[tuple[str, list[str]]]:
+    """``bash -c "a; b && c | tee f"`` -> [(";", a), (";", b), ("&&", c)]; any other argv -> [(";", argv)].
+
+    Each command comes with the connector before it (``;`` for newlines and ``&`` too). The
+    later stages of a pipeline are dropped: a pipeline prints and exits as its first command
+    does (``tee``, ``grep`` ... are taken as pass-through).
+    """
     argv = list(argv)
-    if len(argv) >= 3 and os.path.basename(argv[0]) in ("bash", "sh") and "-c" in argv[1:-1]:
-        script = argv[argv.index("-c") + 1]
-        lexer = shlex.shlex(script, posix=True, punctuation_chars=";&|\n")
-        lexer.whitespace_split = True
-        commands: list[list[str]] = [[]]
-        for token in lexer:
-            if token in (";", "&&", "\n", "||", "|", "&"):
-                commands.append([])
-            else:
-                commands[-1].append(token)
-        return [c for c in commands if c]
-    return [argv]
+    if not (len(argv) >= 3 and os.path.basename(argv[0]) in ("bash", "sh") and "-c" in argv[1:-1]):
+        return [(";", argv)]
+    lexer = shlex.shlex(argv[argv.index("-c") + 1], posix=True, punctuation_chars=";&|\n")
+    lexer.whitespace = " \t\r"
+    lexer.whitespace_split = True
+    commands: list[tuple[str, list[str]]] = [(";", [])]
+    piped = False
+    for token in lexer:
+        if token in ("&&", "||"):
+            commands.append((token, []))
+            piped = False
+        elif token.strip("\n") in ("", ";", "&", ";;"):
+            commands.append((";", []))
+            piped = False
+        elif token == "|":
+            piped = True
+        elif not piped:
+            commands[-1][1].append(token)
+    return [(how, c) for how, c in commands if c]
