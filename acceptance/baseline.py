@@ -171,9 +171,7 @@ def load(path: Path) -> LoadedBaseline:
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
         line = getattr(exc, "lineno", 0)
         raise BaselineError(f"{path}:{line}: not valid JSON ({exc})") from exc
-    return LoadedBaseline(
-        path=path, sha256=hashlib.sha256(raw).hexdigest(), baseline=validate(data, str(path))
-    )
+    return LoadedBaseline(path=path, sha256=hashlib.sha256(raw).hexdigest(), baseline=validate(data, str(path)))
 
 
 class BaselineStore:
@@ -202,6 +200,7 @@ class BaselineStore:
         payload = (json.dumps(data, indent=1, sort_keys=False) + "\n").encode()
         fd, tmp = tempfile.mkstemp(prefix=".handover-", suffix=".tmp", dir=self.folder)
         try:
+            os.chmod(tmp, 0o644)
             with os.fdopen(fd, "wb") as handle:
                 handle.write(payload)
                 handle.flush()

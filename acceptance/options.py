@@ -101,9 +101,7 @@ OPTIONS: tuple[Option, ...] = (
         kind="path",
         metavar="LOG",
     ),
-    Option(
-        "--restore-step", "restore_step", "checkpoint step the job was restored from", kind="int", metavar="N"
-    ),
+    Option("--restore-step", "restore_step", "checkpoint step the job was restored from", kind="int", metavar="N"),
 )
 
 
@@ -119,9 +117,7 @@ def add_options(parser: pytest.Parser) -> None:
     group = parser.getgroup("recovery-acceptance", "recovery acceptance of a GPU cluster")
     for option in OPTIONS:
         if option.kind == "bool":
-            group.addoption(
-                option.flag, action="store_true", dest=option.dest, default=None, help=option.help
-            )
+            group.addoption(option.flag, action="store_true", dest=option.dest, default=None, help=option.help)
             parser.addini(ini_name(option), option.help, type="bool", default=option.default)
         elif option.kind == "list":
             group.addoption(
@@ -161,9 +157,7 @@ def resolve(config: pytest.Config, option: Option) -> Setting:
         value: Any = env.split(",") if option.kind == "list" else env
         if option.kind == "bool":
             value = env.strip().lower() in {"1", "true", "yes", "on"}
-        return Setting(
-            _convert(option, value, f"environment {env_name(option)}"), f"environment {env_name(option)}"
-        )
+        return Setting(_convert(option, value, f"environment {env_name(option)}"), f"environment {env_name(option)}")
     ini = config.getini(ini_name(option))
     if ini not in (None, "", []) and ini != option.default and not (option.kind == "list" and not ini):
         return Setting(_convert(option, ini, f"ini {ini_name(option)}"), f"ini {ini_name(option)}")

@@ -6,8 +6,12 @@ The state of an active run lives in one `AcceptanceSession`, kept in ``config.st
 
 from __future__ import annotations
 
+import os
+import sys
+from collections.abc import Generator
+from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
@@ -15,9 +19,18 @@ from acceptance import options
 
 if TYPE_CHECKING:
     from acceptance.session import AcceptanceSession
+    from acceptance.suite import Suite
 
 SESSION: pytest.StashKey[AcceptanceSession] = pytest.StashKey()
 SUITE_DIR = Path(__file__).resolve().parent
+
+CRITERIA_ORDER = {
+    name: index
+    for index, name in enumerate(
+        ("test_preflight", "test_gpu_diagnostics", "test_fabric", "test_smoke_step", "test_loss_continuity",
+         "test_recurrence")
+    )
+}  # fmt: skip
 
 USAGE = (
     "the acceptance suite needs a cluster: `pytest acceptance/ --cluster=sim` runs it on the embedded "
@@ -40,13 +53,28 @@ def pytest_configure(config: pytest.Config) -> None:
 
     session = AcceptanceSession.open(config, settings)
     config.stash[SESSION] = session
-    config.pluginmanager.register(session.pytest_plugin(), "recovery-acceptance-session")
+    config.pluginmanager.register(ActiveRun(session), "recovery-acceptance-run")
+    if session.controller and session.report_folder is not None:
+        from acceptance.report.session import ReportingPlugin
+        from acceptance.report.sign import SignOptions
+
+        sign = SignOptions.from_options(
+            no_sign=session.value("no_sign"), sign_key=session.value("sign_key"), environ=os.environ
+        )
+        reporting = ReportingPlugin(
+            config, session.report_folder, sign, session.provenance(), simulated=session.simulated,
+            started_utc=session.started,
+        )  # fmt: skip
+        config.pluginmanager.register(reporting, "recovery-acceptance-report")
+        if session.baseline is not None:
+            session.report_folder.add_file("baseline.json", session.baseline.path)
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
     session = config.stash.get(SESSION, None)
     if session is not None:
-        session.close()
+        for problem in session.close():
+            print(f"recovery-acceptance: {problem}", file=sys.stderr)
 
 
 def _targets_suite(config: pytest.Config) -> bool:
@@ -62,3 +90,80 @@ def _targets_suite(config: pytest.Config) -> bool:
         if path == SUITE_DIR or SUITE_DIR in path.parents:
             return True
     return False
+
+
+class ActiveRun:
+    """Hooks and fixtures that exist only while a run is active."""
+
+    def __init__(self, session: AcceptanceSession) -> None:
+        self.session = session
+        self.failures: list[str] = []
+        self.record_message: tuple[str, bool] | None = None
+
+    def pytest_report_header(self) -> list[str]:
+        return self.session.header_lines()
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_configure_node(self, node: Any) -> None:
+        node.workerinput.update(self.session.workerinput())
+
+    def pytest_generate_tests(self, metafunc: pytest.Metafunc) -> None:
+        if "dcgm_node" in metafunc.fixturenames:
+            metafunc.parametrize("dcgm_node", self.session.targets)
+        if "nccl_test" in metafunc.fixturenames:
+            metafunc.parametrize("nccl_test", self.session.nccl_tests)
+
+    def pytest_collection_modifyitems(self, items: list[pytest.Item]) -> None:
+        """Criteria run in their order (preflight first), and the run knows which are selected."""
+        suite = [item for item in items if SUITE_DIR in Path(str(item.path)).resolve().parents]
+        self.session.selected_modules = {Path(str(item.path)).stem for item in suite}
+        items.sort(key=lambda item: CRITERIA_ORDER.get(Path(str(item.path)).stem, len(CRITERIA_ORDER)))
+
+    @pytest.fixture
+    def acceptance(self, request: pytest.FixtureRequest) -> Suite:
+        """The run's shared cluster work and the verdict recorder of this test item."""
+        from acceptance.suite import Suite
+
+        return Suite(self.session, request.node)
+
+    @pytest.hookimpl(wrapper=True)
+    def pytest_runtest_makereport(self, item: pytest.Item, call: pytest.CallInfo[None]) -> Generator[None, Any, Any]:
+        from acceptance.report.session import on_makereport
+
+        report = yield
+        on_makereport(item, report)
+        return report
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        if self.session.controller and report.failed:
+            crash = getattr(getattr(report.longrepr, "reprcrash", None), "message", "") or str(report.longrepr)
+            self.failures.append(f"{report.nodeid.split('::')[-1]}: {crash.splitlines()[0] if crash else 'failed'}")
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
+        if not (self.session.controller and self.session.recording):
+            return
+        if session.testscollected == 0 or self.session.config.option.collectonly:
+            return
+        from acceptance.errors import AcceptanceError
+        from acceptance.record import record
+
+        s = self.session
+        try:
+            path = record(
+                s.profile, s.run_folder, self.failures, when=datetime.now(UTC), run_id=s.run_id,
+                ticket=s.value("ticket"), simulated=s.simulated, force_reason=s.value("force_record"),
+            )  # fmt: skip
+            self.record_message = (f"new handover baseline recorded: {path}", True)
+            if s.report_folder is not None:
+                s.report_folder.add_file("baseline.json", path)
+        except AcceptanceError as exc:
+            self.record_message = (str(exc), False)
+            if session.exitstatus == 0:
+                session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+    def pytest_terminal_summary(self, terminalreporter: Any) -> None:
+        if self.record_message is not None:
+            text, ok = self.record_message
+            terminalreporter.section("handover baseline")
+            terminalreporter.write_line(text, green=ok, red=not ok)

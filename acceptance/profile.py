@@ -111,9 +111,7 @@ class Profile:
         unknown = [n for n in nodes if n not in self.nodes]
         if unknown:
             shown = ", ".join(self.nodes[:6]) + (", ..." if len(self.nodes) > 6 else "")
-            raise UsageError(
-                f"{source}: {', '.join(unknown)} is not in the node set of {self.path} (nodes: {shown})"
-            )
+            raise UsageError(f"{source}: {', '.join(unknown)} is not in the node set of {self.path} (nodes: {shown})")
 
 
 def profile_path(name: str, baselines_dir: Path) -> Path:

@@ -24,7 +24,7 @@ from acceptance.clusters.kube_manifests import MPI_API_VERSION, label_value, run
 from acceptance.clusters.kube_settings import WORKLOAD_KEY, KubeSettings
 from acceptance.clusters.kube_watch import Feed, Item
 
-BAD_WAITING = frozenset({"ImagePullBackOff", "ErrImagePull", "InvalidImageName", "ErrImageNeverPull",
+BAD_WAITING = frozenset({"ImagePullBackOff", "InvalidImageName", "ErrImageNeverPull",
                          "CreateContainerConfigError", "CreateContainerError", "CrashLoopBackOff"})  # fmt: skip
 ROLE = "training.kubeflow.org/job-role"
 LOG_TAIL_LINES = 50
@@ -216,6 +216,24 @@ class Waiter:
         t.pods_seen.update(state.placement.get(t.label, {}))
         main = self._main_pod(t, pods)
         code = self._exit_code(main)
+        unschedulable: str | None = None
+        for pod in sorted(pods.values(), key=lambda p: p["metadata"]["name"]):
+            status = pod.get("status") or {}
+            if status.get("reason") == "Evicted":
+                return ("failed", f"Evicted: {_where(pod)}: {status.get('message', '')}".rstrip(": "), code)
+            waiting = _container_state(pod, "waiting")
+            if waiting and waiting.get("reason") in BAD_WAITING:
+                return ("failed", f"{waiting['reason']}: {_where(pod)}: {waiting.get('message', '')}", None)
+            term = _container_state(pod, "terminated")
+            if term and term.get("reason") == "OOMKilled":
+                return ("failed", f"OOMKilled: container {term['container']} of {_where(pod)} exceeded its "
+                        f"memory limit (exit {term.get('exitCode')})", code)  # fmt: skip
+            node = (pod.get("spec") or {}).get("nodeName")
+            if node and node in state.not_ready and status.get("phase") in ("Pending", "Running"):
+                return ("failed", f"node {node} NotReady ({state.not_ready[node]}) under {_where(pod)}", None)
+            cond = _conditions(pod).get("PodScheduled", {})
+            if cond.get("status") == "False" and cond.get("reason") == "Unschedulable":
+                unschedulable = str(cond.get("message", "Unschedulable"))
         if top is not None:
             if t.kind == "Job":
                 if _true(top, "Complete"):
@@ -235,24 +253,6 @@ class Waiter:
                     return ("error", f"MPIJob {t.name} has no Created condition after "
                             f"{self.settings.scheduling_timeout_s:.0f} s: the MPI operator is not running or "
                             "rejected it (see the events)", None)  # fmt: skip
-        unschedulable: str | None = None
-        for pod in sorted(pods.values(), key=lambda p: p["metadata"]["name"]):
-            status = pod.get("status") or {}
-            if status.get("reason") == "Evicted":
-                return ("failed", f"Evicted: {_where(pod)}: {status.get('message', '')}".rstrip(": "), code)
-            waiting = _container_state(pod, "waiting")
-            if waiting and waiting.get("reason") in BAD_WAITING:
-                return ("failed", f"{waiting['reason']}: {_where(pod)}: {waiting.get('message', '')}", None)
-            term = _container_state(pod, "terminated")
-            if term and term.get("reason") == "OOMKilled":
-                return ("failed", f"OOMKilled: container {term['container']} of {_where(pod)} exceeded its "
-                        f"memory limit (exit {term.get('exitCode')})", code)  # fmt: skip
-            node = (pod.get("spec") or {}).get("nodeName")
-            if node and node in state.not_ready and status.get("phase") in ("Pending", "Running"):
-                return ("failed", f"node {node} NotReady ({state.not_ready[node]}) under {_where(pod)}", None)
-            cond = _conditions(pod).get("PodScheduled", {})
-            if cond.get("status") == "False" and cond.get("reason") == "Unschedulable":
-                unschedulable = str(cond.get("message", "Unschedulable"))
         if unschedulable is None:
             t.unschedulable_since = None
         else:
@@ -309,6 +309,9 @@ class Waiter:
         t.pods_seen.update(state.placement.get(t.label, {}))
         pods = state.pods.get(t.label, {})
         main = self._main_pod(t, pods)
+        if main is None:  # the job's watch can report completion before the pods' watch shows its pods
+            pods = self._list_pods(t)
+            main = self._main_pod(t, pods)
         output = ""
         if main is not None:
             output = self.api.log(self.ns, main["metadata"]["name"]) or ""
@@ -330,6 +333,12 @@ class Waiter:
             log_tail="".join(output.splitlines(keepends=True)[-LOG_TAIL_LINES:]),
         )
         self._delete(t)
+
+    def _list_pods(self, t: _Track) -> dict[str, Obj]:
+        selector = f"{run_selector(self.run_id)},{WORKLOAD_KEY}={t.label}"
+        doc = self.api.call(f"list pods of {t.name}", self.api.core.list_namespaced_pod, self.ns,
+                            label_selector=selector)  # fmt: skip
+        return {p["metadata"]["name"]: p for p in doc.get("items") or ()}
 
     @staticmethod
     def _times(pods: Mapping[str, Obj]) -> tuple[datetime | None, datetime | None]:

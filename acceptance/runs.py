@@ -1,0 +1,329 @@
+"""The cluster work of one acceptance run, shared by the suite's items.
+
+Items ask for verdicts (`dcgm(node)`, `fabric(name)`); this object submits the
+workloads, waits, parses, judges, saves the raw evidence and, when recording,
+the pieces of the new baseline. Work that must happen once per run (submitting
+every node's DCGM job together) goes through the `RunFolder` that every pytest
+process of the run shares, so `-n 4` creates exactly the objects `-n 0` does.
+GPU workloads never overlap: the GPUs of a node are held by one workload at a time.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+from acceptance.baseline import ClusterConditions, LoadedBaseline
+from acceptance.clusters.base import ClusterInventory, DcgmWorkload, Handle, NcclWorkload, RunResult, Workload
+from acceptance.clusters.kube import KubeCluster
+from acceptance.clusters.kube_manifests import manifest_for
+from acceptance.coordinate import RunFolder
+from acceptance.errors import AcceptanceError, ParseError
+from acceptance.judge import preflight
+from acceptance.judge.diagnostics import DiagnosticsPolicy, judge_node
+from acceptance.judge.fabric import FabricMargins, judge_fabric
+from acceptance.judge.verdict import Status, Verdict
+from acceptance.profile import Profile
+from acceptance.report.folder import ReportFolder
+from acceptance.tools import dcgm, nccl
+from acceptance.units import format_duration
+
+GPU_LOCK = "gpus"
+SEVERITY_POLICIES = {
+    "isolate": frozenset({3}),
+    "reset": frozenset({2, 3}),
+    "any": frozenset({1, 2, 3}),
+    "none": frozenset(),
+}
+
+
+@dataclass(frozen=True)
+class Preflight:
+    """Criterion 0's verdicts, and the reason later criteria skip when one of them blocks."""
+
+    verdicts: Mapping[str, Verdict]
+    conditions: ClusterConditions | None
+    blocking: str | None
+
+
+class Runs:
+    """What one pytest process does on the cluster for the suite."""
+
+    def __init__(
+        self,
+        profile: Profile,
+        baseline: LoadedBaseline | None,
+        cluster: KubeCluster,
+        folder: RunFolder,
+        evidence: ReportFolder | None,
+        dcgm_selected: bool,
+    ) -> None:
+        self.profile = profile
+        self.baseline = baseline
+        self.cluster = cluster
+        self.folder = folder
+        self.evidence = evidence
+        self.dcgm_selected = dcgm_selected
+        self._preflight: Preflight | None = None
+        self._dcgm_handles: dict[str, Handle] | None = None
+        self._dcgm_results: dict[str, RunResult] = {}
+
+    @property
+    def recording(self) -> bool:
+        return self.baseline is None
+
+    # ------------------------------------------------------------ criterion 0
+
+    def preflight(self) -> Preflight:
+        if self._preflight is None:
+            self._preflight = self._run_preflight()
+        return self._preflight
+
+    def _run_preflight(self) -> Preflight:
+        p = self.profile
+        try:
+            inventory: ClusterInventory = self.cluster.inventory()
+        except AcceptanceError as exc:
+            reason = f"the cluster does not answer: {exc}"
+            down = Verdict(
+                Status.FAIL, "cluster", f"cluster {p.name}: {reason}; check the kubeconfig and the API server"
+            )
+            return Preflight({"cluster": down}, None, reason)
+        answers = Verdict(
+            Status.PASS,
+            "cluster",
+            f"cluster {p.name} answers (Kubernetes {inventory.server_version}, {len(inventory.nodes)} nodes)",
+            {"kubernetes_version": inventory.server_version, "nodes_total": len(inventory.nodes)},
+        )
+        nodes = preflight.judge_nodes(inventory, p.nodes, p.gpus_per_node)
+        conditions = preflight.conditions_of(inventory, p.nodes, p.gpus_per_node)
+        then = self.baseline.baseline.conditions if self.baseline else None
+        versions = preflight.judge_versions(conditions, then)
+        try:
+            leftovers = preflight.judge_leftovers(self.cluster.leftovers())
+        except AcceptanceError as exc:
+            leftovers = Verdict(Status.ERROR, "leftovers", f"leftovers: cannot list objects ({exc})")
+        blocking = None if nodes.passed else nodes.summary
+        if self.recording:
+            self.folder.write_part("cluster", "conditions", _conditions_json(conditions))
+        verdicts = {"cluster": answers, "nodes": nodes, "versions": versions, "leftovers": leftovers}
+        return Preflight(verdicts, conditions, blocking)
+
+    # ------------------------------------------------------------ criterion 1
+
+    def dcgm_workloads(self) -> list[DcgmWorkload]:
+        p = self.profile
+        argv = tuple(dcgm.DcgmDiag(level=p.dcgm_level, timeout_s=p.dcgm_timeout_s).argv())
+        return [DcgmWorkload(f"dcgm-{node}", node, p.gpus_per_node, argv, p.dcgm_timeout_s) for node in self.targets()]
+
+    def targets(self) -> tuple[str, ...]:
+        """The nodes whose GPUs are diagnosed: the returned ones, or all at handover."""
+        return self._targets
+
+    def set_targets(self, nodes: Sequence[str]) -> None:
+        self._targets = tuple(nodes)
+
+    def _handles(self, workloads: Sequence[Workload], key: str) -> dict[str, Handle]:
+        """Submit `workloads` together, once per run; every process gets the same handles."""
+
+        def submit() -> dict[str, Any]:
+            handles = self.cluster.submit(workloads)
+            return {"submitted": handles[0].submitted.isoformat() if handles else ""}
+
+        done = self.folder.once(key, submit)
+        submitted = datetime.fromisoformat(done["submitted"]) if done["submitted"] else datetime.now(UTC)
+        out = {}
+        for workload in workloads:
+            manifest = manifest_for(self.cluster.settings, self.cluster.run_id, workload)
+            kind, name = manifest["kind"], manifest["metadata"]["name"]
+            out[workload.name] = Handle(workload, ((kind, name),), (manifest,), submitted)
+        return out
+
+    def dcgm_result(self, node: str) -> RunResult:
+        if node not in self._dcgm_results:
+            if self._dcgm_handles is None:
+                with self.folder.lock(GPU_LOCK, timeout_s=self.profile.dcgm_timeout_s + 600):
+                    self._dcgm_handles = self._handles(self.dcgm_workloads(), "submit-dcgm")
+            handle = self._dcgm_handles[f"dcgm-{node}"]
+            (result,) = self.cluster.wait([handle], self.profile.dcgm_timeout_s)
+            self._dcgm_results[node] = result
+            self._save_result(f"dcgm/{node}", result)
+        return self._dcgm_results[node]
+
+    def dcgm(self, node: str) -> Verdict:
+        p = self.profile
+        result = self.dcgm_result(node)
+        if not result.output.strip():
+            return _no_output(f"{node} DCGM diagnostic", result, "check the node and rerun the diagnostic")
+        try:
+            report = dcgm.parse(result.output, source=f"{node}:dcgmi diag")
+        except ParseError as exc:
+            return Verdict(Status.ERROR, node, f"{node}: DCGM output not understood ({exc}); see the evidence folder")
+        reference = None
+        reference_level = None
+        if self.baseline is not None:
+            found = self.baseline.baseline.dcgm_report(node)
+            reference = dcgm.DcgmReport.from_json(found) if found else None
+            conditions = self.baseline.baseline.dcgm_conditions
+            reference_level = int(conditions["level"]) if conditions and conditions.get("level") else None
+        policy = DiagnosticsPolicy(fail_severities=SEVERITY_POLICIES[p.dcgm_warning_policy])
+        verdict = judge_node(
+            node, report, reference, p.gpus_per_node, policy, result.exit_code,
+            level=p.dcgm_level, reference_level=reference_level,
+        )  # fmt: skip
+        if self.recording:
+            self.folder.write_part("dcgm", node, {"report": report.to_json(), "level": p.dcgm_level})
+        return verdict
+
+    def wait_for_dcgm(self) -> None:
+        """Let every node's DCGM job finish before another workload takes the GPUs."""
+        if self.dcgm_selected:
+            for node in self.targets():
+                self.dcgm_result(node)
+
+    # ------------------------------------------------------------ criterion 2
+
+    def nccl_command(self, name: str) -> tuple[tuple[str, ...], dict[str, str], list[str]]:
+        """argv, env and notes for a test: from the baseline when judging, from the profile when recording."""
+        spec = self.profile.nccl_test(name) if name in self.profile.test_names else None
+        if self.baseline is None:
+            assert spec is not None
+            return spec.args, dict(spec.env), []
+        recorded = self.baseline.baseline.nccl_conditions(name)
+        if recorded is None or "argv" not in recorded:
+            raise AcceptanceError(
+                f"the baseline {self.baseline.path.name} has no nccl test {name!r}; record a baseline that has it"
+            )
+        argv, env = tuple(recorded["argv"]), dict(recorded.get("env") or {})
+        notes = []
+        if spec is not None and (tuple(spec.args) != argv or dict(spec.env) != env):
+            notes.append(
+                f"the profile now says `{' '.join(spec.args)}`; the baseline's command `{' '.join(argv)}` was run"
+            )
+        return argv, env, notes
+
+    def fabric(self, name: str) -> Verdict:
+        p = self.profile
+        argv, env, notes = self.nccl_command(name)
+        nccl_env = {k: v for k, v in self.cluster.settings.env.items() if k.startswith("NCCL_")}
+        test = nccl.NcclTest.from_argv(argv, {**nccl_env, **env})
+        workload = NcclWorkload(f"nccl-{name}", p.nodes, p.gpus_per_node, argv, env, p.nccl_timeout_s)
+        self.wait_for_dcgm()
+        with self.folder.lock(GPU_LOCK, timeout_s=p.nccl_timeout_s * 4):
+            handle = self._handles([workload], f"submit-nccl-{name}")[workload.name]
+            (result,) = self.cluster.wait([handle], p.nccl_timeout_s)
+        self._save_result(f"nccl/{name}", result)
+        subject = name
+        if not result.output.strip():
+            return _no_output(f"{subject}", result, "check the nodes, the image and the MPI operator")
+        capture = nccl.parse_text(result.output, source=f"{name}:launcher log", collective=test.collective)
+        run = next((r for r in capture.runs if r.collective in (None, test.collective)), None)
+        if run is None:
+            errors = "; ".join(f"line {e.line}: {e.text}" for e in capture.errors[:3]) or result.reason
+            return Verdict(
+                Status.FAIL,
+                subject,
+                f"{subject}: nccl-tests printed no results ({errors}); exit {result.exit_code}",
+                {"exit_code": result.exit_code, "status": capture.status},
+                tuple(f"line {e.line}: {e.text}" for e in capture.errors),
+            )
+        self._save_placement(name, result, run)
+        conditions = nccl.NcclConditions.of(run, test)
+        if self.baseline is None:
+            if run.status == "ok":
+                self.folder.write_part("nccl", name, {
+                    "conditions": {"argv": list(argv), "env": env, **conditions.to_json()},
+                    "run": run.to_json(),
+                })  # fmt: skip
+            return _recorded_fabric(subject, run, capture.status)
+        recorded = dict(self.baseline.baseline.nccl_conditions(name) or {})
+        recorded.pop("argv", None)
+        recorded.pop("env", None)
+        reference_json = self.baseline.baseline.nccl_run(name)
+        assert reference_json is not None
+        margins = FabricMargins(p.margins.busbw_tolerance, p.margins.busbw_min_size)
+        verdict = judge_fabric(
+            run,
+            conditions,
+            nccl.NcclRun.from_json(reference_json),
+            nccl.NcclConditions.from_json(recorded),
+            margins,
+        )
+        if notes:
+            verdict = Verdict(verdict.status, verdict.subject, verdict.summary, verdict.figures,
+                              (*verdict.evidence, *notes), verdict.table)  # fmt: skip
+        return verdict
+
+    # ------------------------------------------------------------ evidence
+
+    def _save_result(self, stem: str, result: RunResult) -> None:
+        if self.evidence is None:
+            return
+        self.evidence.add_text(f"outputs/{stem}.log", result.output)
+        self.evidence.add_yaml(f"manifests/{stem}.yaml", [dict(m) for m in result.manifests])
+        self.evidence.add_json(f"events/{stem}.json", [dict(e) for e in result.events])
+        self.evidence.add_json(f"results/{stem}.json", {
+            "workload": result.workload, "kind": result.kind, "status": result.status, "reason": result.reason,
+            "exit_code": result.exit_code, "placement": dict(result.placement),
+            "started": result.started.isoformat() if result.started else None,
+            "finished": result.finished.isoformat() if result.finished else None,
+        })  # fmt: skip
+
+    def _save_placement(self, name: str, result: RunResult, run: nccl.NcclRun) -> None:
+        if self.evidence is None:
+            return
+        placement = result.rank_placement({r.rank: r.host for r in run.ranks})
+        rows = [
+            {"rank": r.rank, "host": r.host, "pod": r.pod, "node": r.node,
+             "device": rank.device, "busid": rank.busid, "gpu": rank.gpu}
+            for rank in run.ranks
+            for r in (placement[rank.rank],)
+        ]  # fmt: skip
+        self.evidence.add_json(f"placement/{name}.json", rows)
+
+
+def _conditions_json(conditions: ClusterConditions) -> dict[str, Any]:
+    return {
+        "nodes": list(conditions.nodes),
+        "kubernetes_version": conditions.kubernetes_version,
+        "node_spec": conditions.node_spec.to_json(),
+    }
+
+
+def _no_output(subject: str, result: RunResult, todo: str) -> Verdict:
+    took = ""
+    if result.started and result.finished:
+        took = f" after {format_duration((result.finished - result.started).total_seconds())}"
+    status = Status.ERROR if result.status in ("unschedulable", "timeout", "error") else Status.FAIL
+    return Verdict(
+        status,
+        subject,
+        f"{subject}: {result.status}{took}: {result.reason or 'no output'}; {todo}",
+        {"status": result.status, "exit_code": result.exit_code},
+        tuple(e.get("message", "") for e in result.events if e.get("type") == "Warning")
+        + ((result.log_tail,) if result.log_tail else ()),
+    )
+
+
+def _recorded_fabric(subject: str, run: nccl.NcclRun, status: str) -> Verdict:
+    rows = [r for r in run.rows if r.oop is not None]
+    largest = max(rows, key=lambda r: r.size) if rows else None
+    figures: dict[str, Any] = {"status": status, "sizes": len(rows), "avg_busbw": run.avg_busbw}
+    if status != "ok" or run.status != "ok":
+        errors = tuple(f"line {e.line}: {e.text}" for e in run.errors)
+        return Verdict(
+            Status.FAIL,
+            subject,
+            f"{subject}: run {run.status}; not recordable as a baseline",
+            figures,
+            errors,
+        )
+    best = f"; busbw {largest.oop.busbw} GB/s at {nccl.fmt_bytes(largest.size)}" if largest and largest.oop else ""
+    return Verdict(Status.PASS, subject, f"{subject}: clean run recorded for the baseline{best}", figures)
+
+
+def dumps(obj: Any) -> str:
+    return json.dumps(obj, indent=1)
