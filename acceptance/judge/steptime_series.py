@@ -52,10 +52,11 @@ def _time_column(log: TrainLog) -> tuple[pd.Series, str]:
             data = pd.DataFrame({"step": frame["step"], "t": values})
             data["segment"] = frame["segment"] if "segment" in frame else 0  # noqa: SIM401
             data = data[data["t"].notna()]
-            # Several ranks printing one step: the slowest rank is the step's time.
-            slowest = data.groupby(["segment", "step"], sort=False, as_index=False).agg(t=("t", "max"))
-            index = pd.MultiIndex.from_frame(slowest[["segment", "step"]])
-            series = pd.Series(slowest["t"].to_numpy(), index=index)
+            if "rank" in frame and frame["rank"].nunique() > 1:
+                # Several ranks printing one step: the slowest rank is the step's time.
+                data = data.groupby(["segment", "step"], sort=False, as_index=False).agg(t=("t", "max"))
+            index = pd.MultiIndex.from_arrays([data["segment"].to_numpy(), data["step"].to_numpy()])
+            series = pd.Series(data["t"].to_numpy(), index=index)
             return series, unit
     raise ValueError(f"{log.source}: the log has no step time or throughput column ({log.format})")
 

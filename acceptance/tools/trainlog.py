@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from acceptance.errors import ParseError
+from acceptance.tools import trainlog_fast
 from acceptance.tools.trainlog_model import CANONICAL, Event, RankTimer, StepTable, TrainLog
 from acceptance.tools.trainlog_struct import (
     STRUCT_FORMATS,
@@ -73,7 +74,10 @@ def parse(
         return parse_jsonl(stream, source, columns, keep)
     if format in ("csv", "lightning-csv"):
         return parse_csv(stream, source, columns, keep, lightning=format == "lightning-csv")
-    log = TextLogParser(format, source, keep).run(stream)
+    if keep is not None and trainlog_fast.usable(format, keep):
+        log = trainlog_fast.parse_fast(stream, format, source, keep)
+    else:
+        log = TextLogParser(format, source, keep).run(stream)
     if len(log) == 0 and not log.timers and not log.events:
         raise ParseError(source, 0, "", f"at least one {format} record")
     return log

@@ -216,7 +216,10 @@ class StepTable:
         printed by another rank, or (ranks unknown) when no later step came in between.
         A same-rank identical record after later steps is a real repeat and is kept.
         Returns whether a row was added."""
-        kept = tuple(sorted((k, v) for k, v in fields.items() if self._keep is None or k in self._keep))
+        if self._keep is None:
+            kept = tuple(fields.items())
+        else:
+            kept = tuple((k, v) for k, v in fields.items() if k in self._keep)
         key = (step, self.segment)
         seen = self._recent.get(key)
         if seen is not None and seen[0] == kept:
@@ -229,17 +232,40 @@ class StepTable:
             self._recent.popitem(last=False)
         self._max_step = step if self._max_step is None else max(self._max_step, step)
         n = len(self._steps)
+        cols = self._cols
         for name, value in kept:
-            self._column(name).append(value)
+            col = cols.get(name)
+            (col if col is not None else self._column(name)).append(value)
+        filled = len(kept)
         if rank is not None and (self._keep is None or "rank" in self._keep):
             self._column("rank").append(float(rank))
-        if self.segment and (self._keep is None or "segment" in self._keep):
-            self._column("segment").append(float(self.segment))
-        for col in self._cols.values():
-            if len(col) == n:
-                col.append(math.nan)
+            filled += 1
+        if self._segment and (self._keep is None or "segment" in self._keep):
+            self._column("segment").append(float(self._segment))
+            filled += 1
+        if filled != len(cols):
+            for col in cols.values():
+                if len(col) == n:
+                    col.append(math.nan)
         self._steps.append(step)
         return True
+
+    def extend(self, steps: np.ndarray, columns: Mapping[str, np.ndarray]) -> None:
+        """Append many plain records at once (no dedupe: the caller checked steps increase)."""
+        n, k = len(self._steps), len(steps)
+        for name, values in columns.items():
+            if self._keep is not None and name not in self._keep:
+                continue
+            col = self._column(name)
+            col.frombytes(np.ascontiguousarray(values, dtype=np.float64).tobytes())
+        for col in self._cols.values():
+            if len(col) == n:
+                col.extend(array("d", [math.nan]) * k)
+        if self._segment and "segment" in self._cols:
+            self._cols["segment"][n:] = array("d", [float(self._segment)]) * k
+        self._steps.frombytes(np.ascontiguousarray(steps, dtype=np.int64).tobytes())
+        if k:
+            self._max_step = int(steps[-1]) if self._max_step is None else max(self._max_step, int(steps[-1]))
 
     def merge_last(self, step: int, fields: Mapping[str, float]) -> bool:
         """Fill the last row's fields when it has the same step (sparse tables, split records)."""
@@ -260,9 +286,10 @@ class StepTable:
         return col[-1] if col else math.nan
 
     def columns(self) -> dict[str, np.ndarray]:
-        out: dict[str, np.ndarray] = {"step": np.frombuffer(self._steps, dtype=np.int64).copy()}
+        # Zero-copy views: the arrays are not appended to once the parse is over.
+        out: dict[str, np.ndarray] = {"step": np.frombuffer(self._steps, dtype=np.int64)}
         for name, col in self._cols.items():
-            out[name] = np.frombuffer(col, dtype=np.float64).copy()
+            out[name] = np.frombuffer(col, dtype=np.float64)
         if "segment" in out:
             out["segment"] = np.nan_to_num(out["segment"], nan=0.0)
         return out

@@ -68,6 +68,7 @@ _SAVE = re.compile(
     r"|Saving model checkpoint(?: to|:) \S*?(?:checkpoint-|global_step)(\d+)"
     r"|[Ss]aving (?:the )?checkpoint(?: at step (\d+))?"
 )
+_EVENT_HINT = re.compile(r"heckpoint|Training starts|Resuming training|validation loss|val loss")
 _RESUME_NOSTEP = re.compile(r"Resuming training from ")
 _EVAL = re.compile(r"validation loss at iteration\s+(\d+)|^step (\d+): train loss [-\w.]+, val loss")
 
@@ -101,6 +102,7 @@ _HF_KV = re.compile(
     r"['‘’\"]([A-Za-z_/]+)['‘’\"]\s*:\s*([-+]?(?:\d+\.?\d*(?:[eE][-+]?\d+)?|nan|inf|NaN|Infinity))"
 )
 _TITAN_KV = re.compile(r"(grad_norm|tps|tflops|mfu):\s*([-\d.,]+)")
+_KV = re.compile(r"([A-Za-z][^:|]*?)\s*:\s*([^\s|]+)")
 _MAX_JOIN = 4
 
 
@@ -129,6 +131,16 @@ class TextLogParser:
     def run(self, lines: Iterable[str], first_line: int = 1) -> TrainLog:
         for lineno, raw in enumerate(lines, start=first_line):
             self.feed(raw, lineno)
+        return self.finish()
+
+    def pending(self) -> bool:
+        """Whether a record or a resume waits for the next line (no bulk input now)."""
+        return self._carry is not None or self._pending_resume is not None
+
+    def count_steps(self, n: int) -> None:
+        self._steps_since_resume += n
+
+    def finish(self) -> TrainLog:
         if self._carry is not None:
             text, rank, lineno = self._carry
             self._carry = None
@@ -161,7 +173,8 @@ class TextLogParser:
             return
         if not line.strip():
             return
-        self._events(line, lineno)
+        if _EVENT_HINT.search(line):
+            self._events(line, lineno)
         if "/Rnk:" in line:
             self._timers(line, lineno)
         self._record(line, rank, lineno)
@@ -272,17 +285,13 @@ class TextLogParser:
             end = starts[i + 1].start() if i + 1 < len(starts) else len(line)
             body = line[m.end() : end]
             fields: dict[str, float] = {}
-            for part in body.split("|"):
-                key, sep, value = part.partition(":")
-                if not sep:
-                    continue
-                spec = FIELDS.get(key.strip().lower())
-                if spec is None:
-                    continue
-                try:
-                    fields[spec[0]] = _num(value) * spec[1]
-                except (ValueError, IndexError):
-                    continue
+            for key, value in _KV.findall(body):
+                spec = FIELDS.get(key.lower())
+                if spec is not None:
+                    try:
+                        fields[spec[0]] = float(value) * spec[1]
+                    except ValueError:
+                        continue
             last = i + 1 == len(starts)
             cut = last and "loss" not in fields and not body.rstrip().endswith("|")
             if cut and not final and joins < _MAX_JOIN:
