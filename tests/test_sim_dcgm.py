@@ -133,3 +133,10 @@ def test_gpu_list_restricts_the_run_to_those_gpus() -> None:
     assert bad.exit_code == 205
     assert "GPU5: Fail" in bad.stdout
     assert runner.run(["dcgmi", "diag", "-r", "2", "-i", "9"], {}, "sim-node-01", []).exit_code == 255
+
+
+def test_text_prints_only_the_categories_the_level_ran() -> None:
+    """Like the real 4.4.2 r2 table: Deployment, Hardware, Integration, and no empty Stress section."""
+    text, _, _ = _diag([], "sim-node-01", 2, as_json=False)
+    separators = [line.split()[1] for line in text.splitlines() if line.startswith(("|-----", "+-----"))]
+    assert separators == ["Metadata", "Deployment", "Hardware", "Integration"]
