@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 
@@ -138,5 +139,5 @@ def test_gpu_list_restricts_the_run_to_those_gpus() -> None:
 def test_text_prints_only_the_categories_the_level_ran() -> None:
     """Like the real 4.4.2 r2 table: Deployment, Hardware, Integration, and no empty Stress section."""
     text, _, _ = _diag([], "sim-node-01", 2, as_json=False)
-    separators = [line.split()[1] for line in text.splitlines() if line.startswith(("|-----", "+-----"))]
+    separators = re.findall(r"^[|+]-----  (\w+)  -", text, re.MULTILINE)
     assert separators == ["Metadata", "Deployment", "Hardware", "Integration"]
