@@ -185,8 +185,11 @@ def run_training(
         t *= (10.0 + r.uniform(-1, 2)) if n == 0 else 1.5 if n == 1 else 1.2 if n == 2 else 1.0
         carry = 0.0
         loss = base_loss(cluster.seed, step) * math.exp(r.gauss(0.0, 0.001))
+        spike = 1.0
         if bad is not None and start > 0 and bad.param("mode") == "loss-jump":
-            loss *= 1 + float(bad.param("jump")) * math.exp(-(step - start - 1) / 60)
+            excess = float(bad.param("jump")) * math.exp(-(step - start - 1) / 60)
+            loss *= 1 + excess
+            spike = 1 + 12 * excess  # the grad norm co-spikes, as in real corrupted-state restores
         elapsed += t
         clock += timedelta(seconds=t)
         window_t.append(t)
@@ -194,7 +197,7 @@ def run_training(
         if step % args.log_interval == 0 or step == args.train_iters:
             tm = sum(window_t) / len(window_t)
             lm = sum(window_l) / len(window_l)
-            gnorm = (0.25 + 2.5 * (1 + step / 50) ** -0.8) * math.exp(r.gauss(0.0, 0.08))
+            gnorm = (0.25 + 2.5 * (1 + step / 50) ** -0.8) * math.exp(r.gauss(0.0, 0.08)) * spike
             lines.append(
                 f" [{_timestamp(clock)}] iteration {step:8d}/{args.train_iters:8d} |"
                 f" consumed samples: {step * args.global_batch_size:12d} |"
