@@ -173,3 +173,11 @@ def test_time_scale() -> None:
     assert TimeScale.parse("realtime").wall(12.5) == 12.5
     with pytest.raises(UsageError, match="bad time scale"):
         TimeScale.parse("fast")
+
+
+def test_bad_command_lines_print_the_reason_and_exit_2_instead_of_raising() -> None:
+    runner = make_runner()
+    bad = runner.run(["all_reduce_perf", "-d", "complex"], {}, "sim-node-01", [])
+    assert bad.exit_code == 2
+    assert "datatype" in bad.stdout
+    assert runner.run(["mpirun", "-np", "16", "-H", "nowhere:8", "all_reduce_perf"], {}, "x", []).exit_code == 2

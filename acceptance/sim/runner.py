@@ -12,6 +12,8 @@
 - ``bash -c "a; b && c"`` -- each command in turn, stopping at the first failure;
   ``echo``/``export``/``set``/``sleep``/``hostname`` and similar shell chores print nothing or the obvious.
 
+A command line the tool would reject prints the reason and exits 2; `run` never raises.
+
 Run-to-run noise: each call gets its own seed from (cluster seed, the command, the node, the
 hosts, and how many times this same call was made before), so a repeated call differs
 and a whole session replays identically.
@@ -81,7 +83,10 @@ class SimRunner:
                 break
             if command[0] == "set":
                 errexit = errexit or any(a.startswith("-") and "e" in a for a in command[1:])
-            result = self._one(command, env, node, hosts, derive_seed(call_seed, i))
+            try:
+                result = self._one(command, env, node, hosts, derive_seed(call_seed, i))
+            except UsageError as exc:  # what the tool would say about a bad command line; never raise
+                result = ToolRun(f"{os.path.basename(command[0])}: {exc}\n", 2, 0.0)
             out.append(result.stdout)
             total += result.duration_s
             status = result.exit_code
