@@ -295,3 +295,13 @@ def test_two_healthy_runs_agree_within_5_percent_from_1mib_up() -> None:
         )
         worst = min(worst, *(b.oop_us / n.oop_us for b, n in zip(base, now, strict=True)))
     assert worst > 0.95
+
+
+def test_datatype_all_and_op_all_cycle_like_the_real_tool() -> None:
+    tool = ["all_reduce_perf", "-b", "1G", "-e", "2G", "-f", "2", "-d", "all", "-o", "all"]
+    run = nccl.parse_text(mpirun_nccl(make_runner(), node_names(2), tool).stdout).runs[0]
+    keys = [(row.type, row.redop) for row in run.rows[::2]]
+    assert keys[:6] == [("int8", op) for op in ("sum", "prod", "min", "max", "avg")] + [("uint8", "sum")]
+    assert len(run.rows) == 12 * 5 * 2
+    by_type = {row.type: row.oop.busbw or 0 for row in run.rows if row.size == 2 << 30 and row.redop == "sum"}
+    assert by_type["int8"] < 0.85 * by_type["float"]

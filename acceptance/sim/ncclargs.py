@@ -56,10 +56,6 @@ class NcclArgs:
     root: int = 0
     blocking: int = 0
 
-    @property
-    def type_size(self) -> int:
-        return TYPE_SIZES[self.dtype]
-
 
 @dataclass(frozen=True)
 class MpiLaunch:
@@ -133,11 +129,11 @@ def parse_nccl_args(argv: Sequence[str]) -> NcclArgs:
             elif opt in ("-i", "--stepbytes"):
                 values["step_bytes"] = parse_size(val)
             elif opt in ("-d", "--datatype"):
-                if val not in TYPE_SIZES:
+                if val not in TYPE_SIZES and val != "all":
                     raise UsageError(f"{program}: datatype {val!r} not one of {', '.join(TYPE_SIZES)}")
                 values["dtype"] = val
             elif opt in ("-o", "--op"):
-                if val not in OPS:
+                if val not in OPS and val != "all":
                     raise UsageError(f"{program}: op {val!r} not one of {', '.join(OPS)}")
                 values["op"] = val
             elif opt not in ignored:

@@ -29,7 +29,7 @@ from dataclasses import dataclass
 
 from acceptance.sim.cluster import GPU_FREE_BYTES, GPUS_PER_NODE
 from acceptance.sim.faults import Fabric
-from acceptance.sim.ncclargs import NcclArgs
+from acceptance.sim.ncclargs import OPS, TYPE_SIZES, NcclArgs
 
 _INTER_CURVE = ((1, 368.0), (2, 355.0), (3, 342.0), (4, 330.0), (5, 315.0), (6, 300.0), (10, 296.0))
 _INTRA = {
@@ -41,6 +41,11 @@ _INTRA = {
     "sendrecv": 370.0,
 }
 NIC_GBS = 46.0  # achievable per 400 Gb/s rail
+# `-d all` order, and how fast reductions run per type relative to float (H200 sample, 2.18.3)
+TYPE_ORDER = ("int8", "uint8", "int32", "uint32", "int64", "uint64", "half", "float", "double", "bfloat16",
+              "f8e4m3", "f8e5m2")  # fmt: skip
+TYPE_SPEED = {"int8": 0.80, "uint8": 0.80, "int32": 0.93, "uint32": 0.93, "int64": 0.90, "uint64": 0.90,
+              "half": 0.99, "bfloat16": 0.99, "double": 0.95, "f8e4m3": 0.75, "f8e5m2": 0.75}  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -49,6 +54,8 @@ class Row:
     count: int
     oop_us: float
     ip_us: float
+    dtype: str = "float"
+    op: str = "sum"
 
 
 def bus_factor(collective: str, nranks: int) -> float:
@@ -147,13 +154,18 @@ def simulate_rows(
     half = (16 << 20) if nodes <= 1 else (48 << 20)
     run = math.exp(r.gauss(0.0, 0.004))
     rows = []
-    for requested in sizes(args, max_bytes):
-        count, size = count_and_size(args.collective, requested, nranks, args.type_size)
-        sigma = 0.002 + 0.05 / (1 + size / (64 << 10)) + fabric.jitter
-        ideal = lat + size / (algbw * 1e3) + (half / (algbw * 1e3)) * size / (size + half)
-        oop = ideal * run * math.exp(r.gauss(0.0, sigma))
-        ip = ideal * run * math.exp(r.gauss(0.0, sigma))
-        rows.append(Row(size, count, oop, ip))
+    reducing = args.collective in ("all_reduce", "reduce_scatter", "reduce")
+    for dtype in TYPE_ORDER if args.dtype == "all" else (args.dtype,):
+        speed = TYPE_SPEED.get(dtype, 1.0) if reducing else 1.0
+        for op in OPS if args.op == "all" else (args.op,):
+            for requested in sizes(args, max_bytes):
+                count, size = count_and_size(args.collective, requested, nranks, TYPE_SIZES[dtype])
+                sigma = 0.002 + 0.05 / (1 + size / (64 << 10)) + fabric.jitter
+                bw = algbw * speed * 1e3
+                ideal = lat + size / bw + (half / bw) * size / (size + half)
+                oop = ideal * run * math.exp(r.gauss(0.0, sigma))
+                ip = ideal * run * math.exp(r.gauss(0.0, sigma))
+                rows.append(Row(size, count, oop, ip, dtype, op))
     return rows
 
 

@@ -100,12 +100,12 @@ def rank_lines(procs: Sequence[Proc], gpu_name: str, busids: Sequence[str]) -> l
 
 def _row_text(args: NcclArgs, row: Row, nranks: int) -> tuple[str, float]:
     coll = args.collective
-    redop = args.op if coll in ("all_reduce", "reduce_scatter", "reduce") else "none"
+    redop = row.op if coll in ("all_reduce", "reduce_scatter", "reduce") else "none"
     if coll == "sendrecv":
         redop = "sum"
     root = args.root if coll in ("broadcast", "reduce") else -1
     factor = bus_factor(coll, nranks)
-    parts = [f"{row.size:12d}  {row.count:12d}  {args.dtype:>8}  {redop:>6}  {root:>6}"]
+    parts = [f"{row.size:12d}  {row.count:12d}  {row.dtype:>8}  {redop:>6}  {root:>6}"]
     bus_sum = 0.0
     for half, t in (("oop", row.oop_us), ("ip", row.ip_us)):
         algbw = row.size / (t * 1e3)
