@@ -22,7 +22,6 @@ and a whole session replays identically.
 from __future__ import annotations
 
 import os
-import shlex
 import threading
 from collections.abc import Mapping, Sequence
 
@@ -33,14 +32,10 @@ from acceptance.sim.faults import FaultSet
 from acceptance.sim.ncclargs import NcclArgs, collective_of, parse_mpirun, parse_nccl_args
 from acceptance.sim.runtime import Host, NodeSpec, ToolRun
 from acceptance.sim.scenario import Scenario
+from acceptance.sim.shell import shell_chore, split_shell, strip_prefixes
 from acceptance.sim.training import is_training, run_training
 
 MPI_LAUNCHERS = {"mpirun", "mpiexec", "prterun", "orterun"}
-SHELL_CHORES = {
-    "set", "sleep", "true", ":", "cd", "ls", "cat", "sync", "ulimit", "wait", "nvidia-smi", "ibstat", "mkdir",
-    "rm", "cp", "mv", "touch", "date", "which", "source", ".", "trap", "nv-hostengine", "printenv", "ibv_devinfo",
-}  # fmt: skip
-PREFIXES = {"env", "exec", "time", "stdbuf", "nohup", "numactl", "taskset", "timeout"}
 DCGM_LEVELS = {"short": 1, "medium": 2, "long": 3, "xlong": 4}
 
 
@@ -76,7 +71,7 @@ class SimRunner:
         out: list[str] = []
         total, status, errexit = 0.0, 0, False
         env = dict(env)
-        for i, (how, command) in enumerate(_split_shell(argv)):
+        for i, (how, command) in enumerate(split_shell(argv)):
             if (how == "&&" and status != 0) or (how == "||" and status == 0):
                 continue
             if errexit and how == ";" and status != 0:
@@ -95,32 +90,13 @@ class SimRunner:
     # --- dispatch ---------------------------------------------------------------------------
 
     def _one(self, argv: list[str], env: dict[str, str], node: str, hosts: Sequence[Host], seed: int) -> ToolRun:
-        while argv and (("=" in argv[0] and not argv[0].startswith("-")) or argv[0] in PREFIXES):
-            if argv[0] in PREFIXES:  # run what follows (with its own options dropped)
-                head = argv[0]
-                argv = argv[1:]
-                while argv and argv[0].startswith("-"):
-                    argv = argv[1:]
-                if head == "timeout" and argv:
-                    argv = argv[1:]  # the duration
-                continue
-            k, _, v = argv[0].partition("=")
-            env[k] = v
-            argv = argv[1:]
+        argv = strip_prefixes(argv, env)
         if not argv:
             return ToolRun("", 0, 0.0)
         prog = os.path.basename(argv[0])
-        if prog == "echo":
-            return ToolRun(" ".join(argv[1:]) + "\n", 0, 0.0)
-        if prog == "export":
-            for item in argv[1:]:
-                k, _, v = item.partition("=")
-                env[k] = v
-            return ToolRun("", 0, 0.0)
-        if prog == "hostname":
-            return ToolRun(env.get("HOSTNAME", node) + "\n", 0, 0.0)
-        if prog in SHELL_CHORES:
-            return ToolRun("", 0, 0.0)
+        chore = shell_chore(argv, env, node)
+        if chore is not None:
+            return ToolRun(chore, 0, 0.0)
         if prog in MPI_LAUNCHERS:
             launch = parse_mpirun(argv)
             job_env = dict(env)
@@ -308,32 +284,3 @@ class SimRunner:
             return ToolRun(f"Error: {exc}\n", 255, 0.0)
         text = dcgmrender.render_json(run) if as_json else dcgmrender.render_text(run)
         return ToolRun(text, run.exit_code, run.duration_s)
-
-
-def _split_shell(argv: Sequence[str]) -> list[tuple[str, list[str]]]:
-    """``bash -c "a; b && c | tee f"`` -> [(";", a), (";", b), ("&&", c)]; any other argv -> [(";", argv)].
-
-    Each command comes with the connector before it (``;`` for newlines and ``&`` too). The
-    later stages of a pipeline are dropped: a pipeline prints and exits as its first command
-    does (``tee``, ``grep`` ... are taken as pass-through).
-    """
-    argv = list(argv)
-    if not (len(argv) >= 3 and os.path.basename(argv[0]) in ("bash", "sh") and "-c" in argv[1:-1]):
-        return [(";", argv)]
-    lexer = shlex.shlex(argv[argv.index("-c") + 1], posix=True, punctuation_chars=";&|\n")
-    lexer.whitespace = " \t\r"
-    lexer.whitespace_split = True
-    commands: list[tuple[str, list[str]]] = [(";", [])]
-    piped = False
-    for token in lexer:
-        if token in ("&&", "||"):
-            commands.append((token, []))
-            piped = False
-        elif token.strip("\n") in ("", ";", "&", ";;"):
-            commands.append((";", []))
-            piped = False
-        elif token == "|":
-            piped = True
-        elif not piped:
-            commands[-1][1].append(token)
-    return [(how, c) for how, c in commands if c]
