@@ -67,7 +67,7 @@ def judge_loss(
     subject: str = "loss continuity",
 ) -> Verdict:
     """Judge the loss from the restored step onward against the pre-incident run."""
-    point = restore_point(before, after, restore_step)
+    point = restore_point(before, after, restore_step, pre_rows=policy.trend_window + 2)
     pre, post = per_step(point.before), per_step(point.after)
     evidence = list(point.notes)
     figures: dict[str, Figure] = {
@@ -76,8 +76,6 @@ def judge_loss(
         "spike_z": policy.spike_z,
         "shift_z": policy.shift_z,
     }
-    if point.step is not None:
-        pre = pre[pre["step"] <= point.step]
     if not len(post):
         return Verdict(
             Status.INCONCLUSIVE, subject, "no steps after the restore in the log", figures, tuple(evidence)

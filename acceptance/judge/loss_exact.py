@@ -29,22 +29,27 @@ class RestorePoint:
     notes: tuple[str, ...]
 
 
-def restore_point(before: TrainLog, after: TrainLog, restore_step: int | None) -> RestorePoint:
+def restore_point(
+    before: TrainLog, after: TrainLog, restore_step: int | None, pre_rows: int | None = None
+) -> RestorePoint:
     """Find the restore: given, else the resume line of the after-log, else the last checkpoint
-    save of the pre-incident log before the after-log's first step. When the after-log holds
-    the resume itself (one log across the restart), split it there."""
+    save of the pre-incident log before the after-log's first step. When one log holds both
+    sides (the same object passed twice), split it at the resume line or the restore step.
+    Only the last `pre_rows` pre-incident rows are materialised (long logs stay cheap)."""
     notes: list[str] = []
-    pre, post = before.frame(), after.frame()
+    same = before is after
+    b_steps, a_steps = before.columns["step"], after.columns["step"]
+    pre_mask = np.ones(len(b_steps), dtype=bool)
+    post_mask = np.ones(len(a_steps), dtype=bool)
     resumes = [e for e in after.events if e.type == "resume"]
-    chosen = None
     if resumes:
         matching = [e for e in resumes if restore_step is None or e.step == restore_step]
         chosen = matching[-1] if matching else resumes[-1]
         segment = resumes.index(chosen) + 1
-        seg = post["segment"] if "segment" in post else pd.Series(0, index=post.index)
-        if before is after:
-            pre = pre[seg < segment]
-        post = post[seg >= segment]
+        seg = after.columns.get("segment", np.zeros(len(a_steps)))
+        if same:
+            pre_mask &= seg < segment
+        post_mask &= seg >= segment
         if restore_step is None and chosen.step is not None:
             restore_step = chosen.step
             notes.append(f"restore step {restore_step} from the log (line {chosen.line})")
@@ -52,8 +57,10 @@ def restore_point(before: TrainLog, after: TrainLog, restore_step: int | None) -
             notes.append(
                 f"the log says it loaded step {chosen.step}; judged against the given {restore_step}"
             )
-    if restore_step is None and len(post):
-        first = int(post["step"].iloc[0])
+    elif same and restore_step is not None:
+        post_mask &= a_steps > restore_step
+    if restore_step is None and post_mask.any():
+        first = int(a_steps[post_mask][0])
         saves = [
             e.step
             for e in before.events
@@ -66,7 +73,14 @@ def restore_point(before: TrainLog, after: TrainLog, restore_step: int | None) -
             notes.append(
                 "restore step unknown (no resume line, no checkpoint save): first-step check skipped"
             )
-    return RestorePoint(restore_step, pre.reset_index(drop=True), post.reset_index(drop=True), tuple(notes))
+    if restore_step is not None:
+        pre_mask &= b_steps <= restore_step
+    pre_idx = np.flatnonzero(pre_mask)
+    if pre_rows is not None:
+        pre_idx = pre_idx[-pre_rows:]
+    pre = before.frame(pre_idx).reset_index(drop=True)
+    post = after.frame(np.flatnonzero(post_mask)).reset_index(drop=True)
+    return RestorePoint(restore_step, pre, post, tuple(notes))
 
 
 def per_step(frame: pd.DataFrame) -> pd.DataFrame:

@@ -41,23 +41,28 @@ class Steady:
 
 def _time_column(log: TrainLog) -> tuple[pd.Series, str]:
     """Per-step time (s); throughput-only logs give time per token or per sample instead."""
-    frame = log.frame()
+    cols = log.columns
     for column, unit, invert in (
         ("step_time_s", "s", False),
         ("tokens_per_s", "s/token", True),
         ("samples_per_s", "s/sample", True),
     ):
-        if column in frame and frame[column].notna().any():
-            values = 1.0 / frame[column] if invert else frame[column]
-            data = pd.DataFrame({"step": frame["step"], "t": values})
-            data["segment"] = frame["segment"] if "segment" in frame else 0  # noqa: SIM401
-            data = data[data["t"].notna()]
-            if "rank" in frame and frame["rank"].nunique() > 1:
-                # Several ranks printing one step: the slowest rank is the step's time.
-                data = data.groupby(["segment", "step"], sort=False, as_index=False).agg(t=("t", "max"))
-            index = pd.MultiIndex.from_arrays([data["segment"].to_numpy(), data["step"].to_numpy()])
-            series = pd.Series(data["t"].to_numpy(), index=index)
-            return series, unit
+        values = cols.get(column)
+        if values is None:
+            continue
+        ok = np.isfinite(values)
+        if not ok.any():
+            continue
+        t = 1.0 / values[ok] if invert else values[ok]
+        steps = cols["step"][ok]
+        segment = cols["segment"][ok].astype(np.int64) if "segment" in cols else np.zeros(len(t), np.int64)
+        rank = cols.get("rank")
+        if rank is not None and len(np.unique(rank[ok][np.isfinite(rank[ok])])) > 1:
+            # Several ranks printing one step: the slowest rank is the step's time.
+            data = pd.DataFrame({"segment": segment, "step": steps, "t": t})
+            data = data.groupby(["segment", "step"], sort=False, as_index=False).agg(t=("t", "max"))
+            segment, steps, t = data["segment"].to_numpy(), data["step"].to_numpy(), data["t"].to_numpy()
+        return pd.Series(t, index=pd.MultiIndex.from_arrays([segment, steps])), unit
     raise ValueError(f"{log.source}: the log has no step time or throughput column ({log.format})")
 
 

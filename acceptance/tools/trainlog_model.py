@@ -113,13 +113,14 @@ class TrainLog:
         col = self.columns.get(name)
         return col is not None and bool(np.isfinite(col).any())
 
-    def frame(self) -> pd.DataFrame:
-        """The steps as a DataFrame (one row per logged step and rank), canonical columns first."""
+    def frame(self, rows: np.ndarray | None = None) -> pd.DataFrame:
+        """The steps as a DataFrame (one row per logged step and rank), canonical columns first;
+        `rows` (integer positions) selects some rows without copying the others."""
         data: dict[str, Any] = {}
         names = [c for c in CANONICAL if c in self.columns]
         names += sorted(c for c in self.columns if c not in CANONICAL)
         for name in names:
-            col = self.columns[name]
+            col = self.columns[name] if rows is None else self.columns[name][rows]
             if name in INT_COLUMNS:
                 data[name] = col.astype(np.int64, copy=False)
             elif name in BOOL_COLUMNS:

@@ -1,0 +1,122 @@
+"""Calibration of the step-time and loss judges on seeded synthetic series (issue 8).
+
+    python bench/calibration.py               # 1000 replicas per scenario
+    python bench/calibration.py --replicas 200
+
+Step time (margin 5%, CV 2%, 1000 baseline and 200 smoke steps, 2% stall outliers 1.5-5x,
+a 10x first step): FAIL rate of a +7% slowdown (power) and of a healthy run (false alarm),
+for i.i.d. and AR(1) (phi 0.5) noise; also PASS/INCONCLUSIVE shares.
+Loss (log-loss trend + noise, restore at step 400, 300-point trend window): healthy PASS
+rate, FAIL rate for a sustained +4 and -4 robust-sigma shift, and for a single step 8 sigmas
+above the trend in the first 5 steps after the restore (and 8 sigmas added to the noise),
+for i.i.d. and AR(1) (phi 0.3) noise. The tests run the same scenarios with 100 replicas.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from collections import Counter
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from acceptance.judge.loss import LossPolicy, judge_loss
+from acceptance.judge.steptime import StepTimePolicy, judge_steptime
+from acceptance.tools.trainlog import TrainLog
+
+SIGMA = 0.01
+
+
+def ar1(rng: np.random.Generator, n: int, phi: float) -> np.ndarray:
+    eps = rng.standard_normal(n)
+    if phi:
+        for i in range(1, n):
+            eps[i] = phi * eps[i - 1] + np.sqrt(1 - phi**2) * eps[i]
+    return eps
+
+
+def step_series(rng: np.random.Generator, n: int, phi: float, slow: float = 1.0) -> pd.Series:
+    t = 1.2 * slow * (1 + 0.02 * ar1(rng, n, phi))
+    hit = rng.random(n) < 0.02
+    t[hit] *= rng.uniform(1.5, 5.0, hit.sum())
+    t[0] *= 10
+    return pd.Series(t, index=np.arange(1, n + 1))
+
+
+def loss_logs(
+    rng: np.random.Generator, phi: float, shift: float = 0.0, spike_at: int | None = None, mode: str = "set"
+) -> tuple[TrainLog, TrainLog]:
+    steps = np.arange(1, 461)
+    trend = np.log(6.0) - 0.18 * np.log(steps)
+    u = trend + SIGMA * ar1(rng, len(steps), phi)
+    u[400:] += shift * SIGMA
+    if spike_at is not None:
+        i = 400 + spike_at
+        u[i] = trend[i] + 8 * SIGMA if mode == "set" else u[i] + 8 * SIGMA
+    loss = np.exp(u)
+    return (
+        TrainLog("synthetic", "<before>", {"step": steps[:400], "loss": loss[:400]}),
+        TrainLog("synthetic", "<after>", {"step": steps[400:], "loss": loss[400:]}),
+    )
+
+
+def steptime(replicas: int) -> None:
+    policy = StepTimePolicy()
+    for phi in (0.0, 0.5):
+        rng = np.random.default_rng(1000 + int(phi * 10))
+        slow: Counter[str] = Counter()
+        ok: Counter[str] = Counter()
+        start = time.perf_counter()
+        for i in range(replicas):
+            base = step_series(rng, 1000, phi)
+            slow[judge_steptime(base, step_series(rng, 200, phi, 1.07), policy, seed=i).status.value] += 1
+            ok[judge_steptime(base, step_series(rng, 200, phi), policy, seed=i).status.value] += 1
+        per_call = (time.perf_counter() - start) / (2 * replicas) * 1000
+        label = "iid" if not phi else f"AR(1) phi={phi}"
+        print(
+            f"step time, {label}: +7% slowdown FAIL {slow['fail'] / replicas:.1%} "
+            f"(inconclusive {slow['inconclusive'] / replicas:.1%}); healthy FAIL {ok['fail'] / replicas:.1%} "
+            f"(PASS {ok['pass'] / replicas:.1%}, inconclusive {ok['inconclusive'] / replicas:.1%}); "
+            f"{replicas} replicas, {per_call:.1f} ms per judge call"
+        )
+
+
+def loss(replicas: int) -> None:
+    policy = LossPolicy()
+    for phi in (0.0, 0.3):
+        rng = np.random.default_rng(2000 + int(phi * 10))
+        counts: Counter[str] = Counter()
+        start = time.perf_counter()
+        for i in range(replicas):
+            counts["healthy pass"] += judge_loss(*loss_logs(rng, phi), 400, policy).passed
+            counts["+4 sigma fail"] += not judge_loss(*loss_logs(rng, phi, shift=4), 400, policy).passed
+            counts["-4 sigma fail"] += not judge_loss(*loss_logs(rng, phi, shift=-4), 400, policy).passed
+            counts["8-sigma step fail"] += not judge_loss(
+                *loss_logs(rng, phi, spike_at=i % 5), 400, policy
+            ).passed
+            counts["+8 sigma added fail"] += not judge_loss(
+                *loss_logs(rng, phi, spike_at=i % 5, mode="add"), 400, policy
+            ).passed
+        per_call = (time.perf_counter() - start) / (5 * replicas) * 1000
+        rates = ", ".join(f"{name} {value / replicas:.1%}" for name, value in counts.items())
+        label = "iid" if not phi else f"AR(1) phi={phi}"
+        print(f"loss, {label}: {rates}; {replicas} replicas, {per_call:.1f} ms per judge call")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--replicas", type=int, default=1000)
+    args = parser.parse_args()
+    steptime(args.replicas)
+    loss(args.replicas)
+
+
+if __name__ == "__main__":
+    main()
