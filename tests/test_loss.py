@@ -185,3 +185,11 @@ def test_calibration_reduced(phi):
     assert passed >= 99
     assert shifted >= 95
     assert spiked == 100
+
+
+def test_one_log_without_resume_line_is_split_at_the_given_restore_step():
+    log = _pre()
+    v = judge_loss(log, log, 150, LossPolicy())
+    assert v.figures["first_step_after"] == 151
+    assert v.figures["trend_points"] == 150
+    assert v.status is Status.PASS, v.message()

@@ -178,3 +178,14 @@ def test_verdict_input_from_trainlog_built_in_memory():
     v = judge_steptime(log, log, StepTimePolicy())
     assert v.status is Status.PASS
     assert v.figures["ci_low"] == pytest.approx(1.0)
+
+
+def test_step_times_is_the_raw_sample_a_baseline_stores():
+    from acceptance.judge.steptime import step_times
+
+    sample = step_times(parse_file(TL / "megatron_lm_pre_incident.log"))
+    assert len(sample) == 430
+    assert sample.index[0] == 1
+    assert sample.iloc[0] == pytest.approx(14.8)
+    v = judge_steptime(sample, parse_file(TL / "megatron_lm_resumed_slow.log"), StepTimePolicy())
+    assert v.status is Status.FAIL

@@ -302,3 +302,21 @@ def test_streaming_accepts_a_generator(tmp_path: Path):
     log = parse(lines())
     assert log.frame()["loss"].tolist() == pytest.approx([1.0, 0.5, 0.3333])
     assert math.isclose(log.frame()["step_time_s"].iloc[0], 0.1)
+
+
+@pytest.mark.parametrize(
+    "name", ["megatron_lm_pre_incident.log", "megatron_lm_resumed_ok.log", "megatron_lm_multirank.log"]
+)
+def test_fast_path_gives_the_same_records(monkeypatch, name):
+    """The bulk path for long logs (few kept columns) equals the line parser, chunk edges included."""
+    from acceptance.tools import trainlog_fast
+
+    monkeypatch.setattr(trainlog_fast, "CHUNK", 37)
+    keep = ["step_time_s", "loss", "consumed_samples"]
+    slow = parse_file(TL / name)
+    fast = parse_file(TL / name, keep=keep)
+    assert trainlog_fast.usable(fast.format, keep)
+    assert set(fast.columns) <= {"step", "segment", "rank", *keep}
+    for column in ("step", *keep):
+        np.testing.assert_array_equal(fast.columns[column], slow.columns[column])
+    assert fast.events == slow.events

@@ -18,11 +18,11 @@ import numpy as np
 import pandas as pd
 from numpy.lib.stride_tricks import sliding_window_view
 
-from acceptance.judge.steptime_series import Steady, steady_series
+from acceptance.judge.steptime_series import Steady, steady_series, step_times
 from acceptance.judge.verdict import Figure, Status, Verdict
 from acceptance.tools.trainlog_model import TrainLog
 
-__all__ = ["Steady", "StepTimePolicy", "judge_steptime", "steady_series"]
+__all__ = ["Steady", "StepTimePolicy", "judge_steptime", "steady_series", "step_times"]
 
 
 @dataclass(frozen=True)

@@ -66,6 +66,13 @@ def _time_column(log: TrainLog) -> tuple[pd.Series, str]:
     raise ValueError(f"{log.source}: the log has no step time or throughput column ({log.format})")
 
 
+def step_times(log: TrainLog) -> pd.Series:
+    """The log's raw per-step times (s, or s/token, s/sample for throughput-only logs), indexed
+    by step: what a handover baseline stores at full size. Raises ValueError without timing."""
+    series, _ = _time_column(log)
+    return pd.Series(series.to_numpy(), index=series.index.get_level_values(1), name="step_time")
+
+
 def _steps_list(steps: np.ndarray, limit: int = 8) -> str:
     shown = ", ".join(str(int(s)) for s in steps[:limit])
     return shown + (f", ... ({len(steps)} in all)" if len(steps) > limit else "")

@@ -59,7 +59,7 @@ def _chunk_columns(
             if len(units) != 1:
                 return None
             values = np.array([v for _, v in found], dtype=np.float64)
-            columns[name] = values / 1000.0 if units == {"ms"} else values
+            columns[name] = values * 1e-3 if units == {"ms"} else values
             continue
         raw = _FIELD[name].findall(text)
         if len(raw) != n_lines:
