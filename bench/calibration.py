@@ -86,6 +86,19 @@ def steptime(replicas: int) -> None:
         )
 
 
+def sweep(replicas: int) -> None:
+    """Outcome shares against the true slowdown (iid noise): how the margin edge behaves."""
+    policy = StepTimePolicy()
+    rng = np.random.default_rng(3000)
+    for slow in (1.0, 1.03, 1.04, 1.05, 1.06, 1.07):
+        counts: Counter[str] = Counter()
+        for i in range(replicas):
+            base = step_series(rng, 1000, 0.0)
+            counts[judge_steptime(base, step_series(rng, 200, 0.0, slow), policy, seed=i).status.value] += 1
+        shares = ", ".join(f"{k} {counts[k] / replicas:.1%}" for k in ("pass", "inconclusive", "fail"))
+        print(f"step time, true slowdown {slow - 1:+.0%}: {shares} ({replicas} replicas)")
+
+
 def loss(replicas: int) -> None:
     policy = LossPolicy()
     for phi in (0.0, 0.3):
@@ -113,7 +126,11 @@ def main() -> None:
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("--replicas", type=int, default=1000)
+    parser.add_argument("--sweep", action="store_true", help="step time: outcome shares vs true slowdown")
     args = parser.parse_args()
+    if args.sweep:
+        sweep(args.replicas)
+        return
     steptime(args.replicas)
     loss(args.replicas)
 

@@ -19,6 +19,7 @@ from typing import Any
 from acceptance.errors import ParseError
 from acceptance.tools import trainlog_fast
 from acceptance.tools.trainlog_model import CANONICAL, Event, RankTimer, StepTable, TrainLog
+from acceptance.tools.trainlog_patterns import ANSI, DETECTORS, MEGATRON, TEXT_FORMATS, subformat
 from acceptance.tools.trainlog_struct import (
     STRUCT_FORMATS,
     UNIT_TARGETS,
@@ -26,7 +27,7 @@ from acceptance.tools.trainlog_struct import (
     parse_json_document,
     parse_jsonl,
 )
-from acceptance.tools.trainlog_text import ANSI, DETECTORS, TEXT_FORMATS, TextLogParser, subformat
+from acceptance.tools.trainlog_text import TextLogParser
 
 __all__ = [
     "FORMATS",
@@ -114,8 +115,6 @@ def _detect(it: Iterator[str], source: str, columns: Mapping[str, str] | None) -
 
 def _straggler_or_megatron(it: Iterator[str], head: list[str]) -> tuple[str, list[str]]:
     """Straggler lines come from Megatron runs: a later iteration line makes it megatron-lm."""
-    from acceptance.tools.trainlog_text import MEGATRON
-
     for raw in it:
         head.append(raw)
         if MEGATRON.search(raw):

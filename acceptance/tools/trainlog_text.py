@@ -11,99 +11,32 @@ from __future__ import annotations
 
 import contextlib
 import math
-import re
 from collections.abc import Collection, Iterable
 
 from acceptance.tools.trainlog_model import Event, RankTimer, StepTable, TrainLog
-
-ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
-_PREFIX = re.compile(r"^\s*(?:>\s?)?(?:\[[A-Za-z_]*?(\d+)\]:|(\d+):\s|\[[Rr]ank\s?(\d+)\]:?\s)")
-
-# Record starts, one per format.
-MEGATRON = re.compile(r"iteration\s+(\d+)/\s*(\d+)\s*\|")
-NEMO2 = re.compile(r"Training epoch (\d+), iteration (\d+)/(\d+)\s*\|")
-TITAN = re.compile(r"step:\s*(\d+)\s+loss:\s*([-+\w.]+)")
-NANOGPT = re.compile(r"iter (\d+): loss ([-+\w.]+), time ([\d.]+)ms")
-DS_STEP = re.compile(r"step=(\d+), skipped=(\d+), lr=\[([^\],]*)")
-DS_TIMER = re.compile(
-    r"\[timer\.py:\d+:stop\] (?:epoch=\d+/micro_step=\d+/global_step=(\d+)|\d+/(\d+)), "
-    r"(?:RunningAvgSamplesPerSec=[\d.]+, CurrSamplesPerSec=([\d.]+)|SamplesPerSec=([\d.]+))"
+from acceptance.tools.trainlog_patterns import (
+    ANSI,
+    DS_STEP,
+    DS_TIMER,
+    EVAL,
+    EVENT_HINT,
+    FIELDS,
+    HF_DICT,
+    HF_KV,
+    KV,
+    LOAD,
+    MAX_JOIN,
+    MEGATRON,
+    NANOGPT,
+    NEMO2,
+    PREFIX,
+    RESUME_NOSTEP,
+    SAVE,
+    START_AT,
+    STRAGGLER,
+    TITAN,
+    TITAN_KV,
 )
-HF_DICT = re.compile(r"\{\s*['‘’\"](?:loss|eval_loss|train_runtime)['‘’\"]\s*:")
-STRAGGLER = re.compile(
-    r"Mn(\w+)/Rnk:\s*([-\d.]+)([A-Za-z%]*)/(\d+)\s*\|\s*Mx\1/Rnk:\s*([-\d.]+)[A-Za-z%]*/(\d+)"
-)
-
-DETECTORS: tuple[tuple[str, re.Pattern[str]], ...] = (
-    ("nemo2", NEMO2),
-    ("megatron-lm", MEGATRON),
-    ("torchtitan", TITAN),
-    ("nanogpt", NANOGPT),
-    ("deepspeed", re.compile(DS_STEP.pattern + "|" + DS_TIMER.pattern)),
-    ("hf-trainer-console", HF_DICT),
-    ("megatron-straggler", STRAGGLER),
-)
-TEXT_FORMATS = (
-    "megatron-lm",
-    "megatron-deepspeed",
-    "gpt-neox",
-    "nemo2",
-    "torchtitan",
-    "nanogpt",
-    "deepspeed",
-    "hf-trainer-console",
-    "megatron-straggler",
-)
-
-# Events, whatever the format.
-_LOAD = re.compile(
-    r"load(?:ed|ing) (?:\w+ )?checkpoint .*?at iteration\s+(\d+)"
-    r"|Loading the checkpoint at step (\d+)"
-    r"|Continuing training from global step (\d+)"
-    r"|[Ll]oad(?:ed|ing) (?:model )?checkpoint:? \S*global_step(\d+)"
-)
-_START_AT = re.compile(r"Training starts at step (\d+)")
-_SAVE = re.compile(
-    r"(?:saving checkpoint at iteration|successfully saved checkpoint from iteration)\s+(\d+)"
-    r"|Saving model checkpoint(?: to|:) \S*?(?:checkpoint-|global_step)(\d+)"
-    r"|[Ss]aving (?:the )?checkpoint(?: at step (\d+))?"
-)
-_EVENT_HINT = re.compile(r"heckpoint|Training starts|Resuming training|validation loss|val loss")
-_RESUME_NOSTEP = re.compile(r"Resuming training from ")
-_EVAL = re.compile(r"validation loss at iteration\s+(\d+)|^step (\d+): train loss [-\w.]+, val loss")
-
-# Megatron / NeMo 2 `key: value |` fields → (column, factor).
-FIELDS: dict[str, tuple[str, float]] = {
-    "consumed samples": ("consumed_samples", 1.0),
-    "consumed tokens": ("consumed_tokens", 1.0),
-    "elapsed time per iteration (ms)": ("step_time_s", 1e-3),
-    "elapsed time per iteration (s)": ("step_time_s", 1.0),
-    "learning rate": ("lr", 1.0),
-    "global batch size": ("global_batch_size", 1.0),
-    "lm loss": ("loss", 1.0),
-    "lm_loss": ("loss", 1.0),
-    "loss scale": ("loss_scale", 1.0),
-    "grad norm": ("grad_norm", 1.0),
-    "number of skipped iterations": ("skipped", 1.0),
-    "number of nan iterations": ("nan", 1.0),
-    "samples per second": ("samples_per_s", 1.0),
-    "samples/sec": ("samples_per_s", 1.0),
-    "tflops": ("tflops", 1.0),
-    "throughput per gpu (tflop/s/gpu)": ("tflops", 1.0),
-    "reduced_train_loss": ("loss", 1.0),
-    "train_step_timing in s": ("step_time_s", 1.0),
-    "lr": ("lr", 1.0),
-    "consumed_samples": ("consumed_samples", 1.0),
-    "global_batch_size": ("global_batch_size", 1.0),
-    "grad_norm": ("grad_norm", 1.0),
-    "global_step": ("step", 1.0),
-}
-_HF_KV = re.compile(
-    r"['‘’\"]([A-Za-z_/]+)['‘’\"]\s*:\s*([-+]?(?:\d+\.?\d*(?:[eE][-+]?\d+)?|nan|inf|NaN|Infinity))"
-)
-_TITAN_KV = re.compile(r"(grad_norm|tps|tflops|mfu):\s*([-\d.,]+)")
-_KV = re.compile(r"([A-Za-z][^:|]*?)\s*:\s*([^\s|]+)")
-_MAX_JOIN = 4
 
 
 def _num(text: str) -> float:
@@ -160,7 +93,7 @@ class TextLogParser:
             line = ANSI.sub("", line)
         rank: int | None = None
         while True:
-            m = _PREFIX.match(line)
+            m = PREFIX.match(line)
             if not m:
                 break
             digits = m.group(1) or m.group(2) or m.group(3)
@@ -173,7 +106,7 @@ class TextLogParser:
             return
         if not line.strip():
             return
-        if _EVENT_HINT.search(line):
+        if EVENT_HINT.search(line):
             self._events(line, lineno)
         if "/Rnk:" in line:
             self._timers(line, lineno)
@@ -192,27 +125,27 @@ class TextLogParser:
         self.events.append(Event(kind, step, lineno, detail))
 
     def _events(self, line: str, lineno: int) -> None:
-        m = _LOAD.search(line)
+        m = LOAD.search(line)
         if m:
             step = int(next(g for g in m.groups() if g is not None))
             self._event("resume", step, lineno, line.strip()[:200])
             return
-        m = _START_AT.search(line)
+        m = START_AT.search(line)
         if m:
             if not (self.events and self.events[-1].type == "resume"):
                 self._event("resume", int(m.group(1)) - 1, lineno, line.strip()[:200])
             return
-        m = _SAVE.search(line)
+        m = SAVE.search(line)
         if m and "Loading" not in line:
             groups = [g for g in m.groups() if g is not None]
             saved = int(groups[0]) if groups else self._save_step_guess()
             self._event("checkpoint_save", saved, lineno, line.strip()[:200])
             return
-        if _RESUME_NOSTEP.search(line):
+        if RESUME_NOSTEP.search(line):
             self._pending_resume = len(self.events)
             self._event("resume", None, lineno, line.strip()[:200])
             return
-        m = _EVAL.search(line)
+        m = EVAL.search(line)
         if m:
             step = int(m.group(1) or m.group(2))
             self._last_eval = step
@@ -285,7 +218,7 @@ class TextLogParser:
             end = starts[i + 1].start() if i + 1 < len(starts) else len(line)
             body = line[m.end() : end]
             fields: dict[str, float] = {}
-            for key, value in _KV.findall(body):
+            for key, value in KV.findall(body):
                 spec = FIELDS.get(key.lower())
                 if spec is not None:
                     try:
@@ -294,7 +227,7 @@ class TextLogParser:
                         continue
             last = i + 1 == len(starts)
             cut = last and "loss" not in fields and not body.rstrip().endswith("|")
-            if cut and not final and joins < _MAX_JOIN:
+            if cut and not final and joins < MAX_JOIN:
                 self._carry = (line[m.start() :], rank, lineno)
                 return
             fields.pop("step", None)
@@ -323,7 +256,7 @@ class TextLogParser:
             end = starts[i + 1].start() if i + 1 < len(starts) else len(line)
             fields: dict[str, float] = {"loss": float(m.group(2))}
             names = {"tps": "tokens_per_s", "grad_norm": "grad_norm", "tflops": "tflops", "mfu": "mfu"}
-            for kv in _TITAN_KV.finditer(line, m.end(), end):
+            for kv in TITAN_KV.finditer(line, m.end(), end):
                 try:
                     fields[names[kv.group(1)]] = float(kv.group(2).replace(",", ""))
                 except ValueError:
@@ -355,7 +288,7 @@ class TextLogParser:
             end = line.find("}", start.end())
             kv = {
                 k: float(v.replace("Infinity", "inf"))
-                for k, v in _HF_KV.findall(line[start.start() : end if end >= 0 else len(line)])
+                for k, v in HF_KV.findall(line[start.start() : end if end >= 0 else len(line)])
             }
             if "loss" in kv:
                 self._hf_ordinal += 1
@@ -375,12 +308,4 @@ class TextLogParser:
                 )
 
 
-def subformat(fmt: str, line: str) -> str:
-    """Refine `megatron-lm` from a record line: DeepSpeed fork or GPT-NeoX."""
-    if fmt != "megatron-lm":
-        return fmt
-    if "samples/sec" in line or "lm_loss" in line:
-        return "gpt-neox"
-    if "consumed tokens" in line or "TFLOPs:" in line or "samples per second" in line:
-        return "megatron-deepspeed"
-    return fmt
+__all__ = ["TextLogParser"]
