@@ -13,7 +13,7 @@ from __future__ import annotations
 import fcntl
 import json
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Sequence, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -60,6 +60,22 @@ class RunFolder:
             tmp.write_text(json.dumps(result))
             tmp.replace(marker)
             return result
+
+    def mark(self, name: str) -> None:
+        """Say that `name` is done, for the other processes of the run."""
+        (self.path / f"{name}.mark").touch()
+
+    def wait_marks(self, names: Sequence[str], timeout_s: float, what: str) -> None:
+        """Wait until every mark in `names` exists; ClusterError after `timeout_s`."""
+        deadline = time.monotonic() + timeout_s
+        pending = list(names)
+        while pending:
+            pending = [n for n in pending if not (self.path / f"{n}.mark").exists()]
+            if not pending:
+                return
+            if time.monotonic() > deadline:
+                raise ClusterError(f"{what}: still not finished after {timeout_s:.0f} s: {', '.join(pending[:5])}")
+            time.sleep(0.05)
 
     def write_part(self, kind: str, name: str, data: Any) -> Path:
         """A piece of a baseline being recorded (one nccl run, one DCGM report)."""

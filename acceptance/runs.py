@@ -148,7 +148,10 @@ class Runs:
                 with self.folder.lock(GPU_LOCK, timeout_s=self.profile.dcgm_timeout_s + 600):
                     self._dcgm_handles = self._handles(self.dcgm_workloads(), "submit-dcgm")
             handle = self._dcgm_handles[f"dcgm-{node}"]
-            (result,) = self.cluster.wait([handle], self.profile.dcgm_timeout_s)
+            try:
+                (result,) = self.cluster.wait([handle], self.profile.dcgm_timeout_s)
+            finally:
+                self.folder.mark(f"dcgm-done-{node}")
             self._dcgm_results[node] = result
             self._save_result(f"dcgm/{node}", result)
         return self._dcgm_results[node]
@@ -179,10 +182,14 @@ class Runs:
         return verdict
 
     def wait_for_dcgm(self) -> None:
-        """Let every node's DCGM job finish before another workload takes the GPUs."""
+        """Let every node's DCGM job finish before another workload takes the GPUs.
+
+        The items of criterion 1 await their own jobs (in whichever process runs them) and
+        mark them done; a waiter deletes a finished job, so nobody else may wait on it.
+        """
         if self.dcgm_selected:
-            for node in self.targets():
-                self.dcgm_result(node)
+            names = [f"dcgm-done-{node}" for node in self.targets()]
+            self.folder.wait_marks(names, self.profile.dcgm_timeout_s + 600, "DCGM diagnostics of this run")
 
     # ------------------------------------------------------------ criterion 2
 

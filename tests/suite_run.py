@@ -1,0 +1,101 @@
+"""Running the acceptance suite end to end on the simulated cluster, from tests."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import xml.etree.ElementTree as ET
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+SUITE = ROOT / "acceptance"
+SCENARIOS = ROOT / "fixtures" / "scenarios"
+
+
+def sim_cluster_folder(base: Path, with_baseline: bool = True) -> Path:
+    """A copy of baselines/sim (profile with an absolute scenario path, and its baseline)."""
+    folder = base / "baselines" / "sim"
+    if folder.is_dir():
+        return folder
+    folder.mkdir(parents=True)
+    text = (ROOT / "baselines" / "sim" / "cluster.yaml").read_text()
+    (folder / "cluster.yaml").write_text(text.replace("../../fixtures/scenarios/", f"{SCENARIOS}/"))
+    if with_baseline:
+        for baseline in (ROOT / "baselines" / "sim").glob("handover-*.json"):
+            shutil.copy(baseline, folder / baseline.name)
+    return folder
+
+
+@dataclass(frozen=True)
+class SuiteRun:
+    result: pytest.RunResult
+    junit: Path
+    report_dir: Path
+
+    @property
+    def outcomes(self) -> dict[str, str]:
+        """test name (without module) → passed | failed | skipped | error, from the junit file."""
+        out = {}
+        for case in ET.parse(self.junit).getroot().iter("testcase"):
+            name = case.get("name", "")
+            if case.find("failure") is not None:
+                out[name] = "failed"
+            elif case.find("error") is not None:
+                out[name] = "error"
+            elif case.find("skipped") is not None:
+                out[name] = "skipped"
+            else:
+                out[name] = "passed"
+        return out
+
+    def message(self, name: str) -> str:
+        for case in ET.parse(self.junit).getroot().iter("testcase"):
+            if case.get("name") == name:
+                for tag in ("failure", "error", "skipped"):
+                    found = case.find(tag)
+                    if found is not None:
+                        return (found.get("message") or "") + "\n" + (found.text or "")
+        return ""
+
+    def properties(self, name: str) -> dict[str, str]:
+        for case in ET.parse(self.junit).getroot().iter("testcase"):
+            if case.get("name") == name:
+                return {p.get("name", ""): p.get("value", "") for p in case.iter("property")}
+        return {}
+
+    def objects_created(self) -> list[str]:
+        """kind/name of every manifest the run submitted, from the evidence folder."""
+        names = []
+        for path in sorted((self.report_dir / "manifests").rglob("*.yaml")):
+            import yaml
+
+            for doc in yaml.safe_load_all(path.read_text()):
+                if doc:
+                    names.append(f"{doc['kind']}/{doc['metadata']['name']}")
+        return sorted(names)
+
+
+def run_suite(pytester: pytest.Pytester, *args: str, baselines: Path | None = None) -> SuiteRun:
+    base = baselines or sim_cluster_folder(pytester.path).parent
+    report_dir = pytester.path / "report"
+    junit = pytester.path / "junit.xml"
+    result = pytester.runpytest_subprocess(
+        str(SUITE),
+        "--cluster=sim",
+        f"--baselines-dir={base}",
+        f"--report-dir={report_dir}",
+        f"--junitxml={junit}",
+        "--no-sign",
+        "-p",
+        "no:cacheprovider",
+        *args,
+        timeout=300,
+    )
+    return SuiteRun(result, junit, report_dir)
+
+
+def read_json(path: Path) -> object:
+    return json.loads(path.read_text())
