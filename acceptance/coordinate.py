@@ -13,7 +13,7 @@ from __future__ import annotations
 import fcntl
 import json
 import time
-from collections.abc import Callable, Sequence, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
