@@ -320,3 +320,33 @@ def test_fast_path_gives_the_same_records(monkeypatch, name):
     for column in ("step", *keep):
         np.testing.assert_array_equal(fast.columns[column], slow.columns[column])
     assert fast.events == slow.events
+
+
+def test_noise_lines_between_records_change_nothing():
+    """Arbitrary non-record lines (launcher chatter, warnings, stack traces) are ignored."""
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+
+    records = (TL / "megatron_lm_resumed_ok.log").read_text().splitlines(keepends=True)[3:23]
+    expected = parse(records).frame()
+    noise = st.text(st.characters(blacklist_categories=("Cs",), blacklist_characters="\r\n|"), max_size=80)
+
+    @settings(max_examples=60, deadline=None)
+    @given(st.lists(noise, min_size=len(records), max_size=len(records)))
+    def check(junk):
+        lines = [part for rec, extra in zip(records, junk, strict=True) for part in (rec, extra + "\n")]
+        got = parse(lines).frame()
+        assert got[["step", "loss", "step_time_s"]].equals(expected[["step", "loss", "step_time_s"]])
+
+    check()
+
+
+def test_unprefixed_ranks_out_of_order_are_deduplicated_but_a_prefixed_repeat_is_kept():
+    rec = {
+        s: f" iteration {s:8d}/      10 | elapsed time per iteration (ms): 1000.0 | lm loss: {s}.0E+00 |"
+        for s in (1, 2, 3)
+    }
+    frame = parse([rec[1], rec[2], rec[1], rec[3], rec[2], rec[3]]).frame()
+    assert frame["step"].tolist() == [1, 2, 3]
+    again = parse([f"[rank0]:{rec[1]}", f"[rank0]:{rec[2]}", f"[rank0]:{rec[1]}"]).frame()
+    assert again["step"].tolist() == [1, 2, 1]

@@ -185,7 +185,6 @@ class StepTable:
         self._recent: OrderedDict[tuple[int, int], tuple[tuple[tuple[str, float], ...], set[int | None]]] = (
             OrderedDict()
         )
-        self._max_step: int | None = None
         self._segment = 0
 
     def __len__(self) -> int:
@@ -199,7 +198,6 @@ class StepTable:
     @segment.setter
     def segment(self, value: int) -> None:
         self._segment = value
-        self._max_step = None
 
     @property
     def last_step(self) -> int | None:
@@ -214,24 +212,21 @@ class StepTable:
 
     def add(self, step: int, fields: Mapping[str, float], rank: int | None = None) -> bool:
         """Append one step record; drop it when it repeats an identical record of this step
-        printed by another rank, or (ranks unknown) when no later step came in between.
-        A same-rank identical record after later steps is a real repeat and is kept.
-        Returns whether a row was added."""
+        (same segment, among the last few hundred steps) printed by another rank, or by ranks
+        without prefixes, which cannot be told apart. An identical record printed again by
+        the same known rank is a real repeat and is kept. Returns whether a row was added."""
         if self._keep is None:
             kept = tuple(fields.items())
         else:
             kept = tuple((k, v) for k, v in fields.items() if k in self._keep)
         key = (step, self.segment)
         seen = self._recent.get(key)
-        if seen is not None and seen[0] == kept:
-            other_rank = rank is not None and rank not in seen[1]
-            if other_rank or (rank is None and step == self._max_step):
-                seen[1].add(rank)
-                return False
+        if seen is not None and seen[0] == kept and (rank is None or rank not in seen[1]):
+            seen[1].add(rank)
+            return False
         self._recent[key] = (kept, {rank})
         if len(self._recent) > _DEDUPE_WINDOW:
             self._recent.popitem(last=False)
-        self._max_step = step if self._max_step is None else max(self._max_step, step)
         n = len(self._steps)
         cols = self._cols
         for name, value in kept:
@@ -265,8 +260,6 @@ class StepTable:
         if self._segment and "segment" in self._cols:
             self._cols["segment"][n:] = array("d", [float(self._segment)]) * k
         self._steps.frombytes(np.ascontiguousarray(steps, dtype=np.int64).tobytes())
-        if k:
-            self._max_step = int(steps[-1]) if self._max_step is None else max(self._max_step, int(steps[-1]))
 
     def merge_last(self, step: int, fields: Mapping[str, float]) -> bool:
         """Fill the last row's fields when it has the same step (sparse tables, split records)."""
