@@ -19,15 +19,16 @@ from acceptance.clusters.kube_settings import ApiRetry, KubeSettings
 from acceptance.errors import ClusterError
 
 TRANSIENT = frozenset({429, 500, 502, 503, 504})
-_SECRET = re.compile(
-    r"(?i)(bearer\s+)[A-Za-z0-9._~+/=-]+|"
-    r"((?:token|client-key-data|client-certificate-data|password|authorization)[\"']?\s*[:=]\s*[\"']?)[^\s\"',}]+"
+_BEARER = re.compile(r"(?i)\b(bearer\s+)[A-Za-z0-9._~+/=-]+")
+_KEYED = re.compile(
+    r"(?i)((?:token|client-key-data|client-certificate-data|password|authorization)[\"']?\s*[:=]\s*[\"']?)"
+    r"(?!bearer\b|<redacted>)[^\s\"',}]+"
 )
 
 
 def redact(text: str) -> str:
     """Remove bearer tokens, keys and passwords from a message."""
-    return _SECRET.sub(lambda m: (m.group(1) or m.group(2) or "") + "<redacted>", text)
+    return _KEYED.sub(r"\1<redacted>", _BEARER.sub(r"\1<redacted>", text))
 
 
 class KubeApiError(ClusterError):

@@ -56,6 +56,7 @@ class _Server(ThreadingHTTPServer):
 class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     server: _Server
+    _drained = False
 
     def log_message(self, format: str, *args: Any) -> None:
         return
@@ -82,7 +83,8 @@ class _Handler(BaseHTTPRequestHandler):
 
     def _body(self) -> Obj:
         length = int(self.headers.get("Content-Length") or 0)
-        raw = self.rfile.read(length) if length else b""
+        raw = self.rfile.read(length) if length and not self._drained else b""
+        self._drained = True
         if not raw:
             return {}
         try:
@@ -96,6 +98,7 @@ class _Handler(BaseHTTPRequestHandler):
     def _handle(self, method: str) -> None:
         api = self.server.api
         api.count(method)
+        self._drained = False
         try:
             url = urlsplit(self.path)
             query = {k: v[-1] for k, v in parse_qs(url.query).items()}
@@ -118,7 +121,7 @@ class _Handler(BaseHTTPRequestHandler):
 
     def _drain(self) -> None:
         length = int(self.headers.get("Content-Length") or 0)
-        if length and not getattr(self, "_drained", False):
+        if length and not self._drained:
             self.rfile.read(length)
         self._drained = True
 

@@ -1,0 +1,227 @@
+"""The Kubernetes backend end to end: the official client against the API emulator over HTTP."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from acceptance.clusters.base import DcgmWorkload, NcclWorkload, RunResult
+from acceptance.clusters.kube import KubeCluster, dcgm_workloads
+from acceptance.clusters.kube_client import KubeApiError
+from acceptance.clusters.kube_settings import ApiRetry, KubeSettings
+from acceptance.cmd.cleanup import cleanup_cluster
+from acceptance.sim.controller_faults import Faults
+from acceptance.sim.kubeapi import EmulatedApi
+from tests.kube_tool_double import CannedRunner, node_names
+
+NODES = tuple(node_names(16))
+SETTINGS = KubeSettings(
+    namespace="recovery-acceptance",
+    images={"nccl": "nccl-tests:2.26", "dcgm": "dcgm:4.2.3", "smoke": "nemo:25.04"},
+    rdma_resources={"rdma/ib": 8},
+    env={"NCCL_IB_HCA": "=mlx5_0,mlx5_1"},
+    scheduling_timeout_s=1.0,
+    api_retry=ApiRetry(attempts=10, backoff_s=0.01, max_backoff_s=0.05),
+)
+NCCL = NcclWorkload("all-reduce", NODES, 8, ("all_reduce_perf", "-b", "1M", "-e", "16G", "-f", "2", "-g", "1"), {}, 600)
+
+
+def labelled(api: EmulatedApi) -> list[str]:
+    """Every object of the emulated cluster that carries the harness's label."""
+    out = []
+    for resource in ("mpijobs", "jobs", "pods", "configmaps"):
+        items, _ = api.store.list(
+            resource, None, lambda lb: lb.get("app.kubernetes.io/managed-by") == "recovery-acceptance"
+        )
+        out += [f"{resource}/{o['metadata']['name']}" for o in items]
+    return out
+
+
+@contextmanager
+def cluster(
+    faults: Faults | None = None, time_scale: float = 0.0, runner: CannedRunner | None = None,
+    settings: KubeSettings = SETTINGS, run_id: str = "t1",
+) -> Iterator[tuple[EmulatedApi, KubeCluster]]:  # fmt: skip
+    with EmulatedApi(runner or CannedRunner(), time_scale, faults) as api:
+        with KubeCluster(settings, run_id, api.api_client()) as kube:
+            yield api, kube
+        assert labelled(api) == []
+
+
+def test_dcgm_on_16_nodes_at_once_with_one_failing_node() -> None:
+    runner = CannedRunner(failing_nodes=frozenset({"gpu-0005"}))
+    with cluster(runner=runner) as (api, kube):
+        results = kube.run(dcgm_workloads(NODES, 8, 3, 1800), deadline_s=30)
+        assert labelled(api) == [], "finished workloads are deleted at once"
+    assert {call[1] for call in runner.calls} == set(NODES)
+    by_node = {r.workload: r for r in results}
+    bad = by_node.pop("dcgm-gpu-0005")
+    assert (bad.status, bad.exit_code) == ("failed", 1)
+    assert bad.reason.startswith("BackoffLimitExceeded: Job has reached the specified backoff limit")
+    assert '"status": "Fail"' in bad.output
+    for node, result in zip(NODES[:4], results[:4], strict=False):
+        assert result.ok and list(result.placement.values()) == [node], result
+    assert all(r.ok for r in by_node.values())
+    assert {e["reason"] for e in results[0].events} >= {"Scheduled", "Started", "Completed"}
+    assert results[0].manifests[0]["kind"] == "Job" and results[0].started and results[0].finished
+
+
+def test_mpijob_over_16_nodes_maps_every_rank_to_its_node() -> None:
+    runner = CannedRunner()
+    with cluster(runner=runner) as (_, kube):
+        [result] = kube.run([NCCL], deadline_s=30)
+    assert result.ok, result.reason
+    argv, _, hosts = runner.calls[0]
+    assert argv[:6] == ("mpirun", "--allow-run-as-root", "-np", "128", "--hostfile", "/etc/mpi/hostfile")
+    assert sorted(h.node for h in hosts) == list(NODES) and all(h.slots == 8 for h in hosts)
+    ranks = {}
+    for line in result.output.splitlines():
+        if line.startswith("#  Rank"):
+            fields = line.split()
+            ranks[int(fields[2])] = fields[fields.index("on") + 1]
+    placement = result.rank_placement(ranks)
+    assert len(placement) == 128
+    assert {p.node for p in placement.values()} == set(NODES)
+    assert placement[9].node == placement[15].node != placement[0].node
+    assert any(e["reason"] == "MPIJobSucceeded" for e in result.events)
+
+
+def test_unschedulable_request_fails_with_the_schedulers_message_within_its_deadline() -> None:
+    with cluster() as (_, kube):
+        start = time.monotonic()
+        [too_big, missing] = kube.run(
+            [DcgmWorkload("dcgm-big", "gpu-0003", 9, ("dcgmi", "diag", "-r", "1", "-j"), 600),
+             DcgmWorkload("dcgm-ghost", "gpu-9999", 8, ("dcgmi", "diag", "-r", "1", "-j"), 600)],
+            deadline_s=30,
+        )  # fmt: skip
+        elapsed = time.monotonic() - start
+    assert too_big.status == "unschedulable"
+    assert too_big.reason.startswith(
+        "0/16 nodes are available: 1 Insufficient nvidia.com/gpu, 15 node(s) didn't match Pod's node affinity/selector."
+    )
+    assert missing.reason.startswith("0/16 nodes are available: 16 node(s) didn't match Pod's node affinity/selector.")
+    assert any(e["reason"] == "FailedScheduling" for e in too_big.events)
+    assert elapsed < SETTINGS.scheduling_timeout_s + 5
+
+
+def test_image_that_cannot_be_pulled_is_a_clear_failure() -> None:
+    settings = replace(SETTINGS, images={**SETTINGS.images, "dcgm": "registry.example/does-not-exist:1"})
+    with cluster(settings=settings) as (_, kube):
+        [result] = kube.run(dcgm_workloads(NODES[:1], 8, 1, 600), deadline_s=30)
+    assert result.status == "failed"
+    assert result.reason.startswith("ImagePullBackOff: pod dcgm-gpu-0001-t1-")
+    assert "Back-off pulling image" in result.reason and result.exit_code is None
+
+
+def test_oomkilled_is_a_clear_failure_with_the_partial_log() -> None:
+    with cluster(faults=Faults(oom="dcgm-gpu-0002")) as (_, kube):
+        results = kube.run(dcgm_workloads(NODES[:3], 8, 1, 600), deadline_s=30)
+    oom = results[1]
+    assert (oom.status, oom.exit_code) == ("failed", 137)
+    assert oom.reason.startswith("OOMKilled: container dcgm-diag of pod dcgm-gpu-0002-t1-")
+    assert results[0].ok and results[2].ok
+
+
+def test_evicted_worker_fails_the_mpijob() -> None:
+    with cluster(faults=Faults(evict="all-reduce-t1-worker-3", evict_after_s=1), time_scale=0.01) as (_, kube):
+        [result] = kube.run([NCCL], deadline_s=30)
+    assert result.status == "failed"
+    assert result.reason.startswith("Evicted: pod all-reduce-t1-worker-3 on node gpu-0004: The node was low on")
+
+
+def test_node_going_notready_fails_its_workload() -> None:
+    with cluster(faults=Faults(node_not_ready={"gpu-0002": 1.0}), time_scale=0.01) as (_, kube):
+        results = kube.run(dcgm_workloads(NODES[:3], 8, 1, 600), deadline_s=30)
+    assert [r.status for r in results] == ["succeeded", "failed", "succeeded"]
+    assert results[1].reason.startswith("node gpu-0002 NotReady (NodeStatusUnknown: Kubelet stopped posting")
+
+
+def _essence(results: list[RunResult]) -> list[tuple[object, ...]]:
+    return [(r.workload, r.status, r.exit_code, r.reason, r.output, dict(r.placement)) for r in results]
+
+
+@pytest.mark.slow
+def test_results_with_5xx_answers_and_dropped_watches_equal_a_clean_run() -> None:
+    workloads = [*dcgm_workloads(NODES, 8, 3, 600), replace(NCCL, nodes=NODES[:8])]
+    with cluster() as (_, kube):
+        clean = kube.run(workloads, deadline_s=60)
+    faults = Faults(error_rate=0.05, watch_drop_s=0.3, watch_gone_rate=0.3, seed=7)
+    with cluster(faults=faults) as (api, kube):
+        faulty = kube.run(workloads, deadline_s=60)
+        assert kube.api.retries > 0, "the faults must have been hit"
+    assert _essence(faulty) == _essence(clean)
+    assert all(r.ok for r in clean)
+
+
+def test_client_errors_are_not_retried_and_say_what_was_sent() -> None:
+    with cluster() as (api, kube):
+        before = api.requests_by_verb.get("POST", 0)
+        with pytest.raises(KubeApiError, match=r"HTTP 422: Job.batch \"dcgm-bad-t1\" is invalid: .*sent: "):
+            kube.submit([DcgmWorkload("dcgm-bad", "gpu-0001", -1, ("dcgmi",), 60)])
+        assert api.requests_by_verb.get("POST", 0) - before == 1
+
+
+def test_a_wait_that_times_out_deletes_its_objects() -> None:
+    with cluster(time_scale=1.0) as (api, kube):
+        [result] = kube.run(dcgm_workloads(NODES[:1], 8, 3, 600), deadline_s=0.5)
+        assert result.status == "timeout"
+        assert "no final state within 0 s: pod dcgm-gpu-0001-t1-" in result.reason
+        assert labelled(api) == []
+
+
+def test_cleanup_removes_what_a_crashed_run_left() -> None:
+    with EmulatedApi(CannedRunner(), time_scale=1.0) as api:
+        crashed = KubeCluster(SETTINGS, "crashed", api.api_client())
+        crashed.submit([*dcgm_workloads(NODES[:2], 8, 3, 600), replace(NCCL, nodes=NODES[2:4])])
+        time.sleep(0.2)
+        assert labelled(api)
+        with KubeCluster(SETTINGS, "next", api.api_client()) as kube:
+            left = kube.leftovers()
+        assert any(s.startswith("MPIJob/all-reduce-crashed") for s in left) and len(left) >= 4
+        assert cleanup_cluster(SETTINGS, older_than_s=3600, api_client=api.api_client()) == 0
+        assert cleanup_cluster(SETTINGS, older_than_s=None, api_client=api.api_client()) >= 3
+        assert labelled(api) == []
+
+
+CHILD = """
+import sys, time
+sys.path.insert(0, {root!r})
+from kubernetes import config
+from acceptance.clusters.kube import KubeCluster, dcgm_workloads
+from tests.test_kube_e2e import SETTINGS, NODES
+client = config.new_client_from_config(config_file={kubeconfig!r})
+with KubeCluster(SETTINGS, "interrupted", client) as kube:
+    handles = kube.submit(dcgm_workloads(NODES[:4], 8, 3, 600))
+    print("submitted", flush=True)
+    kube.wait(handles, deadline_s=60)
+"""
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
+def test_interrupting_a_run_leaves_zero_labelled_objects(sig: int, tmp_path: Path) -> None:
+    root = str(Path(__file__).resolve().parents[1])
+    with EmulatedApi(CannedRunner(), time_scale=1.0) as api:
+        script = tmp_path / "child.py"
+        script.write_text(textwrap.dedent(CHILD.format(root=root, kubeconfig=str(api.kubeconfig_path))))
+        env = {**os.environ, "PYTHONPATH": root}
+        child = subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                 text=True, env=env)  # fmt: skip
+        assert child.stdout is not None
+        assert child.stdout.readline().strip() == "submitted"
+        time.sleep(0.3)
+        assert labelled(api)
+        child.send_signal(sig)
+        _, err = child.communicate(timeout=30)
+        assert child.returncode != 0 and "KeyboardInterrupt" in err
+        assert labelled(api) == []
