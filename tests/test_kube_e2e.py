@@ -70,10 +70,13 @@ def test_dcgm_on_16_nodes_at_once_with_one_failing_node() -> None:
     assert bad.reason.startswith("BackoffLimitExceeded: Job has reached the specified backoff limit")
     assert '"status": "Fail"' in bad.output
     for node, result in zip(NODES[:4], results[:4], strict=False):
-        assert result.ok and list(result.placement.values()) == [node], result
+        assert result.ok, result
+        assert list(result.placement.values()) == [node]
     assert all(r.ok for r in by_node.values())
     assert {e["reason"] for e in results[0].events} >= {"Scheduled", "Started", "Completed"}
-    assert results[0].manifests[0]["kind"] == "Job" and results[0].started and results[0].finished
+    assert results[0].manifests[0]["kind"] == "Job"
+    assert results[0].started
+    assert results[0].finished
 
 
 def test_mpijob_over_16_nodes_maps_every_rank_to_its_node() -> None:
@@ -83,7 +86,8 @@ def test_mpijob_over_16_nodes_maps_every_rank_to_its_node() -> None:
     assert result.ok, result.reason
     argv, _, hosts = runner.calls[0]
     assert argv[:6] == ("mpirun", "--allow-run-as-root", "-np", "128", "--hostfile", "/etc/mpi/hostfile")
-    assert sorted(h.node for h in hosts) == list(NODES) and all(h.slots == 8 for h in hosts)
+    assert sorted(h.node for h in hosts) == list(NODES)
+    assert all(h.slots == 8 for h in hosts)
     ranks = {}
     for line in result.output.splitlines():
         if line.startswith("#  Rank"):
@@ -120,7 +124,8 @@ def test_image_that_cannot_be_pulled_is_a_clear_failure() -> None:
         [result] = kube.run(dcgm_workloads(NODES[:1], 8, 1, 600), deadline_s=30)
     assert result.status == "failed"
     assert result.reason.startswith("ImagePullBackOff: pod dcgm-gpu-0001-t1-")
-    assert "Back-off pulling image" in result.reason and result.exit_code is None
+    assert "Back-off pulling image" in result.reason
+    assert result.exit_code is None
 
 
 def test_oomkilled_is_a_clear_failure_with_the_partial_log() -> None:
@@ -129,7 +134,8 @@ def test_oomkilled_is_a_clear_failure_with_the_partial_log() -> None:
     oom = results[1]
     assert (oom.status, oom.exit_code) == ("failed", 137)
     assert oom.reason.startswith("OOMKilled: container dcgm-diag of pod dcgm-gpu-0002-t1-")
-    assert results[0].ok and results[2].ok
+    assert results[0].ok
+    assert results[2].ok
 
 
 def test_evicted_worker_fails_the_mpijob() -> None:
@@ -156,7 +162,7 @@ def test_results_with_5xx_answers_and_dropped_watches_equal_a_clean_run() -> Non
     with cluster() as (_, kube):
         clean = kube.run(workloads, deadline_s=60)
     faults = Faults(error_rate=0.05, watch_drop_s=0.3, watch_gone_rate=0.3, seed=7)
-    with cluster(faults=faults) as (api, kube):
+    with cluster(faults=faults) as (_, kube):
         faulty = kube.run(workloads, deadline_s=60)
         assert kube.api.retries > 0, "the faults must have been hit"
     assert _essence(faulty) == _essence(clean)
@@ -187,7 +193,8 @@ def test_cleanup_removes_what_a_crashed_run_left() -> None:
         assert labelled(api)
         with KubeCluster(SETTINGS, "next", api.api_client()) as kube:
             left = kube.leftovers()
-        assert any(s.startswith("MPIJob/all-reduce-crashed") for s in left) and len(left) >= 4
+        assert any(s.startswith("MPIJob/all-reduce-crashed") for s in left)
+        assert len(left) >= 4
         assert cleanup_cluster(SETTINGS, older_than_s=3600, api_client=api.api_client()) == 0
         assert cleanup_cluster(SETTINGS, older_than_s=None, api_client=api.api_client()) >= 3
         assert labelled(api) == []
@@ -223,5 +230,6 @@ def test_interrupting_a_run_leaves_zero_labelled_objects(sig: int, tmp_path: Pat
         assert labelled(api)
         child.send_signal(sig)
         _, err = child.communicate(timeout=30)
-        assert child.returncode != 0 and "KeyboardInterrupt" in err
+        assert child.returncode != 0
+        assert "KeyboardInterrupt" in err
         assert labelled(api) == []

@@ -124,7 +124,9 @@ def test_smoke_is_a_job_on_one_node_and_an_mpijob_on_several() -> None:
 
 def test_names_stay_valid_for_long_workloads_and_run_ids() -> None:
     name = object_name("all-reduce-perf-across-the-whole-cluster-" * 3, "2026-11-30T00-00-00Z-abcdef", reserve=15)
-    assert len(name) <= 48 and name[0].isalpha() and name == name.lower()
+    assert len(name) <= 48
+    assert name[0].isalpha()
+    assert name == name.lower()
     assert object_name("X_y", "R") == "x-y-r"
     assert len(label_value("a" * 100)) <= 63
     assert label_value("dcgm gpu/07") == "dcgm-gpu-07"
@@ -139,8 +141,9 @@ def test_mpirun_passes_every_env_name_with_x() -> None:
 
 
 def test_settings_from_profile_mapping() -> None:
-    s = KubeSettings.from_mapping({"namespace": "x", "scheduling_timeout": "5m", "images": {"dcgm": "d"},
-                                   "rdma_resources": {"rdma/ib": 8}, "api_retry": {"attempts": 3, "backoff": "1s"}})  # fmt: skip
+    profile = {"namespace": "x", "scheduling_timeout": "5m", "images": {"dcgm": "d"}, "rdma_resources": {"rdma/ib": 8},
+               "api_retry": {"attempts": 3, "backoff": "1s"}}  # fmt: skip
+    s = KubeSettings.from_mapping(profile)
     assert (s.namespace, s.scheduling_timeout_s, s.api_retry.attempts, s.api_retry.backoff_s) == ("x", 300.0, 3, 1.0)
     with pytest.raises(ProfileError, match="unknown keys namspace"):
         KubeSettings.from_mapping({"namspace": "x"})
@@ -154,7 +157,9 @@ def test_credentials_never_reach_error_text() -> None:
     assert "s3cr3t" not in redact("Authorization: Bearer s3cr3t.tok-en")
     assert "s3cr3t" not in redact('{"token": "s3cr3t"}')
     err = KubeApiError("create Job x", 403, "forbidden: Bearer s3cr3t", {"spec": {"token": "s3cr3t"}})
-    assert "s3cr3t" not in str(err) and "HTTP 403" in str(err) and "sent:" in str(err)
+    assert "s3cr3t" not in str(err)
+    assert "HTTP 403" in str(err)
+    assert "sent:" in str(err)
 
 
 def test_rank_placement_maps_hosts_to_pods_and_nodes() -> None:
