@@ -74,8 +74,11 @@ def _block_medians(
     return 0.5 * (part[:, k - 1] + part[:, k])
 
 
-def _mann_whitney_p(a: np.ndarray, b: np.ndarray) -> float:
-    """Two-sided Mann-Whitney U p-value, normal approximation (information only)."""
+def _mann_whitney_p(a: np.ndarray, b: np.ndarray, cap: int) -> float:
+    """Two-sided Mann-Whitney U p-value, normal approximation (information only; long
+    series are thinned to `cap` points)."""
+    a = a[:: math.ceil(len(a) / cap)] if len(a) > cap else a
+    b = b[:: math.ceil(len(b) / cap)] if len(b) > cap else b
     n1, n2 = len(a), len(b)
     ranks = pd.Series(np.concatenate([a, b])).rank().to_numpy()
     u = ranks[:n1].sum() - n1 * (n1 + 1) / 2
@@ -189,7 +192,7 @@ def judge_steptime(
         spread=spread,
         spread_source=spread_source,
         margin_enforceable=enforceable,
-        mann_whitney_p=_mann_whitney_p(run.values, base.values),
+        mann_whitney_p=_mann_whitney_p(run.values, base.values, policy.max_bootstrap_n),
     )
     if hi <= limit:
         status = Status.PASS

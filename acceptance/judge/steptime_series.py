@@ -39,7 +39,7 @@ class Steady:
     evidence: tuple[str, ...] = ()
 
 
-def _time_column(log: TrainLog) -> tuple[pd.Series, str]:
+def _time_column(log: TrainLog) -> tuple[np.ndarray, np.ndarray, np.ndarray, str]:
     """Per-step time (s); throughput-only logs give time per token or per sample instead."""
     cols = log.columns
     for column, unit, invert in (
@@ -62,15 +62,15 @@ def _time_column(log: TrainLog) -> tuple[pd.Series, str]:
             data = pd.DataFrame({"segment": segment, "step": steps, "t": t})
             data = data.groupby(["segment", "step"], sort=False, as_index=False).agg(t=("t", "max"))
             segment, steps, t = data["segment"].to_numpy(), data["step"].to_numpy(), data["t"].to_numpy()
-        return pd.Series(t, index=pd.MultiIndex.from_arrays([segment, steps])), unit
+        return segment, steps, t, unit
     raise ValueError(f"{log.source}: the log has no step time or throughput column ({log.format})")
 
 
 def step_times(log: TrainLog) -> pd.Series:
     """The log's raw per-step times (s, or s/token, s/sample for throughput-only logs), indexed
     by step: what a handover baseline stores at full size. Raises ValueError without timing."""
-    series, _ = _time_column(log)
-    return pd.Series(series.to_numpy(), index=series.index.get_level_values(1), name="step_time")
+    _, steps, t, _ = _time_column(log)
+    return pd.Series(t, index=steps, name="step_time")
 
 
 def _steps_list(steps: np.ndarray, limit: int = 8) -> str:
@@ -82,14 +82,11 @@ def steady_series(data: pd.Series | TrainLog, rules: _Rules, label: str) -> Stea
     """Drop warm-up, after-restore, event and outlier steps; say what was dropped."""
     events: dict[int, str] = {}
     if isinstance(data, TrainLog):
-        series, unit = _time_column(data)
+        segment, steps, values, unit = _time_column(data)
         if rules.drop_event_steps:
             for event in data.events:
                 if event.type in ("checkpoint_save", "eval") and event.step is not None:
                     events[event.step] = event.type
-        segment = series.index.get_level_values(0).to_numpy()
-        steps = series.index.get_level_values(1).to_numpy()
-        values = series.to_numpy(dtype=float)
     else:
         unit = "s"
         values = data.to_numpy(dtype=float)
@@ -107,8 +104,9 @@ def steady_series(data: pd.Series | TrainLog, rules: _Rules, label: str) -> Stea
     evidence: list[str] = []
     warm = np.zeros(len(values), dtype=bool)
     restore = np.zeros(len(values), dtype=bool)
-    for seg in np.unique(segment):
-        mask = segment == seg
+    segments = np.unique(segment) if segment.any() else np.zeros(1, dtype=np.int64)
+    for seg in segments:
+        mask = segment == seg if len(segments) > 1 else np.ones(len(segment), dtype=bool)
         seg_steps = steps[mask]
         interval = int(np.median(np.diff(seg_steps))) if len(seg_steps) > 1 else 1
         interval = max(interval, 1)
@@ -129,7 +127,9 @@ def steady_series(data: pd.Series | TrainLog, rules: _Rules, label: str) -> Stea
     if events:
         interval = int(np.median(np.diff(steps))) if len(steps) > 1 else 1
         marked = set(events) | {s + max(interval, 1) for s in events}
-        at_event = np.isin(steps, np.fromiter(marked, dtype=np.int64)) & keep
+        wanted = np.fromiter(marked, dtype=np.int64)
+        span = int(steps.max() - steps.min()) if len(steps) else 0
+        at_event = np.isin(steps, wanted, kind="table" if span < 50_000_000 else None) & keep
         dropped["events"] = int(at_event.sum())
         if at_event.any():
             evidence.append(
@@ -151,5 +151,7 @@ def steady_series(data: pd.Series | TrainLog, rules: _Rules, label: str) -> Stea
         keep &= ~slow
     else:
         dropped["outliers"] = 0
-    kept_segments = tuple(values[keep & (segment == s)] for s in np.unique(segment))
+    kept_segments = (
+        tuple(values[keep & (segment == s)] for s in segments) if len(segments) > 1 else (values[keep],)
+    )
     return Steady(values[keep], steps[keep], unit, kept_segments, dropped, tuple(evidence))
