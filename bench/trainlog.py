@@ -74,8 +74,7 @@ def child(steps: int, keep: list[str] | None, judge: bool) -> dict[str, object]:
         "rss_before_mib": round(base_rss, 1),
     }
     if judge:
-        frame = log.frame()
-        smoke = pd.Series(frame["step_time_s"].to_numpy()[-200:], index=frame["step"].to_numpy()[-200:])
+        smoke = pd.Series(log.columns["step_time_s"][-200:], index=log.columns["step"][-200:])
         start = time.perf_counter()
         v = judge_steptime(log, smoke, StepTimePolicy())
         out["judge_steptime_s"] = round(time.perf_counter() - start, 2)
