@@ -28,6 +28,7 @@ BAD_WAITING = frozenset({"ImagePullBackOff", "InvalidImageName", "ErrImageNeverP
                          "CreateContainerConfigError", "CreateContainerError", "CrashLoopBackOff"})  # fmt: skip
 ROLE = "training.kubeflow.org/job-role"
 LOG_TAIL_LINES = 50
+EVAL_EVERY_S = 0.05
 Obj = Mapping[str, Any]
 
 
@@ -177,7 +178,8 @@ class Waiter:
         by_label: dict[str, list[_Track]] = {}
         for t in tracks:
             by_label.setdefault(t.label, []).append(t)
-        last_sweep = 0.0
+        last_sweep = last_eval = 0.0
+        next_deadline = min(t.deadline for t in tracks)
         while pending:
             now = time.monotonic()
             timeout = max(0.0, min(0.5, min(t.deadline for t in pending.values()) - now))
@@ -194,6 +196,10 @@ class Waiter:
                     t.outcome = ("error", f"cannot follow {failed_feed.resource}: {failed_feed.error}", None)
             if not all(f.synced.is_set() for f in feeds) and failed_feed is None:
                 continue
+            if now - last_eval < EVAL_EVERY_S and failed_feed is None and now < next_deadline:
+                continue  # let a burst of events pile up: evaluate a big workload once, not per event
+            last_eval = now
+            next_deadline = min(t.deadline for t in pending.values())
             if "*" in state.dirty or now - last_sweep >= 0.5:
                 todo = list(pending.values())
                 last_sweep = now

@@ -24,6 +24,7 @@ from acceptance.sim.controller_store import Change, Obj, Store, now_iso
 from acceptance.sim.runtime import Host, NodeSpec, ToolRunner
 
 Task = tuple[str, str, str]  # (what, namespace, name)
+_PRIORITY = {"pod": 0, "job": 1, "mpijob": 2}
 ROLE = "training.kubeflow.org/job-role"
 MPI_JOB_NAME = "training.kubeflow.org/job-name"
 
@@ -129,7 +130,7 @@ class Controller:
         self._event_seq = itertools.count()
         self._timers: list[tuple[float, int, Callable[[], None]]] = []
         self._seq = itertools.count()
-        self._queue: deque[Task] = deque()
+        self._queues: tuple[deque[Task], ...] = (deque(), deque(), deque())
         self._queued: set[Task] = set()
         self._wake = threading.Condition()
         self._stop = False
@@ -157,7 +158,7 @@ class Controller:
         with self._wake:
             if task not in self._queued:
                 self._queued.add(task)
-                self._queue.append(task)
+                self._queues[_PRIORITY.get(what, 0)].append(task)
                 self._wake.notify()
 
     def after(self, sim_seconds: float, fn: Callable[[], None]) -> None:
@@ -196,7 +197,7 @@ class Controller:
     def _loop(self) -> None:
         while True:
             with self._wake:
-                while not self._stop and not self._queue and not self._due():
+                while not self._stop and not any(self._queues) and not self._due():
                     timeout = self._timers[0][0] - time.monotonic() if self._timers else None
                     self._wake.wait(timeout)
                 if self._stop:
@@ -206,9 +207,11 @@ class Controller:
                 while self._timers and self._timers[0][0] <= now:
                     fns.append(heapq.heappop(self._timers)[2])
                 task = None
-                if self._queue:
-                    task = self._queue.popleft()
-                    self._queued.discard(task)
+                for pending in self._queues:  # pods before Jobs before MPIJobs: owners see bursts at once
+                    if pending:
+                        task = pending.popleft()
+                        self._queued.discard(task)
+                        break
             for fn in fns:
                 fn()
             if task is not None:

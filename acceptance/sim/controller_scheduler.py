@@ -33,8 +33,22 @@ def pod_requests(pod: Mapping[str, Any]) -> dict[str, int]:
     return dict(total)
 
 
+_SETS: dict[int, tuple[list[str], frozenset[str]]] = {}
+
+
+def _values(expr: Mapping[str, Any]) -> frozenset[str]:
+    """The expression's values as a set, memoised per list object (a pod's 1024 hostnames are checked often)."""
+    values = expr.get("values") or []
+    cached = _SETS.get(id(values))
+    if cached is None or cached[0] is not values:
+        if len(_SETS) > 4096:
+            _SETS.clear()
+        cached = _SETS[id(values)] = (values, frozenset(values))
+    return cached[1]
+
+
 def _match_expression(labels: Mapping[str, str], expr: Mapping[str, Any]) -> bool:
-    key, op, values = expr.get("key", ""), expr.get("operator", "In"), expr.get("values") or []
+    key, op, values = expr.get("key", ""), expr.get("operator", "In"), _values(expr)
     if op == "In":
         return labels.get(key) in values
     if op == "NotIn":
@@ -45,8 +59,8 @@ def _match_expression(labels: Mapping[str, str], expr: Mapping[str, Any]) -> boo
         return key not in labels
     if op in ("Gt", "Lt") and key in labels:
         try:
-            a, b = int(labels[key]), int(values[0])
-        except (ValueError, IndexError):
+            a, b = int(labels[key]), int(next(iter(values)))
+        except (ValueError, StopIteration):
             return False
         return a > b if op == "Gt" else a < b
     return False
@@ -105,6 +119,13 @@ def candidate_names(pod: Mapping[str, Any]) -> set[str] | None:
     return names or None
 
 
+def _allocatable(node: Mapping[str, Any], resource: str) -> int:
+    try:
+        return int(((node.get("status") or {}).get("allocatable") or {}).get(resource, 0))
+    except (TypeError, ValueError):
+        return 0
+
+
 class Placement:
     """Free capacity and pods per node; the scheduler's view of the cluster."""
 
@@ -161,14 +182,9 @@ class Placement:
                 return f"node(s) had untolerated taint {{{taint['key']}: {value}}}"
         if not matches_node_affinity(pod, node):
             return "node(s) didn't match Pod's node affinity/selector"
-        allocatable = node.get("status", {}).get("allocatable") or {}
         used = self.used.get(name, Counter())
         for res, amount in sorted(pod_requests(pod).items()):
-            try:
-                have = int(allocatable.get(res, 0))
-            except (TypeError, ValueError):
-                have = 0
-            if amount > have - used.get(res, 0):
+            if amount > _allocatable(node, res) - used.get(res, 0):
                 return f"Insufficient {res}"
         if not self._anti_affinity_ok(pod, name):
             return "node(s) didn't match pod anti-affinity rules"
@@ -178,7 +194,11 @@ class Placement:
         """The node for `pod`, or None and kube-scheduler's FailedScheduling message."""
         names = candidate_names(pod)
         order = sorted(names & nodes.keys()) if names is not None else sorted(nodes)
+        wanted = pod_requests(pod)
         for name in order:
+            used = self.used.get(name)
+            if used and any(used.get(r, 0) + n > _allocatable(nodes[name], r) for r, n in wanted.items()):
+                continue  # cheap test first: most pinned candidates are simply full
             if self.reason(pod, nodes[name]) is None:
                 return name, ""
         return None, self.failure_message(pod, nodes)

@@ -55,6 +55,7 @@ class _Server(ThreadingHTTPServer):
 
 class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
+    disable_nagle_algorithm = True  # header and body are separate writes: no 40 ms delayed-ACK stalls
     server: _Server
     _drained = False
 
