@@ -93,8 +93,8 @@ def bench(nodes: int) -> list[dict[str, Any]]:
         with KubeCluster(SETTINGS, f"bench{nodes}", api.api_client()) as kube:
             t0 = time.perf_counter()
             rows.append(phase(api, kube, "dcgm jobs (all nodes at once)", list(dcgm_workloads(names, 8, 1, 600)), 600))
-            rows.append(phase(api, kube, "one mpijob over all nodes",
-                              [NcclWorkload("all-reduce", tuple(names), 8, ("all_reduce_perf",), {}, 600)], 600))  # fmt: skip
+            everything = NcclWorkload("all-reduce", tuple(names), 8, ("all_reduce_perf",), {}, 600)
+            rows.append(phase(api, kube, "one mpijob over all nodes", [everything], 600))
             first = time.perf_counter() - t0
             pairs: list[Workload] = [
                 NcclWorkload(f"pair-{i:04d}", (names[2 * i], names[2 * i + 1]), 8, ("all_reduce_perf",), {}, 600)
