@@ -324,7 +324,9 @@ class EmulatedApi:
             server.socket = context.wrap_socket(server.socket, server_side=True)
         self.address = f"127.0.0.1:{server.server_address[1]}"
         self.url = f"{'https' if self.tls else 'http'}://{self.address}"
-        self._thread = threading.Thread(target=server.serve_forever, name="kubeapi-http", daemon=True)
+        self._thread = threading.Thread(
+            target=server.serve_forever, kwargs={"poll_interval": 0.05}, name="kubeapi-http", daemon=True
+        )
         self._thread.start()
         self.kubeconfig_path = write_kubeconfig(
             self._dir / "kubeconfig", self.url, self.token, self._namespaces[-1], ca
