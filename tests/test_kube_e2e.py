@@ -11,6 +11,7 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import replace
+from datetime import timedelta
 from pathlib import Path
 
 import pytest
@@ -148,8 +149,12 @@ def test_evicted_worker_fails_the_mpijob() -> None:
 def test_node_going_notready_fails_its_workload() -> None:
     with cluster(faults=Faults(node_not_ready={"gpu-0002": 1.0}), time_scale=0.01) as (_, kube):
         results = kube.run(dcgm_workloads(NODES[:3], 8, 1, 600), deadline_s=30)
+        since = results[0].started
+        assert since is not None
+        node_events = kube.events(["gpu-0002", "gpu-0003"], since - timedelta(seconds=5))
     assert [r.status for r in results] == ["succeeded", "failed", "succeeded"]
     assert results[1].reason.startswith("node gpu-0002 NotReady (NodeStatusUnknown: Kubelet stopped posting")
+    assert [(e.object, e.reason) for e in node_events] == [("Node/gpu-0002", "NodeNotReady")]
 
 
 def _essence(results: list[RunResult]) -> list[tuple[object, ...]]:
@@ -232,4 +237,27 @@ def test_interrupting_a_run_leaves_zero_labelled_objects(sig: int, tmp_path: Pat
         _, err = child.communicate(timeout=30)
         assert child.returncode != 0
         assert "KeyboardInterrupt" in err
+        assert labelled(api) == []
+
+
+def test_acceptance_cleanup_command_deletes_leftovers(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """`acceptance cleanup --cluster NAME` reads the profile's kube section and empties the namespace."""
+    import yaml
+
+    from acceptance.cli import main
+
+    profile = yaml.safe_load((Path(__file__).resolve().parents[1] / "baselines/sim/cluster.yaml").read_text())
+    with EmulatedApi(CannedRunner(), time_scale=1.0) as api:
+        profile["backend"] = "kube"
+        profile.pop("sim", None)
+        profile["kube"]["kubeconfig"] = str(api.kubeconfig_path)
+        (tmp_path / "prod").mkdir()
+        (tmp_path / "prod" / "cluster.yaml").write_text(yaml.safe_dump(profile))
+        KubeCluster(SETTINGS, "crashed", api.api_client()).submit(dcgm_workloads(NODES[:3], 8, 3, 600))
+        time.sleep(0.2)
+        assert main(["cleanup", "--cluster", "prod", "--baselines-dir", str(tmp_path), "--older-than", "1h"]) == 0
+        assert "0 object(s) deleted" in capsys.readouterr().out
+        assert main(["cleanup", "--cluster", "prod", "--baselines-dir", str(tmp_path)]) == 0
+        out = capsys.readouterr().out
+        assert "deleting Job/dcgm-gpu-0001-crashed (run crashed" in out
         assert labelled(api) == []

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -80,7 +81,7 @@ class KubeSettings:
         if not isinstance(retry, Mapping):
             raise ProfileError(f"{source}: kube.api_retry: expected a mapping with attempts and backoff")
         return cls(
-            kubeconfig=data.get("kubeconfig"),
+            kubeconfig=os.path.expanduser(str(data["kubeconfig"])) if data.get("kubeconfig") else None,
             context=data.get("context"),
             namespace=str(data.get("namespace", "default")),
             images={str(k): str(v) for k, v in dict(data.get("images") or {}).items()},
