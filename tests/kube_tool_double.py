@@ -54,6 +54,8 @@ class CannedRunner:
     def run(self, argv: Sequence[str], env: Mapping[str, str], node: str, hosts: Sequence[Host]) -> ToolRun:
         with self._lock:
             self.calls.append((tuple(argv), node, tuple(hosts)))
+        if argv and argv[0] == "explode":
+            raise ValueError("the simulator does not know this command")
         if argv and argv[0] == "dcgmi":
             status = "Fail" if node in self.failing_nodes else "Pass"
             doc = {"DCGM Diagnostic": {"test_categories": [{"category": "Hardware", "tests": [

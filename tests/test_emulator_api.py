@@ -192,3 +192,12 @@ def test_kubectl_reads_the_emulator() -> None:
     assert out.returncode == 0, out.stderr
     assert "node/gpu-0001" in out.stdout
     assert "job.batch/k" in out.stdout
+
+
+def test_a_command_the_simulator_refuses_fails_the_container(api: EmulatedApi, core: client.CoreV1Api) -> None:
+    bad = job("explode")
+    bad["spec"]["template"]["spec"]["containers"][0]["command"] = ["explode"]
+    client.BatchV1Api(api.api_client()).create_namespaced_job(NS, bad)
+    pod = until(lambda: [p for p in raw(core.list_namespaced_pod, NS)["items"] if p["status"]["phase"] == "Failed"])[0]
+    assert pod["status"]["containerStatuses"][0]["state"]["terminated"]["exitCode"] == 127
+    assert "does not know this command" in core.read_namespaced_pod_log(pod["metadata"]["name"], NS)

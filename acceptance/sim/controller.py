@@ -21,7 +21,7 @@ from typing import Any
 from acceptance.sim.controller_faults import IMAGE_PULL_FAILS, Faults
 from acceptance.sim.controller_scheduler import Placement
 from acceptance.sim.controller_store import Change, Obj, Store, now_iso
-from acceptance.sim.runtime import Host, NodeSpec, ToolRunner
+from acceptance.sim.runtime import Host, NodeSpec, ToolRun, ToolRunner
 
 Task = tuple[str, str, str]  # (what, namespace, name)
 _PRIORITY = {"pod": 0, "job": 1, "mpijob": 2}
@@ -213,9 +213,20 @@ class Controller:
                         self._queued.discard(task)
                         break
             for fn in fns:
-                fn()
+                self._guarded(fn, "timer")
             if task is not None:
-                self._dispatch(task)
+                self._guarded(lambda t=task: self._dispatch(t), f"{task[0]} {task[1]}/{task[2]}")  # type: ignore[misc]
+
+    def _guarded(self, fn: Callable[[], None], what: str) -> None:
+        """One bad object must not stop the controllers: report it and go on, as a real controller would."""
+        try:
+            fn()
+        except Exception:  # logged with its traceback; the loop carries on
+            import sys
+            import traceback
+
+            print(f"kubeapi controller: error while handling {what}:", file=sys.stderr)
+            traceback.print_exc(file=sys.stderr)
 
     def _due(self) -> bool:
         return bool(self._timers) and self._timers[0][0] <= time.monotonic()
@@ -355,7 +366,10 @@ class Controller:
         argv = [*(container.get("command") or ()), *(container.get("args") or ())]
         env = {e["name"]: str(e.get("value", "")) for e in container.get("env") or ()}
         hosts = self.jobs.hosts_for(pod) if labels.get(ROLE) == "launcher" else []
-        run = self.runner.run(argv, env, node, hosts)
+        try:
+            run = self.runner.run(argv, env, node, hosts)
+        except Exception as exc:  # the simulator refusing a command = the container failing
+            run = ToolRun(f"{' '.join(argv[:1]) or 'container'}: {exc}\n", 127, 0.0)
         output, code, reason, duration = run.stdout, run.exit_code, "Completed" if run.exit_code == 0 else "Error", \
             run.duration_s  # fmt: skip
         if self.faults.oom and self.faults.oom in name:
