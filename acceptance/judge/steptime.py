@@ -226,7 +226,7 @@ def judge_steptime(
             f"margin {_pct(policy.margin)} is under twice the run-to-run spread "
             f"{spread:.1%} ({spread_source}): not enforceable for this job at current variance"
         )
-        summary += "; " + note.rsplit(": ", maxsplit=1)[-1]
+        summary += f"; margin not enforceable (under 2x the run-to-run spread {spread:.1%})"
         evidence.append(note)
     evidence.append(f"run-to-run spread {spread:.2%} from {spread_source}")
     evidence.append(f"Mann-Whitney U p = {figures['mann_whitney_p']:.3g} (information only)")
