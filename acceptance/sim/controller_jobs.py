@@ -214,13 +214,14 @@ class JobControllers:
 
         name, ns = mj["metadata"]["name"], mj["metadata"]["namespace"]
         rspec = mj["spec"]["mpiReplicaSpecs"][role]
-        template = copy.deepcopy(rspec.get("template") or {})
+        template = rspec.get("template") or {}  # shared, never edited: stored objects are immutable
         labels = {**(template.get("metadata") or {}).get("labels", {}),
                   "training.kubeflow.org/operator-name": OPERATOR, "training.kubeflow.org/job-name": name,
                   "training.kubeflow.org/job-role": role.lower()}  # fmt: skip
         if index is not None:
             labels["training.kubeflow.org/replica-index"] = str(index)
-        spec = template.get("spec") or {}
+        spec = dict(template.get("spec") or {})
+        spec["containers"] = [dict(c) for c in spec.get("containers") or ()]
         spec["restartPolicy"] = rspec.get("restartPolicy", "OnFailure" if role == "Launcher" else "Never")
         spec["hostname"] = f"{name}-worker-{index}" if role == "Worker" else f"{name}-launcher"
         spec["subdomain"] = name
@@ -237,8 +238,10 @@ class JobControllers:
                 ("OMPI_MCA_orte_default_hostfile", "/etc/mpi/hostfile"),
                 ("OMPI_MCA_plm_rsh_args", "-o ConnectionAttempts=10"), ("OMPI_MCA_orte_set_default_slots", slots),
                 ("NVIDIA_VISIBLE_DEVICES", ""), ("NVIDIA_DRIVER_CAPABILITIES", ""))]  # fmt: skip
-            first.setdefault("volumeMounts", []).append({"name": "mpi-job-config", "mountPath": "/etc/mpi"})
-            spec.setdefault("volumes", []).append({"name": "mpi-job-config", "configMap": {"name": f"{name}-config"}})
+            first["volumeMounts"] = [*(first.get("volumeMounts") or ()), {"name": "mpi-job-config",
+                                                                          "mountPath": "/etc/mpi"}]  # fmt: skip
+            spec["volumes"] = [*(spec.get("volumes") or ()), {"name": "mpi-job-config",
+                                                              "configMap": {"name": f"{name}-config"}}]  # fmt: skip
         first["env"] = env
         meta = {"labels": labels, "namespace": ns, "ownerReferences": [owner_ref(mj)]}
         return {"metadata": meta, "spec": spec}

@@ -14,6 +14,7 @@ from typing import Any
 from acceptance.sim.controller_store import Obj, parse_label_selector
 
 HOSTNAME = "kubernetes.io/hostname"
+GPU = "nvidia.com/gpu"
 COUNTED = ("cpu", "memory", "pods", "ephemeral-storage", "hugepages-1Gi", "hugepages-2Mi")
 
 
@@ -133,12 +134,16 @@ class Placement:
         self.used: dict[str, Counter[str]] = {}
         self.pods_on: dict[str, dict[str, Mapping[str, str]]] = {}  # node -> pod key -> labels
         self.bound: dict[str, tuple[str, dict[str, int]]] = {}  # pod key -> (node, requests)
+        self._alloc: dict[str, dict[str, int]] = {}  # node -> allocatable (nodes never change capacity here)
+        self.gpu_full: set[str] = set()  # nodes whose GPUs are all taken
 
     def bind(self, node: str, pod_key: str, pod: Mapping[str, Any]) -> None:
         requests = pod_requests(pod)
         self.used.setdefault(node, Counter()).update(requests)
         self.pods_on.setdefault(node, {})[pod_key] = dict(pod["metadata"].get("labels") or {})
         self.bound[pod_key] = (node, requests)
+        if self.used[node].get(GPU, 0) >= self._alloc.get(node, {}).get(GPU, 1 << 30):
+            self.gpu_full.add(node)
 
     def release(self, pod_key: str) -> bool:
         """Free what a pod held; False when it held nothing."""
@@ -147,6 +152,7 @@ class Placement:
         node, requests = self.bound.pop(pod_key)
         self.pods_on.get(node, {}).pop(pod_key, None)
         self.used.setdefault(node, Counter()).subtract(requests)
+        self.gpu_full.discard(node)
         return True
 
     def _anti_affinity_ok(self, pod: Mapping[str, Any], node: str) -> bool:
@@ -194,12 +200,21 @@ class Placement:
         """The node for `pod`, or None and kube-scheduler's FailedScheduling message."""
         names = candidate_names(pod)
         order = sorted(names & nodes.keys()) if names is not None else sorted(nodes)
-        wanted = pod_requests(pod)
+        wanted = list(pod_requests(pod).items())
+        if any(r == GPU for r, _ in wanted):
+            order = [n for n in order if n not in self.gpu_full]
         for name in order:
             used = self.used.get(name)
-            if used and any(used.get(r, 0) + n > _allocatable(nodes[name], r) for r, n in wanted.items()):
-                continue  # cheap test first: most pinned candidates are simply full
+            if used:  # cheap test first: most pinned candidates are simply full
+                have = self._alloc.get(name)
+                if have is None:
+                    have = self._alloc[name] = {r: _allocatable(nodes[name], r) for r, _ in wanted}
+                if any(used.get(r, 0) + n > have.get(r, _allocatable(nodes[name], r)) for r, n in wanted):
+                    continue
             if self.reason(pod, nodes[name]) is None:
+                self._alloc.setdefault(name, {GPU: _allocatable(nodes[name], GPU)}).setdefault(
+                    GPU, _allocatable(nodes[name], GPU)
+                )
                 return name, ""
         return None, self.failure_message(pod, nodes)
 

@@ -162,6 +162,23 @@ def parse_field_selector(text: str | None) -> FieldPredicate:
 # ---------------------------------------------------------------- store
 
 
+def _copy_for_update(obj: Obj) -> Obj:
+    """A copy a mutator may change: metadata and status deeply; other sections one level deep.
+
+    Mutators replace keys of ``spec`` (``nodeName``, ``taints``), never edit inside them, so the
+    big shared parts of a pod spec (a 1024-node affinity list) are not copied on every update.
+    """
+    new: Obj = {}
+    for key, value in obj.items():
+        if key in ("metadata", "status"):
+            new[key] = copy.deepcopy(value)
+        elif isinstance(value, dict):
+            new[key] = dict(value)
+        else:
+            new[key] = value
+    return new
+
+
 @dataclass(frozen=True)
 class Change:
     rv: int
@@ -259,7 +276,7 @@ class Store:
             current = self._objects.get(resource, {}).get(key)
             if current is None:
                 return None
-            new = copy.deepcopy(current)
+            new = _copy_for_update(current)
             mutate(new)
             if new == current:
                 return current
