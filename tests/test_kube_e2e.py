@@ -183,10 +183,10 @@ def test_client_errors_are_not_retried_and_say_what_was_sent() -> None:
 
 
 def test_a_wait_that_times_out_deletes_its_objects() -> None:
-    with cluster(time_scale=1.0) as (api, kube):
+    with cluster(time_scale=1.0, run_id="2026-11-30T00:00:00Z/INC-1") as (api, kube):
         [result] = kube.run(dcgm_workloads(NODES[:1], 8, 3, 600), deadline_s=0.5)
         assert result.status == "timeout"
-        assert "no final state within 0 s: pod dcgm-gpu-0001-t1-" in result.reason
+        assert "no final state within 0 s: pod dcgm-gpu-0001-2026-11-30t00-00-00z-inc-1-" in result.reason
         assert labelled(api) == []
 
 

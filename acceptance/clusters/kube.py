@@ -58,8 +58,6 @@ class KubeCluster:
     """A Kubernetes cluster reached with the profile's kubeconfig context (or in-cluster)."""
 
     def __init__(self, settings: KubeSettings, run_id: str, api_client: Any | None = None) -> None:
-        if not label_value(run_id) == run_id:
-            raise UsageError(f"run id {run_id!r} is not a valid label value (use [A-Za-z0-9._-], at most 63)")
         self.settings = settings
         self.run_id = run_id
         self.api = KubeApi(api_client if api_client is not None else build_api_client(settings), settings.api_retry)
@@ -169,7 +167,8 @@ class KubeCluster:
 
     def leftovers(self) -> list[str]:
         """Labelled objects of earlier runs of this harness in the namespace."""
-        return [str(i) for i in list_labelled(self.api, self.settings.namespace) if i.run_id != self.run_id]
+        mine = label_value(self.run_id)
+        return [str(i) for i in list_labelled(self.api, self.settings.namespace) if i.run_id != mine]
 
     def cleanup(self) -> None:
         """Delete everything of this run; raise if anything is still there afterwards."""
