@@ -70,6 +70,9 @@ class CannedRunner:
                     lines.append(f"#  Rank {rank:2d} Group  0 Pid {1000 + rank} on {host.hostname} device {dev}")
                     rank += 1
             lines.append(f"# NCCL_IB_HCA={env.get('NCCL_IB_HCA', '')}")
+            if "--fail" in argv:
+                lines.append("all-reduce-worker-3: Test NCCL failure common.cu:1279 'unhandled system error'")
+                return ToolRun("\n".join(lines) + "\n", 1, self.duration_s)
             lines.append("# Avg bus bandwidth    : 360.5")
             return ToolRun("\n".join(lines) + "\n", 0, self.duration_s)
         return ToolRun(f"ran {' '.join(argv)} on {node}\n", 0, self.duration_s)

@@ -101,6 +101,23 @@ def test_mpijob_over_16_nodes_maps_every_rank_to_its_node() -> None:
     assert any(e["reason"] == "MPIJobSucceeded" for e in result.events)
 
 
+def test_failing_launcher_fails_the_mpijob_with_its_log() -> None:
+    with cluster() as (_, kube):
+        [result] = kube.run([replace(NCCL, argv=(*NCCL.argv, "--fail"))], deadline_s=30)
+    assert (result.status, result.exit_code) == ("failed", 1)
+    assert result.reason.startswith("MPIJob BackoffLimitExceeded/: Job has reached the specified backoff limit; "
+                                    "container launcher of pod all-reduce-t1-launcher-")  # fmt: skip
+    assert "unhandled system error" in result.log_tail
+
+
+def test_mpijob_the_operator_rejects_is_an_error_that_points_at_the_events() -> None:
+    with cluster() as (_, kube):
+        [result] = kube.run([replace(NCCL, name="empty", nodes=())], deadline_s=30)
+    assert result.status == "error"
+    assert result.reason.startswith("MPIJob empty-t1 has no Created condition after 1 s")
+    assert [e["reason"] for e in result.events] == ["ValidationError"]
+
+
 def test_unschedulable_request_fails_with_the_schedulers_message_within_its_deadline() -> None:
     with cluster() as (_, kube):
         start = time.monotonic()
