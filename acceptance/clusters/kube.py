@@ -27,7 +27,8 @@ from acceptance.clusters.kube_cleanup import delete_run, list_labelled
 from acceptance.clusters.kube_client import KubeApi, KubeApiError, build_api_client
 from acceptance.clusters.kube_manifests import MPI_API_VERSION, label_value, manifest_for, run_selector
 from acceptance.clusters.kube_settings import KubeSettings
-from acceptance.clusters.kube_wait import Waiter, parse_time
+from acceptance.clusters.kube_status import parse_time
+from acceptance.clusters.kube_wait import Waiter
 from acceptance.errors import ClusterError, UsageError
 
 __all__ = ["KubeCluster", "KubeSettings"]

@@ -11,7 +11,7 @@ from typing import Any
 from acceptance.clusters.kube_client import KubeApi, KubeApiError
 from acceptance.clusters.kube_manifests import MPI_API_VERSION, managed_selector
 from acceptance.clusters.kube_settings import RUN_ID_KEY
-from acceptance.clusters.kube_wait import parse_time
+from acceptance.clusters.kube_status import parse_time
 
 
 @dataclass(frozen=True)

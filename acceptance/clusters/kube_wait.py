@@ -10,70 +10,33 @@ When a workload ends (or its deadline passes) its log is read, then it is delete
 from __future__ import annotations
 
 import queue
-import re
 import threading
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any
 
 from acceptance.clusters.base import Handle, RunResult, RunStatus, workload_kind
 from acceptance.clusters.kube_client import KubeApi, KubeApiError
 from acceptance.clusters.kube_manifests import MPI_API_VERSION, label_value, run_selector
 from acceptance.clusters.kube_settings import WORKLOAD_KEY, KubeSettings
+from acceptance.clusters.kube_status import (
+    ASSIGNED,
+    Obj,
+    conditions,
+    container_state,
+    owner_of,
+    parse_time,
+    pod_failure,
+    true_condition,
+    unschedulable_message,
+    where,
+)
 from acceptance.clusters.kube_watch import Feed, Item
 
-BAD_WAITING = frozenset({"ImagePullBackOff", "InvalidImageName", "ErrImageNeverPull",
-                         "CreateContainerConfigError", "CreateContainerError", "CrashLoopBackOff"})  # fmt: skip
 ROLE = "training.kubeflow.org/job-role"
 LOG_TAIL_LINES = 50
 EVAL_EVERY_S = 0.05
-Obj = Mapping[str, Any]
-
-
-_ASSIGNED = re.compile(r"^Successfully assigned [^/\s]+/(\S+) to (\S+)")
-
-
-def _owner(tops: Mapping[str, str], name: str) -> str | None:
-    """The workload whose top object `name` belongs to: itself, or a prefix (``J-worker-3``, ``J-abcde``)."""
-    while True:
-        if name in tops:
-            return tops[name]
-        if "-" not in name:
-            return None
-        name = name.rsplit("-", 1)[0]
-
-
-def parse_time(stamp: str | None) -> datetime | None:
-    if not stamp:
-        return None
-    try:
-        return datetime.strptime(stamp.replace(".000000", ""), "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=UTC)
-    except ValueError:
-        return None
-
-
-def _conditions(obj: Obj) -> dict[str, Obj]:
-    return {c["type"]: c for c in (obj.get("status") or {}).get("conditions") or ()}
-
-
-def _true(obj: Obj, kind: str) -> Obj | None:
-    cond = _conditions(obj).get(kind)
-    return cond if cond and cond.get("status") == "True" else None
-
-
-def _container_state(pod: Obj, state: str) -> Obj | None:
-    for cs in (pod.get("status") or {}).get("containerStatuses") or ():
-        found = (cs.get("state") or {}).get(state)
-        if found:
-            return {**found, "container": cs.get("name", "")}
-    return None
-
-
-def _where(pod: Obj) -> str:
-    node = (pod.get("spec") or {}).get("nodeName")
-    return f"pod {pod['metadata']['name']}" + (f" on node {node}" if node else "")
 
 
 @dataclass
@@ -104,7 +67,7 @@ class _State:
             return
         meta = obj.get("metadata") or {}
         if resource == "nodes":
-            ready = _conditions(obj).get("Ready", {})
+            ready = conditions(obj).get("Ready", {})
             if kind != "DELETED" and ready.get("status") == "True":
                 self.not_ready.pop(meta["name"], None)
             else:
@@ -224,38 +187,26 @@ class Waiter:
         code = self._exit_code(main)
         unschedulable: str | None = None
         for pod in sorted(pods.values(), key=lambda p: p["metadata"]["name"]):
-            status = pod.get("status") or {}
-            if status.get("reason") == "Evicted":
-                return ("failed", f"Evicted: {_where(pod)}: {status.get('message', '')}".rstrip(": "), code)
-            waiting = _container_state(pod, "waiting")
-            if waiting and waiting.get("reason") in BAD_WAITING:
-                return ("failed", f"{waiting['reason']}: {_where(pod)}: {waiting.get('message', '')}", None)
-            term = _container_state(pod, "terminated")
-            if term and term.get("reason") == "OOMKilled":
-                return ("failed", f"OOMKilled: container {term['container']} of {_where(pod)} exceeded its "
-                        f"memory limit (exit {term.get('exitCode')})", code)  # fmt: skip
-            node = (pod.get("spec") or {}).get("nodeName")
-            if node and node in state.not_ready and status.get("phase") in ("Pending", "Running"):
-                return ("failed", f"node {node} NotReady ({state.not_ready[node]}) under {_where(pod)}", None)
-            cond = _conditions(pod).get("PodScheduled", {})
-            if cond.get("status") == "False" and cond.get("reason") == "Unschedulable":
-                unschedulable = str(cond.get("message", "Unschedulable"))
+            doomed = pod_failure(pod, state.not_ready, code)
+            if doomed is not None:
+                return doomed
+            unschedulable = unschedulable_message(pod) or unschedulable
         if top is not None:
             if t.kind == "Job":
-                if _true(top, "Complete"):
+                if true_condition(top, "Complete"):
                     return ("succeeded", "", code if code is not None else 0)
-                failed = _true(top, "Failed")
+                failed = true_condition(top, "Failed")
                 if failed:
                     return self._job_failure(failed, main, code)
             else:
-                if _true(top, "Succeeded"):
+                if true_condition(top, "Succeeded"):
                     return ("succeeded", "", code if code is not None else 0)
-                failed = _true(top, "Failed")
+                failed = true_condition(top, "Failed")
                 if failed:
                     detail = self._pod_detail(main)
                     reason = f"MPIJob {failed.get('reason', '')}: {failed.get('message', '')}".rstrip(": ")
                     return ("failed", reason + (f"; {detail}" if detail else ""), code)
-                if not _true(top, "Created") and now - t.created_at > self.settings.scheduling_timeout_s:
+                if not true_condition(top, "Created") and now - t.created_at > self.settings.scheduling_timeout_s:
                     return ("error", f"MPIJob {t.name} has no Created condition after "
                             f"{self.settings.scheduling_timeout_s:.0f} s: the MPI operator is not running or "
                             "rejected it (see the events)", None)  # fmt: skip
@@ -278,12 +229,10 @@ class Waiter:
     def _pod_detail(pod: Obj | None) -> str:
         if pod is None:
             return ""
-        term = _container_state(pod, "terminated")
+        term = container_state(pod, "terminated")
         if term is None:
             return ""
-        return (
-            f"container {term['container']} of {_where(pod)} exited {term.get('exitCode')} ({term.get('reason', '')})"
-        )
+        return f"container {term['container']} of {where(pod)} exited {term.get('exitCode')} ({term.get('reason', '')})"
 
     def _main_pod(self, t: _Track, pods: Mapping[str, Obj]) -> Obj | None:
         found = [
@@ -294,7 +243,7 @@ class Waiter:
 
     @staticmethod
     def _exit_code(pod: Obj | None) -> int | None:
-        term = _container_state(pod, "terminated") if pod else None
+        term = container_state(pod, "terminated") if pod else None
         return int(term["exitCode"]) if term and term.get("exitCode") is not None else None
 
     def _describe(self, t: _Track, state: _State) -> str:
@@ -303,9 +252,9 @@ class Waiter:
             return f"{t.kind} {t.name} has no pods"
         parts = []
         for pod in sorted(pods.values(), key=lambda p: p["metadata"]["name"])[:3]:
-            waiting = _container_state(pod, "waiting")
+            waiting = container_state(pod, "waiting")
             phase = (pod.get("status") or {}).get("phase", "?")
-            parts.append(f"{_where(pod)} {phase}" + (f" ({waiting.get('reason')})" if waiting else ""))
+            parts.append(f"{where(pod)} {phase}" + (f" ({waiting.get('reason')})" if waiting else ""))
         return "; ".join(parts) + (f" (+{len(pods) - 3} more pods)" if len(pods) > 3 else "")
 
     def _finish(self, t: _Track, state: _State) -> None:
@@ -353,7 +302,7 @@ class Waiter:
             started = parse_time((pod.get("status") or {}).get("startTime"))
             if started:
                 starts.append(started)
-            term = _container_state(pod, "terminated")
+            term = container_state(pod, "terminated")
             ended = parse_time(term.get("finishedAt")) if term else None
             if ended:
                 ends.append(ended)
@@ -382,7 +331,7 @@ class Waiter:
         out: dict[str, list[dict[str, str]]] = {}
         for ev in doc.get("items") or ():
             involved = ev.get("involvedObject") or {}
-            label = _owner(owner, involved.get("name", ""))
+            label = owner_of(owner, involved.get("name", ""))
             if label is None:
                 continue
             out.setdefault(label, []).append({
@@ -401,7 +350,7 @@ class Waiter:
         mine = events.get(t.label, [])
         placement = dict(t.result.placement)
         for ev in mine:  # pods deleted before the watch saw them bound (cleanPodPolicy) are in the events
-            found = _ASSIGNED.match(ev["message"]) if ev["reason"] == "Scheduled" else None
+            found = ASSIGNED.match(ev["message"]) if ev["reason"] == "Scheduled" else None
             if found:
                 placement.setdefault(found.group(1), found.group(2))
         return replace(t.result, events=tuple(mine), placement=dict(sorted(placement.items())))
