@@ -8,6 +8,9 @@ bookmarks, ``ERROR`` 410 when the version is too old, and early ends when asked 
 from __future__ import annotations
 
 import json
+import select
+import socket
+import ssl
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import TYPE_CHECKING, Any
@@ -183,6 +186,17 @@ class Handler(BaseHTTPRequestHandler):
         self._send_json(200, {"kind": f"{res.kind}List", "apiVersion": res.api_version,
                               "metadata": {"resourceVersion": str(rv)}, "items": items})  # fmt: skip
 
+    def _client_gone(self) -> bool:
+        """The client hung up (a watch it stopped reading): end now rather than at timeoutSeconds."""
+        sock = self.connection
+        if isinstance(sock, ssl.SSLSocket):
+            return False  # no MSG_PEEK on TLS sockets; the next write notices
+        try:
+            readable, _, _ = select.select([sock], [], [], 0)
+            return bool(readable) and sock.recv(1, socket.MSG_PEEK) == b""
+        except (OSError, ValueError):
+            return True
+
     def _chunk(self, event: Obj) -> None:
         data = json.dumps(event, separators=(",", ":")).encode() + b"\n"
         self.wfile.write(f"{len(data):x}\r\n".encode() + data + b"\r\n")
@@ -221,6 +235,8 @@ class Handler(BaseHTTPRequestHandler):
                 with store.cond:
                     if store.rv <= rv:
                         store.cond.wait(min(1.0, max(0.0, end_at - time.monotonic())))
+                if self._client_gone():
+                    return
                 for change in store.changes_since(rv):
                     rv = change.rv
                     if change.resource == res.name and wanted(change.obj):
