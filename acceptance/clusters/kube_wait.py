@@ -152,7 +152,8 @@ class Waiter:
                     state.apply(out.get_nowait())
             except queue.Empty:
                 pass
-            failed_feed = next((f for f in feeds if f.error), None)
+            # nodes are optional: a namespaced service account may not list them (no NotReady detection then)
+            failed_feed = next((f for f in feeds if f.error and f.resource != "nodes"), None)
             now = time.monotonic()
             if failed_feed is not None:
                 for t in pending.values():
