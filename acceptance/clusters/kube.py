@@ -155,8 +155,15 @@ class KubeCluster:
     def events(self, nodes: Sequence[str], since: datetime) -> list[ClusterEvent]:
         """Events about `nodes` (any namespace) since `since`, oldest first."""
         wanted = set(nodes)
-        doc = self.api.call("list events", self.api.core.list_event_for_all_namespaces,
-                            field_selector="involvedObject.kind=Node")  # fmt: skip
+        try:
+            doc = self.api.call("list events", self.api.core.list_event_for_all_namespaces,
+                                field_selector="involvedObject.kind=Node")  # fmt: skip
+        except KubeApiError as exc:
+            if exc.status != 403:
+                raise
+            # node events live in "default"; a namespaced account may still read those
+            doc = self.api.call("list node events", self.api.core.list_namespaced_event, "default",
+                                field_selector="involvedObject.kind=Node")  # fmt: skip
         out = []
         for ev in doc.get("items") or ():
             involved = ev.get("involvedObject") or {}
