@@ -8,6 +8,7 @@ Ctrl-C, on SIGTERM). ``../shared/k8s/README.md`` has the operator facts it relie
 from __future__ import annotations
 
 import signal
+import sys
 import threading
 from collections.abc import Sequence
 from datetime import UTC, datetime
@@ -82,6 +83,11 @@ class KubeCluster:
     ) -> None:
         try:
             self.cleanup()
+        except ClusterError as error:
+            if exc is None:
+                raise
+            # already leaving on an error or Ctrl-C: say what is left, keep the original exception
+            print(f"recovery-acceptance: cleanup incomplete: {error}", file=sys.stderr)
         finally:
             for sig, handler in self._previous.items():
                 signal.signal(sig, handler)
