@@ -14,14 +14,25 @@ import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
+import pandas as pd
+
 from acceptance.baseline import ClusterConditions, LoadedBaseline
-from acceptance.clusters.base import ClusterInventory, DcgmWorkload, Handle, NcclWorkload, RunResult, Workload
+from acceptance.clusters.base import (
+    ClusterInventory,
+    DcgmWorkload,
+    Handle,
+    NcclWorkload,
+    RunResult,
+    SmokeWorkload,
+    Workload,
+)
 from acceptance.clusters.kube import KubeCluster
 from acceptance.clusters.kube_manifests import manifest_for
 from acceptance.coordinate import RunFolder
-from acceptance.errors import AcceptanceError, ParseError
+from acceptance.errors import AcceptanceError, JobFailed, ParseError
 from acceptance.judge import preflight
 from acceptance.judge.diagnostics import DiagnosticsPolicy, judge_node
 from acceptance.judge.fabric import FabricMargins, judge_fabric
@@ -29,6 +40,7 @@ from acceptance.judge.verdict import Status, Verdict
 from acceptance.profile import Profile
 from acceptance.report.folder import ReportFolder
 from acceptance.tools import dcgm, nccl
+from acceptance.training import LogSources, TrainingLogs, judge_restore, judge_smoke, recorded_step_times
 from acceptance.units import format_duration
 
 GPU_LOCK = "gpus"
@@ -60,6 +72,7 @@ class Runs:
         folder: RunFolder,
         evidence: ReportFolder | None,
         dcgm_selected: bool,
+        log_sources: LogSources | None = None,
     ) -> None:
         self.profile = profile
         self.baseline = baseline
@@ -70,6 +83,7 @@ class Runs:
         self._preflight: Preflight | None = None
         self._dcgm_handles: dict[str, Handle] | None = None
         self._dcgm_results: dict[str, RunResult] = {}
+        self.training = TrainingLogs(profile, log_sources or LogSources(None, None, None), self._train_once)
 
     @property
     def recording(self) -> bool:
@@ -263,6 +277,56 @@ class Runs:
             verdict = Verdict(verdict.status, verdict.subject, verdict.summary, verdict.figures,
                               (*verdict.evidence, *notes), verdict.table)  # fmt: skip
         return verdict
+
+    # ------------------------------------------------------------ criteria 3 and 4
+
+    def _train_once(self, key: str, workload: SmokeWorkload) -> str:
+        """Run a training workload once per run (after DCGM, alone on the GPUs); its log text."""
+
+        def run() -> dict[str, Any]:
+            self.wait_for_dcgm()
+            with self.folder.lock(GPU_LOCK, timeout_s=workload.deadline_s * 4):
+                (result,) = self.cluster.wait(self.cluster.submit([workload]), workload.deadline_s)
+            self._save_result(f"training/{key}", result)
+            log = self.folder.path / f"train-{key}.log"
+            log.write_text(result.output)
+            return {"log": str(log), "ok": result.ok, "status": result.status, "reason": result.reason,
+                    "exit_code": result.exit_code, "tail": result.log_tail}  # fmt: skip
+
+        done = self.folder.once(f"train-{key}", run)
+        if not done["ok"]:
+            why = done["reason"] or f"exit {done['exit_code']}"
+            tail = done["tail"].strip().splitlines()[-1:] if done["tail"] else []
+            raise JobFailed(f"the {key} run of the job {done['status']} ({why}){': ' + tail[0] if tail else ''}")
+        return Path(done["log"]).read_text()
+
+    def smoke_step_time(self) -> Verdict:
+        try:
+            smoke = self.training.smoke()
+        except JobFailed as exc:
+            return Verdict(Status.FAIL, "smoke step time", f"smoke step time: {exc}; see the evidence folder")
+        if self.baseline is None:
+            sample = recorded_step_times(smoke)
+            self.folder.write_part("smoke", "steps", sample)
+            n = len(sample["step"])
+            return Verdict(Status.PASS, "smoke step time", f"smoke step time: {n} steps recorded for the baseline",
+                           {"steps_recorded": n})  # fmt: skip
+        recorded = self.baseline.baseline.data["results"].get("smoke")
+        if not recorded:
+            return Verdict(
+                Status.ERROR, "smoke step time",
+                f"smoke step time: the baseline {self.baseline.path.name} has no step-time sample; record one",
+            )  # fmt: skip
+        steps = recorded.get("step") or list(range(1, len(recorded["step_time_s"]) + 1))
+        reference = pd.Series(recorded["step_time_s"], index=pd.Index(steps, dtype="int64"), name="step_time_s")
+        return judge_smoke(reference, smoke, self.profile)
+
+    def loss_continuity(self) -> Verdict:
+        try:
+            before, after = self.training.pre_incident(), self.training.smoke()
+        except JobFailed as exc:
+            return Verdict(Status.FAIL, "loss continuity", f"loss continuity: {exc}; see the evidence folder")
+        return judge_restore(before, after, self.training.restore_step, self.profile)
 
     # ------------------------------------------------------------ evidence
 

@@ -32,6 +32,7 @@ from acceptance.report.folder import ReportFolder
 from acceptance.report.session import worker_report_folder
 from acceptance.runs import Runs
 from acceptance.simcluster import SimulatedCluster
+from acceptance.training import LogSources
 
 WORKER_KEYS = ("acceptance_run_id", "acceptance_run_folder", "acceptance_kubeconfig", "acceptance_started")
 
@@ -177,6 +178,11 @@ class AcceptanceSession:
                 self.run_folder,
                 self.report_folder,
                 dcgm_selected="test_gpu_diagnostics" in self.selected_modules,
+                log_sources=LogSources(
+                    smoke=self.value("smoke_log"),
+                    pre_incident=self.value("pre_incident_log"),
+                    restore_step=self.value("restore_step"),
+                ),
             )
             self._runs.set_targets(self.targets)
         return self._runs

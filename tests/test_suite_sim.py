@@ -10,6 +10,8 @@ pytestmark = pytest.mark.slow
 
 NODES = [f"sim-node-{i:02d}" for i in range(1, 17)]
 FABRIC = ["all_reduce_perf", "all_gather_perf", "reduce_scatter_perf", "alltoall_perf"]
+STEP = "test_smoke_step_time"
+LOSS = "test_loss_continuity"
 
 
 def fabric(name: str) -> str:
@@ -24,8 +26,10 @@ def test_healthy_cluster_passes_every_item(pytester: pytest.Pytester) -> None:
     run = run_suite(pytester)
     assert run.result.ret == 0, run.result.stdout.str()[-3000:]
     outcomes = run.outcomes
-    assert len(outcomes) == 4 + 16 + 4
+    assert len(outcomes) == 4 + 16 + 4 + 1 + 1
     assert set(outcomes.values()) == {"passed"}
+    assert run.properties(STEP)["verdict"] == "pass"
+    assert run.properties(LOSS)["verdict"] == "pass"
     props = run.properties(fabric("all_reduce_perf"))
     assert props["verdict"] == "pass"
     assert float(props["worst_ratio"]) > 0.95
@@ -33,11 +37,13 @@ def test_healthy_cluster_passes_every_item(pytester: pytest.Pytester) -> None:
     assert (run.report_dir / "MANIFEST.json").is_file()
 
 
-def test_degraded_nic_fails_fabric_and_only_fabric(pytester: pytest.Pytester) -> None:
+def test_degraded_nic_fails_fabric_and_the_step_time_it_slows(pytester: pytest.Pytester) -> None:
+    """A slow rail passes DCGM (the GPUs are fine) but slows every collective and so the job's steps."""
     run = run_suite(pytester, "--sim-fault=nic-degraded@sim-node-07")
     assert run.result.ret == 1
     outcomes = run.outcomes
-    assert {name for name, o in outcomes.items() if o != "passed"} == {fabric(n) for n in FABRIC}
+    assert {name for name, o in outcomes.items() if o != "passed"} == {fabric(n) for n in FABRIC} | {STEP}
+    assert outcomes[LOSS] == "passed"
     message = run.message(fabric("all_reduce_perf"))
     assert "all_reduce_perf: busbw" in message
     assert "at handover" in message
@@ -73,7 +79,7 @@ def test_node_down_fails_preflight_and_the_rest_skip_with_its_reason(pytester: p
     assert outcomes["test_node_set_ready"] == "failed"
     assert "sim-node-14: NotReady" in run.message("test_node_set_ready")
     skipped = {name for name, o in outcomes.items() if o == "skipped"}
-    assert skipped == {dcgm(n) for n in NODES} | {fabric(n) for n in FABRIC}
+    assert skipped == {dcgm(n) for n in NODES} | {fabric(n) for n in FABRIC} | {STEP, LOSS}
     assert "preflight failed: node set: sim-node-14: NotReady" in run.message(fabric("all_reduce_perf"))
 
 
@@ -85,7 +91,7 @@ def test_xdist_gives_the_same_verdicts_and_objects_as_one_process(pytester: pyte
     assert four.outcomes == one_outcomes
     strip = lambda names: sorted(n.split("-ra-")[0] for n in names)  # noqa: E731 - run ids differ
     assert strip(four.objects_created()) == strip(one_objects)
-    assert len(one_objects) == 16 + 4
+    assert len(one_objects) == 16 + 4 + 2  # DCGM per node, one MPIJob per nccl test, two training runs
 
 
 def test_record_mode_refuses_on_a_failing_node_and_never_overwrites(pytester: pytest.Pytester) -> None:
@@ -103,3 +109,40 @@ def test_record_mode_refuses_on_a_failing_node_and_never_overwrites(pytester: py
     run = run_suite(pytester, baselines=folder.parent)
     assert run.result.ret == 0, run.result.stdout.str()[-3000:]
     assert first.read_bytes() == before
+
+
+def test_throttling_gpu_fails_its_diagnostics_and_the_smoke_step_time(pytester: pytest.Pytester) -> None:
+    run = run_suite(pytester, "--sim-fault=gpu-throttle@sim-node-05:2")
+    failed = {name for name, o in run.outcomes.items() if o != "passed"}
+    assert failed == {dcgm("sim-node-05"), STEP}
+    message = run.message(STEP)
+    assert "smoke step time" in message
+    assert "margin +5.0%" in message
+    assert float(run.properties(STEP)["ratio"]) > 1.05
+
+
+def test_bad_restore_fails_loss_continuity_only(pytester: pytest.Pytester) -> None:
+    run = run_suite(pytester, "--sim-fault=bad-restore")
+    failed = {name for name, o in run.outcomes.items() if o != "passed"}
+    assert failed == {LOSS}
+    assert "first step beyond at 1001" in run.message(LOSS)
+
+
+def test_logs_handed_in_are_judged_without_running_the_job(pytester: pytest.Pytester) -> None:
+    from acceptance.sim.runner import SimRunner
+    from acceptance.sim.scenario import load_scenario
+
+    runner = SimRunner.from_scenario(load_scenario("bad-restore-step-off"), seed=20261129)
+    base = "python pretrain_gpt.py --train-iters 1200 --log-interval 1 --save-interval 200 --eval-interval 500"
+    pre = runner.run([*base.split(), "--exit-interval", "1000"], {}, "sim-node-01", ())
+    smoke = runner.run([*base.split(), "--load", "/ckpt", "--ckpt-step", "1000", "--exit-interval", "1200"],
+                       {}, "sim-node-01", ())  # fmt: skip
+    (pytester.path / "pre.log").write_text(pre.stdout)
+    (pytester.path / "smoke.log").write_text(smoke.stdout)
+    run = run_suite(
+        pytester, f"--pre-incident-log={pytester.path / 'pre.log'}", f"--smoke-log={pytester.path / 'smoke.log'}",
+        "--restore-step=1000", "-k", "loss or smoke",
+    )  # fmt: skip
+    assert run.outcomes[LOSS] == "failed"
+    assert "expected 1001" in run.message(LOSS)
+    assert not list((run.report_dir / "manifests").rglob("train-*")), "no training job may run"
