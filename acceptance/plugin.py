@@ -114,10 +114,14 @@ class ActiveRun:
             metafunc.parametrize("nccl_test", self.session.nccl_tests)
 
     def pytest_collection_modifyitems(self, items: list[pytest.Item]) -> None:
-        """Criteria run in their order (preflight first), and the run knows which are selected."""
-        suite = [item for item in items if SUITE_DIR in Path(str(item.path)).resolve().parents]
-        self.session.selected_modules = {Path(str(item.path)).stem for item in suite}
+        """Criteria run in their order, preflight first."""
         items.sort(key=lambda item: CRITERIA_ORDER.get(Path(str(item.path)).stem, len(CRITERIA_ORDER)))
+
+    def pytest_collection_finish(self, session: pytest.Session) -> None:
+        """Which criteria this run has, after -k/-m deselection (a later one may wait for an earlier one)."""
+        self.session.selected_modules = {
+            Path(str(item.path)).stem for item in session.items if SUITE_DIR in Path(str(item.path)).resolve().parents
+        }
 
     @pytest.fixture
     def acceptance(self, request: pytest.FixtureRequest) -> Suite:

@@ -158,13 +158,13 @@ class Runs:
 
     def dcgm_result(self, node: str) -> RunResult:
         if node not in self._dcgm_results:
-            if self._dcgm_handles is None:
-                with self.folder.lock(GPU_LOCK, timeout_s=self.profile.dcgm_timeout_s + 600):
-                    self._dcgm_handles = self._handles(self.dcgm_workloads(), "submit-dcgm")
-            handle = self._dcgm_handles[f"dcgm-{node}"]
             try:
+                if self._dcgm_handles is None:
+                    with self.folder.lock(GPU_LOCK, timeout_s=self.profile.dcgm_timeout_s + 600):
+                        self._dcgm_handles = self._handles(self.dcgm_workloads(), "submit-dcgm")
+                handle = self._dcgm_handles[f"dcgm-{node}"]
                 (result,) = self.cluster.wait([handle], self.profile.dcgm_timeout_s)
-            finally:
+            finally:  # whatever happened, nobody may keep waiting for this node
                 self.folder.mark(f"dcgm-done-{node}")
             self._dcgm_results[node] = result
             self._save_result(f"dcgm/{node}", result)

@@ -109,9 +109,7 @@ def loss(replicas: int) -> None:
             counts["healthy pass"] += judge_loss(*loss_logs(rng, phi), 400, policy).passed
             counts["+4 sigma fail"] += not judge_loss(*loss_logs(rng, phi, shift=4), 400, policy).passed
             counts["-4 sigma fail"] += not judge_loss(*loss_logs(rng, phi, shift=-4), 400, policy).passed
-            counts["8-sigma step fail"] += not judge_loss(
-                *loss_logs(rng, phi, spike_at=i % 5), 400, policy
-            ).passed
+            counts["8-sigma step fail"] += not judge_loss(*loss_logs(rng, phi, spike_at=i % 5), 400, policy).passed
             counts["+8 sigma added fail"] += not judge_loss(
                 *loss_logs(rng, phi, spike_at=i % 5, mode="add"), 400, policy
             ).passed
@@ -122,9 +120,7 @@ def loss(replicas: int) -> None:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--replicas", type=int, default=1000)
     parser.add_argument("--sweep", action="store_true", help="step time: outcome shares vs true slowdown")
     args = parser.parse_args()

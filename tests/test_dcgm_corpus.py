@@ -224,16 +224,11 @@ FIXTURE_EXPECT: dict[str, Expect] = {
             "software": {2: "fail"},
             "memory": {2: "fail"},
             **_skips(["diagnostic", "targeted_stress", "targeted_power", "memory_bandwidth"], 0),
-            **{
-                n: {2: "skip"}
-                for n in ["diagnostic", "targeted_stress", "targeted_power", "memory_bandwidth"]
-            },
+            **{n: {2: "skip"} for n in ["diagnostic", "targeted_stress", "targeted_power", "memory_bandwidth"]},
         },
         message=("software", "Page Retirement/Row Remap: GPU 2 had uncorrectable memory errors"),
     ),
-    "dcgm-3.3.9-r3-text-8gpu-pass.txt": Expect(
-        "pass", 0, "3.3.9", "550.90.07", tests=_all(R3_3X), gpus=_gpus(8)
-    ),
+    "dcgm-3.3.9-r3-text-8gpu-pass.txt": Expect("pass", 0, "3.3.9", "550.90.07", tests=_all(R3_3X), gpus=_gpus(8)),
     "dcgm-3.3.9-r3-text-8gpu-pcie-replay-fail-gpu4.txt": Expect(
         "fail",
         1,
@@ -255,9 +250,7 @@ FIXTURE_EXPECT: dict[str, Expect] = {
         failing={"software": {3: "fail"}},
         message=("software", "row remapping failed. Drain the GPU"),
     ),
-    "dcgm-4.4.1-r3-json-7of8-gpus-gpu7-absent.json": Expect(
-        "pass", 0, "4.4.1", tests=_all(R3_4X), gpus=_gpus(7)
-    ),
+    "dcgm-4.4.1-r3-json-7of8-gpus-gpu7-absent.json": Expect("pass", 0, "4.4.1", tests=_all(R3_4X), gpus=_gpus(7)),
     "dcgm-4.4.1-r3-json-8gpu-h200-pass.json": Expect(
         "pass", 0, "4.4.1", "570.172.08", tests=_all(R3_4X), gpus=_gpus(8)
     ),

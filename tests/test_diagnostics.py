@@ -51,9 +51,7 @@ def test_xid_failure_names_gpu_cause_version_and_action() -> None:
 
 
 def test_same_failure_in_text_output_reads_the_same() -> None:
-    v = judge_node(
-        "n", fx("dcgm-4.4.1-r3-text-8gpu-xid79-diagnostic-fail-gpu5.txt"), None, 8, POLICY, level=3
-    )
+    v = judge_node("n", fx("dcgm-4.4.1-r3-text-8gpu-xid79-diagnostic-fail-gpu5.txt"), None, 8, POLICY, level=3)
     assert v.summary.startswith("n GPU 5: diagnostic failed (XID 79: GPU has fallen off the bus)")
 
 
@@ -65,9 +63,7 @@ def test_a_gpu_missing_from_the_output_fails_naming_it() -> None:
 
 
 def test_expected_gpus_as_a_list() -> None:
-    v = judge_node(
-        "n", fx("dcgm-4.4.1-r3-json-7of8-gpus-gpu7-absent.json"), None, [0, 1, 2, 3, 4, 5, 6], POLICY
-    )
+    v = judge_node("n", fx("dcgm-4.4.1-r3-json-7of8-gpus-gpu7-absent.json"), None, [0, 1, 2, 3, 4, 5, 6], POLICY)
     assert v.status is Status.PASS
 
 
@@ -109,9 +105,7 @@ def test_overall_fail_without_any_gpu_row_fails_the_node() -> None:
 
 
 def test_warnings_are_recorded_and_do_not_fail_unless_their_severity_says_so() -> None:
-    thermal = judge_node(
-        "n", fx("dcgm-4.4.1-r3-text-8gpu-thermal-warn-targeted-power-gpu6.txt"), None, 8, POLICY
-    )
+    thermal = judge_node("n", fx("dcgm-4.4.1-r3-text-8gpu-thermal-warn-targeted-power-gpu6.txt"), None, 8, POLICY)
     assert thermal.status is Status.PASS
     assert any(e.startswith("recorded warning, targeted_power GPU 6: Clocks event") for e in thermal.evidence)
     reset = fx("dcgm-4.4.1-r3-json-8gpu-pass-with-reset-severity-warning-gpu2.json")
@@ -125,9 +119,7 @@ def test_warnings_are_recorded_and_do_not_fail_unless_their_severity_says_so() -
 
 def test_dcgm3_handover_against_dcgm4_run_matches_by_normalized_names() -> None:
     """3.3.9 text at handover, 4.4.1 JSON now: same tests under their 4.x names, the change stated."""
-    v = judge_node(
-        "n", fx(PASS8), fx("dcgm-3.3.9-r3-text-8gpu-pass.txt"), 8, POLICY, level=3, reference_level=3
-    )
+    v = judge_node("n", fx(PASS8), fx("dcgm-3.3.9-r3-text-8gpu-pass.txt"), 8, POLICY, level=3, reference_level=3)
     assert v.status is Status.PASS
     assert v.summary.endswith("— DCGM 4.4.1 r3 (3.3.9 at handover)")
     assert "DCGM 4.4.1 now, 3.3.9 at handover: tests matched by their DCGM 4.x names" in v.evidence
@@ -147,17 +139,13 @@ def test_a_handover_test_that_no_longer_exists_is_named() -> None:
     handover = fx("dcgm-3.2.6-r3-json-8gpu-h100-pass-gpu_ids-sm-stress.json")
     v = judge_node("n", fx(PASS8), handover, 8, POLICY, level=3, reference_level=3)
     assert v.status is Status.PASS
-    assert any(
-        e.startswith("handover test sm_stress (DCGM 3.2.6) is not in DCGM 4.4.1's run") for e in v.evidence
-    )
+    assert any(e.startswith("handover test sm_stress (DCGM 3.2.6) is not in DCGM 4.4.1's run") for e in v.evidence)
     strict = DiagnosticsPolicy(fail_on_retired_test=True)
     assert judge_node("n", fx(PASS8), handover, 8, strict, level=3, reference_level=3).status is Status.FAIL
 
 
 def test_a_handover_test_missing_at_the_same_version_fails() -> None:
-    now = dataclasses.replace(
-        fx(PASS8), tests=tuple(t for t in fx(PASS8).tests if t.name != "memory_bandwidth")
-    )
+    now = dataclasses.replace(fx(PASS8), tests=tuple(t for t in fx(PASS8).tests if t.name != "memory_bandwidth"))
     v = judge_node("n", now, fx(PASS8), 8, POLICY, level=3, reference_level=3)
     assert v.status is Status.FAIL
     assert "memory_bandwidth ran at handover and is missing now at -r 3" in v.summary
@@ -236,8 +224,5 @@ def test_a_lower_level_than_at_handover_fails_on_the_tests_it_no_longer_runs() -
     )
     v = judge_node("n", level2, fx(PASS8), 8, POLICY, level=2, reference_level=3)
     assert v.status is Status.FAIL
-    assert (
-        "level -r 2 now, -r 3 at handover: handover tests this level does not run count as missing"
-        in v.evidence
-    )
+    assert "level -r 2 now, -r 3 at handover: handover tests this level does not run count as missing" in v.evidence
     assert v.figures["failures"] == 5

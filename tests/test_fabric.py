@@ -37,9 +37,7 @@ def _scale(run: NcclRun, size: int, factor: float, wrong: float | None = None) -
 
 def _judge(now: NcclRun, base: NcclRun | None = None, **margins: float) -> tuple[Status, str]:
     base = base or _baseline()
-    verdict = judge_fabric(
-        now, NcclConditions.of(now), base, NcclConditions.of(base), FabricMargins(**margins)
-    )
+    verdict = judge_fabric(now, NcclConditions.of(now), base, NcclConditions.of(base), FabricMargins(**margins))
     return verdict.status, verdict.summary
 
 
@@ -120,9 +118,7 @@ def test_failed_run_quotes_the_error_lines() -> None:
     base = _baseline()
     verdict = judge_fabric(hang, NcclConditions.of(hang), base, NcclConditions.of(base), FabricMargins())
     assert verdict.status is Status.FAIL
-    assert (
-        verdict.summary == "all_reduce_perf: run failed — line 34: gpu-01: Test timeout (30s) common.cu:412"
-    )
+    assert verdict.summary == "all_reduce_perf: run failed — line 34: gpu-01: Test timeout (30s) common.cu:412"
     assert verdict.evidence[0] == "line 34: gpu-01: Test timeout (30s) common.cu:412"
     assert verdict.figures["failing_hosts"] == "gpu-01,gpu-02"
 

@@ -57,9 +57,7 @@ def test_no_nccl_output_exits_2_naming_the_file(capsys: pytest.CaptureFixture[st
 
 @needs_shared
 def test_collective_option_names_old_output(capsys: pytest.CaptureFixture[str]) -> None:
-    path = (
-        CORPUS / "nccl" / "nccl-tests-pre2.17-allreduce-2node-16rank-a100-unhandled-system-error-prterun.txt"
-    )
+    path = CORPUS / "nccl" / "nccl-tests-pre2.17-allreduce-2node-16rank-a100-unhandled-system-error-prterun.txt"
     assert main(["parse", "nccl", str(path), "--collective", "all_reduce_perf"]) == 1
     assert json.loads(capsys.readouterr().out)["runs"][0]["collective"] == "all_reduce"
 

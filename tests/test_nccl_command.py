@@ -112,9 +112,7 @@ def test_unknown_today_but_known_at_handover_is_a_difference() -> None:
 
 
 def test_command_option_and_env_differences() -> None:
-    other = NcclTest.from_argv(
-        ["all_reduce_perf", "-b", "8", "-e", "16G", "-f", "2", "-n", "5"], {"NCCL_ALGO": "Tree"}
-    )
+    other = NcclTest.from_argv(["all_reduce_perf", "-b", "8", "-e", "16G", "-f", "2", "-n", "5"], {"NCCL_ALGO": "Tree"})
     diffs = _conditions(command=other.normalized()).differences(_conditions())
     assert diffs == [
         "option iters=5 now, unset at handover",

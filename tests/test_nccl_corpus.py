@@ -87,8 +87,7 @@ def _after_header(c: NcclCapture) -> None:
     assert (run.nccl_tests_version, run.nccl_version) == ("2.17.6", "2.28.7")
     assert run.errors[0].line == 12
     assert run.errors[0].text == (
-        "cnode2-016: Test NCCL failure alltoall.cu:274 "
-        "'remote process exited or there was a network error / '"
+        "cnode2-016: Test NCCL failure alltoall.cu:274 'remote process exited or there was a network error / '"
     )
     assert run.avg_busbw is None
     assert run.out_of_bounds is None
@@ -239,18 +238,12 @@ EXPECTED: dict[str, Expect] = {
     ),
     "nccl-tests-2.17.8-5colls-10node-1gpu-per-node-h100-ok.txt": Expect(
         "ok",
-        [
-            (c, "ok", 10, 10, 10)
-            for c in ("all_reduce", "all_gather", "reduce_scatter", "alltoall", "sendrecv")
-        ],
+        [(c, "ok", 10, 10, 10) for c in ("all_reduce", "all_gather", "reduce_scatter", "alltoall", "sendrecv")],
         _ten_node_1gpu,
     ),
     "nccl-tests-2.17.8-5colls-10node-80rank-h100-double-ok.txt": Expect(
         "ok",
-        [
-            (c, "ok", 80, 10, 10)
-            for c in ("all_reduce", "all_gather", "reduce_scatter", "alltoall", "sendrecv")
-        ],
+        [(c, "ok", 80, 10, 10) for c in ("all_reduce", "all_gather", "reduce_scatter", "alltoall", "sendrecv")],
         _eighty_rank,
     ),
     "nccl-tests-2.17.8-5colls-1node-8xh100-nvswitch-baseline-ok.txt": Expect(
@@ -293,9 +286,7 @@ EXPECTED: dict[str, Expect] = {
     "nccl-tests-v2-old-alltoall-8gpu-1proc-a100-c0-superbench.txt": _old_superbench("alltoall", 58.6481),
     "nccl-tests-v2-old-broadcast-8gpu-1proc-a100-c0-superbench.txt": _old_superbench("broadcast", 64.8653),
     "nccl-tests-v2-old-reduce-8gpu-1proc-a100-c0-superbench.txt": _old_superbench("reduce", 65.018),
-    "nccl-tests-v2-old-reduce_scatter-8gpu-1proc-a100-c0-superbench.txt": _old_superbench(
-        "reduce_scatter", 60.168
-    ),
+    "nccl-tests-v2-old-reduce_scatter-8gpu-1proc-a100-c0-superbench.txt": _old_superbench("reduce_scatter", 60.168),
 }
 
 

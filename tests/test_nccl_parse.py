@@ -51,9 +51,7 @@ def test_timeout_hang_is_a_failure_with_the_timeout_line() -> None:
 
 
 def test_split_rows_warn_and_srun_labels() -> None:
-    capture = parse_file(
-        NCCL_FIXTURES / "nccl-tests-2.17.8-allreduce-srun-label-warn-mid-table-split-rows.txt"
-    )
+    capture = parse_file(NCCL_FIXTURES / "nccl-tests-2.17.8-allreduce-srun-label-warn-mid-table-split-rows.txt")
     run = capture.runs[0]
     assert capture.status == "ok"
     assert [r.size for r in run.rows] == [1 << k for k in range(20, 31)]
@@ -105,9 +103,7 @@ def test_no_nccl_output_is_not_ok() -> None:
 
 
 def test_caller_names_the_collective_when_output_does_not() -> None:
-    path = (
-        CORPUS / "nccl" / "nccl-tests-pre2.17-allreduce-2node-16rank-a100-unhandled-system-error-prterun.txt"
-    )
+    path = CORPUS / "nccl" / "nccl-tests-pre2.17-allreduce-2node-16rank-a100-unhandled-system-error-prterun.txt"
     if not path.exists():
         pytest.skip("../shared is absent")
     run = parse_file(path, collective="all_reduce_perf").runs[0]

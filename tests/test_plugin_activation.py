@@ -55,9 +55,7 @@ def test_unknown_cluster_is_a_usage_error_listing_profiles(pytester: pytest.Pyte
 def test_header_shows_cluster_profile_baseline_and_ticket(pytester: pytest.Pytester) -> None:
     folder = make_cluster(pytester)
     pytester.makepyfile("def test_one():\n    assert True\n")
-    result = pytester.runpytest(
-        "--cluster=c1", "--ticket=INC-1234", "--returned-node=sim-node-07", "-p", "no:xdist"
-    )
+    result = pytester.runpytest("--cluster=c1", "--ticket=INC-1234", "--returned-node=sim-node-07", "-p", "no:xdist")
     result.stdout.fnmatch_lines(
         [
             "recovery-acceptance *: cluster c1 (backend sim), run ra-*",
@@ -68,9 +66,7 @@ def test_header_shows_cluster_profile_baseline_and_ticket(pytester: pytest.Pytes
     )
 
 
-def test_ini_twin_and_environment_precedence(
-    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_ini_twin_and_environment_precedence(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:
     make_cluster(pytester)
     pytester.makeini("[pytest]\nacceptance_cluster = c1\nacceptance_ticket = INC-INI\n")
     pytester.makepyfile("def test_one():\n    assert True\n")

@@ -146,3 +146,10 @@ def test_logs_handed_in_are_judged_without_running_the_job(pytester: pytest.Pyte
     assert run.outcomes[LOSS] == "failed"
     assert "expected 1001" in run.message(LOSS)
     assert not list((run.report_dir / "manifests").rglob("train-*")), "no training job may run"
+
+
+def test_a_criterion_selected_alone_does_not_wait_for_deselected_ones(pytester: pytest.Pytester) -> None:
+    """With -k only the training criteria run: they must not wait for DCGM jobs nobody submits."""
+    run = run_suite(pytester, "-k", "smoke or loss")
+    assert run.result.ret == 0, run.result.stdout.str()[-3000:]
+    assert set(run.outcomes) == {STEP, LOSS}

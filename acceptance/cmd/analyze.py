@@ -55,9 +55,7 @@ def register(subparsers: Any) -> None:
     )
     st.add_argument("--run", type=Path, required=True, metavar="LOG", help="the smoke run's log")
     d = StepTimePolicy()
-    st.add_argument(
-        "--margin", type=_fraction, default=d.margin, help="agreed slowdown margin (default 0.05)"
-    )
+    st.add_argument("--margin", type=_fraction, default=d.margin, help="agreed slowdown margin (default 0.05)")
     st.add_argument("--warmup-steps", type=int, default=d.warmup_steps)
     st.add_argument("--warmup-intervals", type=int, default=d.warmup_intervals)
     st.add_argument("--after-restore-steps", type=int, default=d.after_restore_steps)
@@ -76,9 +74,7 @@ def register(subparsers: Any) -> None:
     lo = checks.add_parser("loss", help="loss continuity from the restored step onward")
     lo.add_argument("--before", type=Path, required=True, metavar="LOG", help="pre-incident log")
     lo.add_argument("--after", type=Path, required=True, metavar="LOG", help="log of the resumed run")
-    lo.add_argument(
-        "--restore-step", type=int, default=None, help="checkpoint step restored (default: from the logs)"
-    )
+    lo.add_argument("--restore-step", type=int, default=None, help="checkpoint step restored (default: from the logs)")
     p = LossPolicy()
     lo.add_argument("--trend-window", type=int, default=p.trend_window)
     lo.add_argument("--min-trend-points", type=int, default=p.min_trend_points)

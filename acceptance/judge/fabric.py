@@ -138,9 +138,7 @@ def _compare(subject: str, current: NcclRun, reference: NcclRun, margins: Fabric
         figures[f"busbw_oop[{label(base)}]"] = measured
         if worst is None or ratio < worst[0]:
             worst = (ratio, base, measured, expected)
-    table = pd.DataFrame.from_records(
-        records, columns=["size", "busbw_now", "busbw_baseline", "ratio", "passed"]
-    )
+    table = pd.DataFrame.from_records(records, columns=["size", "busbw_now", "busbw_baseline", "ratio", "passed"])
     wrong = [
         (r, place, h.wrong)
         for r in current.rows
@@ -174,15 +172,11 @@ def _compare(subject: str, current: NcclRun, reference: NcclRun, margins: Fabric
         for r, place, w in wrong
         if w is not None
     ]
-    evidence += [
-        f"{label(b)}: missing today (busbw {b.oop.busbw if b.oop else '?'} GB/s at handover)" for b in missing
-    ]
+    evidence += [f"{label(b)}: missing today (busbw {b.oop.busbw if b.oop else '?'} GB/s at handover)" for b in missing]
     slow = table[(table["passed"] == False) & table["busbw_now"].notna()]  # noqa: E712
     evidence += [
         f"{fmt_bytes(int(s))}: busbw {m:.1f} GB/s vs {e:.1f} at handover ({_pct(r - 1)})"
-        for s, m, e, r in zip(
-            slow["size"], slow["busbw_now"], slow["busbw_baseline"], slow["ratio"], strict=True
-        )
+        for s, m, e, r in zip(slow["size"], slow["busbw_now"], slow["busbw_baseline"], slow["ratio"], strict=True)
     ]
     if wrong:
         r, place, w = wrong[0]
@@ -211,9 +205,7 @@ def _compare(subject: str, current: NcclRun, reference: NcclRun, margins: Fabric
         f"({_pct(ratio - 1)}, margin {margin_text})"
     )
     if ratio < floor:
-        return Verdict(
-            Status.FAIL, subject, f"{subject}: {head}; worst of {scope}", figures, tuple(evidence), table
-        )
+        return Verdict(Status.FAIL, subject, f"{subject}: {head}; worst of {scope}", figures, tuple(evidence), table)
     return Verdict(
         Status.PASS,
         subject,

@@ -189,9 +189,7 @@ class DcgmConditions:
         """How today's conditions (self) differ from the handover's, one phrase each."""
         out = []
         if self.dcgm_version != handover.dcgm_version:
-            out.append(
-                f"DCGM {self.dcgm_version or 'unknown'} now, {handover.dcgm_version or 'unknown'} at handover"
-            )
+            out.append(f"DCGM {self.dcgm_version or 'unknown'} now, {handover.dcgm_version or 'unknown'} at handover")
         if self.level != handover.level:
             out.append(
                 f"level -r {self.level if self.level is not None else '?'} now, "

@@ -226,9 +226,7 @@ def _assemble(tables: list[_Table], errors: list[ReportError], aborted: bool) ->
     reports = [_table_report(t) for t in tables]
     if any(not t.closed for t in tables):
         cut = next(t for t in tables if not t.closed)
-        errors.append(
-            ReportError(cut.start, "the result table ends without its closing border: output cut short")
-        )
+        errors.append(ReportError(cut.start, "the result table ends without its closing border: output cut short"))
     if any(t.orphans for t in tables):
         errors.append(ReportError(None, "a message row with no test row above it: the table is a fragment"))
     unique = [r for i, r in enumerate(reports) if r not in reports[:i]]

@@ -47,9 +47,7 @@ def infer_collective(
     roots = {r.root for r in rows if r.root is not None}
     if roots:
         candidates &= (
-            {"broadcast", "reduce"}
-            if all(x >= 0 for x in roots)
-            else (set(COLLECTIVES) - {"broadcast", "reduce"})
+            {"broadcast", "reduce"} if all(x >= 0 for x in roots) else (set(COLLECTIVES) - {"broadcast", "reduce"})
         )
     redops = {r.redop for r in rows if r.redop is not None}
     if redops == {"none"}:

@@ -115,9 +115,7 @@ def parse_json_report(text: str, source: str = "<text>", collective: str | None 
             raise ParseError(source, exc.lineno, text[:80], "an nccl-tests -J JSON document") from None
         truncated = True
     if not isinstance(doc, dict) or not ({"config", "results", "nccl_version"} & doc.keys()):
-        raise ParseError(
-            source, 1, text[:80], "an nccl-tests -J JSON document (config, results, nccl_version)"
-        )
+        raise ParseError(source, 1, text[:80], "an nccl-tests -J JSON document (config, results, nccl_version)")
     try:
         return _capture(doc, truncated, source, collective)
     except (KeyError, TypeError, ValueError) as exc:

@@ -110,9 +110,7 @@ class Layout:
             return None
         return self.join(pre, tokens[lead:], line)
 
-    def join(
-        self, pre: tuple[int, int, str, str | None, int | None], tokens: list[str], line: int
-    ) -> NcclRow | None:
+    def join(self, pre: tuple[int, int, str, str | None, int | None], tokens: list[str], line: int) -> NcclRow | None:
         body = self.halves(tokens)
         if body is None:
             return None
@@ -131,9 +129,7 @@ def _half(names: tuple[str, ...], tokens: list[str]) -> NcclHalf:
     for name, token in zip(names, tokens, strict=True):
         values[_HALF_FIELDS[name]] = _value(token)
     extras = {k: v for k, v in values.items() if k not in ("time_us", "algbw", "busbw", "wrong")}
-    return NcclHalf(
-        values.get("time_us"), values.get("algbw"), values.get("busbw"), values.get("wrong"), extras
-    )
+    return NcclHalf(values.get("time_us"), values.get("algbw"), values.get("busbw"), values.get("wrong"), extras)
 
 
 def layout_from_header(names: list[str]) -> Layout | None:

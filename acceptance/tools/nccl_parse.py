@@ -42,9 +42,7 @@ _AVG = re.compile(r"#?\s*Avg bus bandwidth\s*:\s*(\S+)\s*(OK|FAILED)?")
 _BITWISE = re.compile(r"# Bitwise mismatches\s*:\s*(\d+)")
 _REDUCING = re.compile(r"# Reducing maxBytes to (\d+)")
 _NCCL_VERSION = re.compile(r"NCCL version (\d+\.\d+\.\d+)(?:\S*?\+cuda(\d+\.\d+))?")
-_FAILURE = re.compile(
-    r"(\S+): Test (?:NCCL|CUDA) failure |\s*\.\. (\S+) pid \d+: Test failure |(\S+): Test timeout \("
-)
+_FAILURE = re.compile(r"(\S+): Test (?:NCCL|CUDA) failure |\s*\.\. (\S+) pid \d+: Test failure |(\S+): Test timeout \(")
 _ROW_START = re.compile(r"\s*\d+\s+\d+\s+[A-Za-z]")
 _LAUNCHER_ERROR = re.compile(
     r"(?i)\b(?:failed|failure|error|invalid|abort(?:ed)?|killed|terminated|segmentation fault|"
@@ -260,8 +258,7 @@ class TextParser:
         run.malformed = True
         run.error(
             number,
-            f"unreadable data row (expected {' '.join(layout.keys)} then 2 x "
-            f"{' '.join(layout.half)}): {line.strip()}",
+            f"unreadable data row (expected {' '.join(layout.keys)} then 2 x {' '.join(layout.half)}): {line.strip()}",
         )
 
     def _foreign(self, line: str, number: int) -> None:
@@ -332,13 +329,7 @@ def _rank(line: str) -> NcclRank | None:
     parts = line.split(maxsplit=12)
     if len(parts) == 13 and parts[3] == "Group":
         _, _, rank, _, _, pid_kw, pid, on, host, device_kw, device, busid, gpu = parts
-        if (
-            pid_kw == "Pid"
-            and on == "on"
-            and device_kw == "device"
-            and busid[:1] == "["
-            and busid[-1:] == "]"
-        ):
+        if pid_kw == "Pid" and on == "on" and device_kw == "device" and busid[:1] == "[" and busid[-1:] == "]":
             try:
                 return NcclRank(int(rank), host, int(device), busid[1:-1], gpu.strip(), int(pid))
             except ValueError:
