@@ -9,6 +9,8 @@ from typing import Any
 
 from acceptance.baseline import BaselineStore, LoadedBaseline, load
 from acceptance.errors import BaselineError
+from acceptance.tools.dcgm import DcgmConditions
+from acceptance.tools.nccl import NcclConditions
 from acceptance.units import format_size
 
 
@@ -68,17 +70,20 @@ def _resolve(name: str, folder: Path) -> LoadedBaseline:
 def _diff(args: argparse.Namespace) -> int:
     folder = args.baselines_dir / args.name
     old, new = _resolve(args.old, folder), _resolve(args.new, folder)
-    differences = new.baseline.conditions.differences(old.baseline.conditions)
     old_c, new_c = old.baseline.data["conditions"], new.baseline.data["conditions"]
-    differences += _mapping_diff("DCGM", new_c.get("dcgm") or {}, old_c.get("dcgm") or {})
+    differences = new.baseline.conditions.differences(old.baseline.conditions)
+    if old_c.get("dcgm") and new_c.get("dcgm"):
+        then, now = DcgmConditions.from_json(old_c["dcgm"]), DcgmConditions.from_json(new_c["dcgm"])
+        differences += now.differences(then)
     for name in sorted(set(old_c["nccl"]) | set(new_c["nccl"])):
         if name not in new_c["nccl"]:
             differences.append(f"nccl test {name} only in {old.path.name}")
         elif name not in old_c["nccl"]:
             differences.append(f"nccl test {name} only in {new.path.name}")
         else:
-            differences += _mapping_diff(f"nccl {name}", new_c["nccl"][name], old_c["nccl"][name])
-    print(f"{old.path.name} -> {new.path.name}")
+            now_n, then_n = _nccl(new_c["nccl"][name]), _nccl(old_c["nccl"][name])
+            differences += [f"{name}: {line}" for line in now_n.differences(then_n)]
+    print(f"{old.path.name} (older, 'at handover') -> {new.path.name} (newer, 'now')")
     if not differences:
         print("  same conditions")
         return 0
@@ -87,9 +92,5 @@ def _diff(args: argparse.Namespace) -> int:
     return 1
 
 
-def _mapping_diff(what: str, now: Mapping[str, Any], then: Mapping[str, Any]) -> list[str]:
-    out = []
-    for key in sorted(set(now) | set(then)):
-        if now.get(key) != then.get(key):
-            out.append(f"{what} {key}: {now.get(key)!r} in the newer, {then.get(key)!r} in the older")
-    return out
+def _nccl(doc: Mapping[str, Any]) -> NcclConditions:
+    return NcclConditions.from_json({k: v for k, v in doc.items() if k not in ("argv", "env")})
