@@ -115,10 +115,7 @@ def test_consumed_samples_gap_lr_batch_and_nan_are_caught():
     assert v.figures["first_offending_step"] == 215
     nan = [_meg(s, s * 128, 1e-4 * (1 - s / 1000), nan=int(s == 205)) for s in range(201, 230)]
     assert judge_loss(pre, parse(nan), 200, LossPolicy()).summary.startswith("NaN/Inf at step 205")
-    repeat = [
-        _meg(s, s * 128, 1e-4 * (1 - s / 1000), loss=2.0 + 0.01 * i)
-        for i, s in enumerate([201, 202, 203, 202])
-    ]
+    repeat = [_meg(s, s * 128, 1e-4 * (1 - s / 1000), loss=2.0 + 0.01 * i) for i, s in enumerate([201, 202, 203, 202])]
     assert "step 202 repeated after step 203" in judge_loss(pre, parse(repeat), 200, LossPolicy()).summary
 
 
@@ -182,9 +179,7 @@ def test_calibration_reduced(phi):
     for i in range(100):
         passed += judge_loss(*synthetic(rng, phi=phi), 400, policy).status is Status.PASS
         shifted += judge_loss(*synthetic(rng, phi=phi, shift=4), 400, policy).status is Status.FAIL
-        spiked += (
-            judge_loss(*synthetic(rng, phi=phi, spike_at=i % 5, spike=8), 400, policy).status is Status.FAIL
-        )
+        spiked += judge_loss(*synthetic(rng, phi=phi, spike_at=i % 5, spike=8), 400, policy).status is Status.FAIL
     assert passed >= 99
     assert shifted >= 95
     assert spiked == 100

@@ -42,27 +42,40 @@ def _full_data(simulated: bool = True) -> ReportData:
         for t in ("software", "pcie", "memory_bandwidth", "targeted_power")
     ]
     dcgm = Verdict(Status.FAIL, "gpu-07", "GPU 3 fails pcie on gpu-07", {"node": "gpu-07"}, (), pd.DataFrame(rows))
+    base_t, smoke_t = rng.normal(1.0, 0.02, 120), rng.normal(1.01, 0.02, 60)
+    base_t[:3], smoke_t[:3] = 3.0, 3.0  # warm-up, dropped
     step = Verdict(
         Status.PASS,
         "smoke",
         "median step time 1.01x baseline, CI [0.99, 1.03], margin 5%",
-        {"ratio": 1.01},
+        {"ratio": 1.01, "margin": 0.05, "baseline_median": 1.0, "smoke_median": 1.01, "unit": "s"},
         (),
         pd.DataFrame(
             {
-                "series": ["baseline"] * 120 + ["smoke"] * 60,
-                "step_time_s": [*rng.normal(1.0, 0.02, 120), *rng.normal(1.01, 0.02, 60)],
+                "series": ["smoke"] * 60 + ["baseline"] * 120,
+                "step": [*range(60), *range(120)],
+                "step_time": [*smoke_t, *base_t],
+                "kept": [i >= 3 for i in range(60)] + [i >= 3 for i in range(120)],
             }
         ),
     )
-    steps = np.arange(800, 1200)
+    steps = np.arange(700, 1200)
+    trend = 2.4 - steps * 2e-4
     loss = Verdict(
         Status.PASS,
         "loss",
         "no jump after restore at step 1000",
-        {"restore_step": 1000},
+        {"restore_step": 1000, "sigma": 0.01, "space": "loss", "spike_z": 6.0, "shift_z": 3.0},
         (),
-        pd.DataFrame({"step": steps, "loss": 2.4 - steps * 2e-4 + rng.normal(0, 0.01, steps.size)}),
+        pd.DataFrame(
+            {
+                "phase": np.where(steps <= 1000, "before", "after"),
+                "step": steps,
+                "loss": trend + rng.normal(0, 0.01, steps.size),
+                "trend": trend,
+                "z": np.where(steps <= 1050, rng.normal(0, 1, steps.size), np.nan),
+            }
+        ),
     )
     tests = (
         TestRecord("acceptance/test_preflight.py::test_nodes_ready", "passed", 0.2, "", ()),
@@ -222,3 +235,39 @@ def test_plots_read_the_tables_the_real_judges_make():
     )
     tests, rows, cells = diagnostics_matrix([verdict_payload(dcgm)])
     assert (tests, rows, cells) == (["pcie"], [("gpu-01", "0")], {("gpu-01", "0", "pcie"): "pass"})
+
+
+_RED = np.array([0xC0, 0x39, 0x2B])
+
+
+def _has_color(png: bytes, rgb: np.ndarray = _RED, min_pixels: int = 30) -> bool:
+    pixels = (mpimg.imread(io.BytesIO(png), format="png")[..., :3] * 255).round().astype(int)
+    return int((np.abs(pixels - rgb).sum(axis=-1) <= 6).sum()) >= min_pixels
+
+
+def test_step_time_plot_draws_both_series_and_the_margin_line():
+    from acceptance.report.plots import steptime_plot
+
+    (step,) = [v for t in _full_data().tests for v in t.verdicts if t.nodeid.startswith("acceptance/test_smoke")]
+    with_margin = _images(f'<img src="{steptime_plot([step])}">')[0]
+    assert _has_color(with_margin)  # the (1 + margin) × baseline median line
+    figures = {k: v for k, v in step["figures"].items() if k != "margin"}
+    without = _images(f'<img src="{steptime_plot([{**step, "figures": figures}])}">')[0]
+    assert not _has_color(without)
+    smoke_only = {**step, "table": {**step["table"], "rows": [r for r in step["table"]["rows"] if r[0] == "smoke"]}}
+    assert steptime_plot([smoke_only]) is not None
+    empty = {**step, "table": {"columns": step["table"]["columns"], "rows": []}}
+    assert steptime_plot([empty]) is None
+
+
+def test_loss_plot_marks_the_restore_and_needs_only_step_and_loss():
+    from acceptance.report.plots import loss_plot
+
+    (loss,) = [v for t in _full_data().tests for v in t.verdicts if t.nodeid.startswith("acceptance/test_loss")]
+    marked = _images(f'<img src="{loss_plot([loss])}">')[0]
+    assert _has_color(marked)  # restore line and z limits
+    bare_rows = [[r[1], r[2]] for r in loss["table"]["rows"]]
+    bare = {"figures": {}, "table": {"columns": ["step", "loss"], "rows": bare_rows}}
+    png = _images(f'<img src="{loss_plot([bare])}">')[0]
+    assert not _has_color(png)
+    assert loss_plot([{"figures": {}, "table": {"columns": ["step", "loss"], "rows": []}}]) is None

@@ -73,9 +73,7 @@ def test_not_enforceable_margin_is_flagged_but_does_not_decide():
     assert v.figures["margin_enforceable"] is False
     assert "not enforceable" in v.summary
     assert v.status is Status.PASS
-    given = judge_steptime(
-        series(rng, 1000), series(rng, 200, slow=1.07), StepTimePolicy(between_run_spread=0.04)
-    )
+    given = judge_steptime(series(rng, 1000), series(rng, 200, slow=1.07), StepTimePolicy(between_run_spread=0.04))
     # a measured between-run spread widens the interval: +7% no longer clears +5%
     assert given.status is Status.INCONCLUSIVE
     assert given.figures["spread_source"] == "given"
@@ -164,10 +162,7 @@ def test_calibration_reduced(phi):
             judge_steptime(base, series(rng, 200, phi=phi, outliers=0.02, slow=1.07), policy, seed=i).status
             is Status.FAIL
         )
-        fails_ok += (
-            judge_steptime(base, series(rng, 200, phi=phi, outliers=0.02), policy, seed=i).status
-            is Status.FAIL
-        )
+        fails_ok += judge_steptime(base, series(rng, 200, phi=phi, outliers=0.02), policy, seed=i).status is Status.FAIL
     assert fails_slow >= 95
     assert fails_ok <= 1
 

@@ -76,9 +76,16 @@ def judge_loss(
         "spike_z": policy.spike_z,
         "shift_z": policy.shift_z,
     }
+    pre_loss = pre[np.isfinite(pre["loss"])].tail(policy.trend_window) if "loss" in pre else pre.iloc[0:0]
+    post_loss = post[np.isfinite(post["loss"])] if "loss" in post else post.iloc[0:0]
+    if point.step is not None:
+        post_loss = post_loss[post_loss["step"] > point.step]
+    post_loss = post_loss.head(policy.check_steps)
+    window = pre.iloc[pre.index.get_loc(pre_loss.index[0]) :] if len(pre_loss) else pre.tail(policy.trend_window)
+    table = loss_table(window, post)
     if not len(post):
         return Verdict(
-            Status.INCONCLUSIVE, subject, "no steps after the restore in the log", figures, tuple(evidence)
+            Status.INCONCLUSIVE, subject, "no steps after the restore in the log", figures, tuple(evidence), table
         )
 
     findings = exact_checks(pre, post, point.step, policy.lr_rel_tol, policy.lr_override)
@@ -89,13 +96,8 @@ def judge_loss(
         figures["first_offending_step"] = first.step
         figures["exact_failures"] = len(fatal)
         evidence[:0] = [f.text for f in fatal]
-        return Verdict(Status.FAIL, subject, first.text, figures, tuple(evidence), post)
+        return Verdict(Status.FAIL, subject, first.text, figures, tuple(evidence), table)
 
-    pre_loss = pre[np.isfinite(pre["loss"])].tail(policy.trend_window) if "loss" in pre else pre.iloc[0:0]
-    post_loss = post[np.isfinite(post["loss"])] if "loss" in post else post.iloc[0:0]
-    if point.step is not None:
-        post_loss = post_loss[post_loss["step"] > point.step]
-    post_loss = post_loss.head(policy.check_steps)
     figures["trend_points"] = len(pre_loss)
     figures["post_points"] = len(post_loss)
     if len(pre_loss) < policy.min_points or len(post_loss) < policy.min_post_points:
@@ -107,12 +109,10 @@ def judge_loss(
             f"post-restore loss points: too few {which} points for the statistical check",
             figures,
             tuple(evidence),
-            post,
+            table,
         )
     if len(pre_loss) < policy.min_trend_points:
-        evidence.append(
-            f"trend fitted on only {len(pre_loss)} pre-incident points (want {policy.min_trend_points})"
-        )
+        evidence.append(f"trend fitted on only {len(pre_loss)} pre-incident points (want {policy.min_trend_points})")
     return _statistical(
         pre_loss,
         post=post_loss,
@@ -121,7 +121,8 @@ def judge_loss(
         subject=subject,
         figures=figures,
         evidence=evidence,
-        table=post,
+        table=table,
+        rows=(window.index.get_indexer(pre_loss.index), len(window) + post.index.get_indexer(post_loss.index)),
     )
 
 
@@ -135,6 +136,7 @@ def _statistical(
     figures: dict[str, Figure],
     evidence: list[str],
     table: pd.DataFrame,
+    rows: tuple[np.ndarray, np.ndarray],
 ) -> Verdict:
     both = np.concatenate([pre["loss"].to_numpy(float), post["loss"].to_numpy(float)])
     u_all, space = _transform(both)
@@ -146,6 +148,10 @@ def _statistical(
     resid = u_pre - (intercept + slope * x_pre)
     sigma = max(1.4826 * float(np.median(np.abs(resid - np.median(resid)))), policy.sigma_floor)
     z = (u_post - (intercept + slope * x_post)) / sigma
+    fitted = intercept + slope * np.log(np.maximum(table["step"].to_numpy(float) + offset, 1e-12))
+    z_col = np.full(len(table), np.nan)
+    z_col[rows[0]], z_col[rows[1]] = resid / sigma, z
+    out = _with_trend(table, fitted if space == "loss" else np.exp(fitted), z_col)
     steps = post["step"].to_numpy(np.int64)
     k = int(np.argmax(np.abs(z)))
     shift = float(np.median(z[: policy.shift_window]))
@@ -162,12 +168,10 @@ def _statistical(
     grad_note = _grad_cospike(pre, post, policy)
     if grad_note:
         evidence.append(grad_note)
-    out = table.assign(z=pd.Series(z, index=post.index))
     if abs(shift) > policy.shift_z:
         window = steps[: policy.shift_window]
         beyond = np.flatnonzero(
-            np.sign(z[: policy.shift_window]) * np.sign(shift) * np.abs(z[: policy.shift_window])
-            > policy.shift_z
+            np.sign(z[: policy.shift_window]) * np.sign(shift) * np.abs(z[: policy.shift_window]) > policy.shift_z
         )
         first = int(steps[beyond[0]]) if beyond.size else int(window[0])
         figures["first_offending_step"] = first
@@ -197,6 +201,37 @@ def _statistical(
         f"(limits ±{policy.spike_z:g}, ±{policy.shift_z:g}; {basis})"
     )
     return Verdict(Status.PASS, subject, summary, figures, tuple(evidence), out)
+
+
+# Columns of criterion 3 (step time, throughput): not part of the loss table.
+_TIMING = ("step_time_s", "tflops", "tokens_per_s", "samples_per_s")
+
+
+def loss_table(before: pd.DataFrame, after: pd.DataFrame) -> pd.DataFrame:
+    """The last pre-restore rows (`phase` "before", from the first point of the trend window)
+    and the post-restore rows ("after") for the report, in that order, timing columns left out.
+    The statistical check adds `trend` (the Theil–Sen fit in loss units, extrapolated after the
+    restore) and `z` (robust z-scores: fit residuals before, the judged points after).
+
+    Marked `attrs["plot_only"] = True`: the rows are plot data (hundreds of steps); the figures
+    and evidence already name the restore, the offending step and the z-scores."""
+    parts = [
+        frame.drop(columns=[c for c in _TIMING if c in frame]).assign(phase=phase)
+        for frame, phase in ((before, "before"), (after, "after"))
+    ]
+    table = pd.concat(parts, ignore_index=True)
+    first = [c for c in ("phase", "step", "loss") if c in table]
+    table = table[first + [c for c in table.columns if c not in first]]
+    table.attrs["plot_only"] = True
+    return table
+
+
+def _with_trend(table: pd.DataFrame, trend: np.ndarray, z: np.ndarray) -> pd.DataFrame:
+    out = table.assign(trend=trend, z=z)
+    first = [c for c in ("phase", "step", "loss", "trend", "z") if c in out]
+    out = out[first + [c for c in out.columns if c not in first]]
+    out.attrs["plot_only"] = True
+    return out
 
 
 def _back(u: float, space: str) -> float:

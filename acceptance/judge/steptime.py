@@ -22,7 +22,7 @@ from acceptance.judge.steptime_series import Steady, steady_series, step_times
 from acceptance.judge.verdict import Figure, Status, Verdict
 from acceptance.tools.trainlog_model import TrainLog
 
-__all__ = ["Steady", "StepTimePolicy", "judge_steptime", "steady_series", "step_times"]
+__all__ = ["Steady", "StepTimePolicy", "judge_steptime", "steady_series", "step_table", "step_times"]
 
 
 @dataclass(frozen=True)
@@ -53,9 +53,7 @@ class StepTimePolicy:
             raise ValueError("resamples must be ≥ 100, block_length ≥ 1, outlier_factor > 1")
 
 
-def _block_medians(
-    x: np.ndarray, resamples: int, block: int, cap: int, rng: np.random.Generator
-) -> np.ndarray:
+def _block_medians(x: np.ndarray, resamples: int, block: int, cap: int, rng: np.random.Generator) -> np.ndarray:
     """Medians of `resamples` moving-block bootstrap resamples of x (one numpy pass)."""
     if len(x) > cap:  # thin long series: a wider (conservative) interval, bounded cost
         x = x[:: math.ceil(len(x) / cap)]
@@ -144,6 +142,7 @@ def judge_steptime(
         **{f"smoke_dropped_{k}": v for k, v in run.dropped.items()},
         **{f"baseline_dropped_{k}": v for k, v in base.dropped.items()},
     }
+    table = step_table(base, run)
     if base.unit != run.unit:
         return Verdict(
             Status.ERROR,
@@ -151,6 +150,7 @@ def judge_steptime(
             f"cannot compare: baseline measures {base.unit}, smoke run {run.unit}",
             figures,
             tuple(evidence),
+            table,
         )
     if len(base.values) < policy.min_steps or len(run.values) < policy.min_steps:
         short = "smoke run" if len(run.values) < policy.min_steps else "baseline"
@@ -162,15 +162,12 @@ def judge_steptime(
             f"only {have} steady steps in the {short} (need {policy.min_steps}); run longer to decide",
             figures,
             tuple(evidence),
+            table,
         )
     rng = np.random.default_rng(seed)
     med_s, med_b = float(np.median(run.values)), float(np.median(base.values))
-    boot_s = np.log(
-        _block_medians(run.values, policy.resamples, policy.block_length, policy.max_bootstrap_n, rng)
-    )
-    boot_b = np.log(
-        _block_medians(base.values, policy.resamples, policy.block_length, policy.max_bootstrap_n, rng)
-    )
+    boot_s = np.log(_block_medians(run.values, policy.resamples, policy.block_length, policy.max_bootstrap_n, rng))
+    boot_b = np.log(_block_medians(base.values, policy.resamples, policy.block_length, policy.max_bootstrap_n, rng))
     log_r = math.log(med_s / med_b)
     alpha = 1 - policy.confidence
     draws = boot_s - boot_b
@@ -230,8 +227,19 @@ def judge_steptime(
         evidence.append(note)
     evidence.append(f"run-to-run spread {spread:.2%} from {spread_source}")
     evidence.append(f"Mann-Whitney U p = {figures['mann_whitney_p']:.3g} (information only)")
-    table = pd.DataFrame({"step": run.steps, "step_time": run.values})
     return Verdict(status, subject, summary, figures, tuple(evidence), table)
+
+
+def step_table(baseline: Steady, smoke: Steady) -> pd.DataFrame:
+    """Both whole series in long form for the report: `series` ("smoke" | "baseline"), `step`,
+    `step_time`, `kept` (survived the warm-up, after-restore, event and outlier drops).
+
+    Smoke rows come first. The frame is marked `attrs["plot_only"] = True`: its rows are plot
+    data (thousands of steps); the figures already carry the medians, ratio and counts, so junit
+    need not repeat the rows."""
+    table = pd.concat([smoke.frame("smoke"), baseline.frame("baseline")], ignore_index=True)
+    table.attrs["plot_only"] = True
+    return table
 
 
 def _further_steps(

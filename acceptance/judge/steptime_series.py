@@ -29,7 +29,10 @@ class _Rules(Protocol):
 
 @dataclass(frozen=True)
 class Steady:
-    """Kept step times (in logged order), their steps, per-segment samples and the drops."""
+    """Kept step times (in logged order), their steps, per-segment samples and the drops.
+
+    `all_steps`, `all_values` and `kept` are the whole finite series before the drops, with a
+    mask of the steps kept (what the report plots); empty when not given."""
 
     values: np.ndarray
     steps: np.ndarray
@@ -37,6 +40,20 @@ class Steady:
     segments: tuple[np.ndarray, ...]
     dropped: Mapping[str, int] = field(default_factory=dict)
     evidence: tuple[str, ...] = ()
+    all_steps: np.ndarray = field(default_factory=lambda: np.empty(0, dtype=np.int64))
+    all_values: np.ndarray = field(default_factory=lambda: np.empty(0))
+    kept: np.ndarray = field(default_factory=lambda: np.empty(0, dtype=bool))
+
+    def frame(self, series: str) -> pd.DataFrame:
+        """The whole series as rows `series`, `step`, `step_time`, `kept` (for the report)."""
+        return pd.DataFrame(
+            {
+                "series": series,
+                "step": self.all_steps.astype(np.int64),
+                "step_time": self.all_values.astype(float),
+                "kept": self.kept.astype(bool),
+            }
+        )
 
 
 def _time_column(log: TrainLog) -> tuple[np.ndarray, np.ndarray, np.ndarray, str]:
@@ -133,8 +150,7 @@ def steady_series(data: pd.Series | TrainLog, rules: _Rules, label: str) -> Stea
         dropped["events"] = int(at_event.sum())
         if at_event.any():
             evidence.append(
-                f"{label}: dropped {at_event.sum()} steps at checkpoint/eval events "
-                f"({_steps_list(steps[at_event])})"
+                f"{label}: dropped {at_event.sum()} steps at checkpoint/eval events ({_steps_list(steps[at_event])})"
             )
         keep &= ~at_event
     else:
@@ -151,7 +167,5 @@ def steady_series(data: pd.Series | TrainLog, rules: _Rules, label: str) -> Stea
         keep &= ~slow
     else:
         dropped["outliers"] = 0
-    kept_segments = (
-        tuple(values[keep & (segment == s)] for s in segments) if len(segments) > 1 else (values[keep],)
-    )
-    return Steady(values[keep], steps[keep], unit, kept_segments, dropped, tuple(evidence))
+    kept_segments = tuple(values[keep & (segment == s)] for s in segments) if len(segments) > 1 else (values[keep],)
+    return Steady(values[keep], steps[keep], unit, kept_segments, dropped, tuple(evidence), steps, values, keep)
