@@ -23,6 +23,7 @@ th{background:#f2f2f2}
 .skip,.skipped,.warn,.inconclusive,.not-comparable{background:#fff3cd}
 .missing{background:#e2e3e5}
 .notrun{color:#666;font-style:italic}
+.caption{color:#555;font-size:.88em;margin:.2em 0 1em}
 img{max-width:100%;height:auto;border:1px solid #eee}
 code{font-size:.9em}
 """
@@ -66,6 +67,24 @@ def _summary(tests: Sequence[TestRecord]) -> str:
 
 def _img(uri: str | None, alt: str) -> str:
     return f'<img src="{uri}" alt="{_e(alt)}">' if uri else '<p class="notrun">not run</p>'
+
+
+_STEPTIME_NOTE = (
+    "Left: distributions of the kept steps (warm-up, first steps after a restore, checkpoint/eval "
+    "steps and outliers dropped), baseline grey, smoke run blue; dashed: baseline median; dotted red: "
+    "the limit (1 + margin) × baseline median; solid blue: smoke median. Right: the smoke run per step, "
+    "dropped steps as crosses."
+)
+_LOSS_NOTE = (
+    "Top: loss before the incident (grey) and after the restore (blue); black: the robust trend "
+    "fitted before the restore, dashed where extrapolated, shaded ± spike limit; dashed red: the "
+    "restore step; red dots: points beyond the spike limit. Bottom: z-scores of the judged steps "
+    "after the restore with the spike (dashed) and level-shift (dotted) limits."
+)
+
+
+def _plot(uri: str | None, alt: str, note: str) -> str:
+    return f'{_img(uri, alt)}<p class="caption">{_e(note)}</p>' if uri else _img(uri, alt)
 
 
 def _fabric(verdicts: list[dict[str, Any]]) -> str:
@@ -144,6 +163,8 @@ def render_html(data: ReportData, *, signing: str, signed: bool, files: Iterable
     for test in data.tests:
         counts[test.outcome] = counts.get(test.outcome, 0) + 1
     tally = ", ".join(f"{n} {k}" for k, n in sorted(counts.items())) or "no tests"
+    steptime = _plot(steptime_plot(verdicts), "step time distributions", _STEPTIME_NOTE)
+    loss = _plot(loss_plot(verdicts), "loss around the restore", _LOSS_NOTE)
     return f"""<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8">
 <meta http-equiv="Content-Security-Policy"
@@ -156,8 +177,8 @@ def render_html(data: ReportData, *, signing: str, signed: bool, files: Iterable
 <h2 id="summary">Summary</h2>{_summary(data.tests)}
 <h2 id="fabric">Fabric: busbw vs message size</h2>{_fabric(verdicts)}
 <h2 id="diagnostics">DCGM diagnostics: nodes × GPUs × tests</h2>{_diagnostics(verdicts)}
-<h2 id="steptime">Smoke step time vs baseline</h2>{_img(steptime_plot(verdicts), "step time distributions")}
-<h2 id="loss">Loss around the restore</h2>{_img(loss_plot(verdicts), "loss around the restore")}
+<h2 id="steptime">Smoke step time vs baseline</h2>{steptime}
+<h2 id="loss">Loss around the restore</h2>{loss}
 <h2 id="evidence">Figures and evidence per verdict</h2>{_evidence(data.tests)}
 <h2 id="provenance">Conditions and provenance</h2>{_definition_list(prov)}
 <h2 id="files">Files of this report</h2>{_files(files)}

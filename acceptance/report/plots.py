@@ -198,30 +198,35 @@ def steptime_plot(verdicts: Iterable[Mapping[str, Any]]) -> str | None:
     ax.legend(loc="best", fontsize="x-small", framealpha=0.85)
     ax.set_title("kept steps: smoke run vs baseline", fontsize="medium")
     if ax_t is not None:
-        ok = [(s, v * scale) for s, v, keep in smoke_trace if keep]
-        out = [(s, v * scale) for s, v, keep in smoke_trace if not keep]
-        ax_t.scatter([s for s, _ in ok], [v for _, v in ok], s=6, color=_NOW, label="kept")
-        if out:
-            top = _trace_top([v for _, v in ok] + [x for x, *_ in lines], [v for _, v in out])
-            shown = [(s, v) for s, v in out if top is None or v <= top]
-            off = [s for s, v in out if top is not None and v > top]
-            if shown:
-                ax_t.scatter(*zip(*shown, strict=True), s=14, marker="x", color=_BASE, label="dropped")
-            if off and top is not None:
-                ax_t.set_ylim(top=top)
-                ax_t.scatter(
-                    off, [top] * len(off), s=18, marker="^", color=_BASE, clip_on=False, label="dropped, off scale"
-                )
+        _trace_panel(ax_t, smoke_trace, scale, unit, [y for y, *_ in lines])
         for y, color, style, _label in lines:
             ax_t.axhline(y, color=color, linestyle=style, linewidth=1.2)
-        ax_t.set_xlabel("smoke step")
-        ax_t.set_ylabel(f"step time ({unit})")
-        ax_t.grid(True, alpha=0.3)
-        ax_t.legend(loc="upper right", fontsize="x-small", framealpha=0.85)
-        ax_t.set_title("smoke run per step (warm-up, restore, outliers dropped)", fontsize="medium")
     fig.suptitle(_steptime_title(verdict, figures), fontsize="medium")
     fig.tight_layout()
     return _png(fig)
+
+
+def _trace_panel(ax: Any, trace: list[tuple[float, float, bool]], scale: float, unit: str, refs: list[float]) -> None:
+    """The smoke run per step: kept steps as dots, dropped ones as crosses; dropped steps far
+    above the rest (a warm-up step, a checkpoint save) sit on the top edge as triangles."""
+    ok = [(s, v * scale) for s, v, keep in trace if keep]
+    out = [(s, v * scale) for s, v, keep in trace if not keep]
+    if ok:
+        ax.scatter(*zip(*ok, strict=True), s=6, color=_NOW, label="kept")
+    top = _trace_top([v for _, v in ok] + refs, [v for _, v in out])
+    shown = [(s, v) for s, v in out if top is None or v <= top]
+    off = [s for s, v in out if top is not None and v > top]
+    if shown:
+        ax.scatter(*zip(*shown, strict=True), s=14, marker="x", color=_BASE, label="dropped")
+    if off and top is not None:
+        every = [v for _, v in ok + shown] + refs
+        ax.set_ylim(min(every) - 0.05 * (top - min(every)), top)
+        ax.scatter(off, [top] * len(off), s=18, marker="^", color=_BASE, clip_on=False, label="dropped, off scale")
+    ax.set_xlabel("smoke step")
+    ax.set_ylabel(f"step time ({unit})")
+    ax.grid(True, alpha=0.3)
+    ax.legend(loc="upper right", fontsize="x-small", framealpha=0.85)
+    ax.set_title("smoke run per step (warm-up, restore, outliers dropped)", fontsize="medium")
 
 
 def _trace_top(kept: list[float], dropped: list[float]) -> float | None:
