@@ -1,0 +1,134 @@
+"""The suite against a Kubernetes API it does not own: `acceptance sim serve` in another process.
+
+This is how a provider runs it (backend `kube`, a kubeconfig), so Ctrl-C must leave nothing behind.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import yaml
+
+from acceptance.clusters.kube_manifests import managed_selector
+
+pytestmark = pytest.mark.slow
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture
+def served(tmp_path: Path) -> Iterator[Path]:
+    """A standalone emulated cluster; yields its kubeconfig."""
+    out = tmp_path / "serve.out"
+    with out.open("w") as handle:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "acceptance", "sim", "serve", "--time-scale", "0.02"],
+            stdout=handle, stderr=subprocess.STDOUT, cwd=ROOT,
+        )  # fmt: skip
+    try:
+        deadline = time.monotonic() + 30
+        while "kubeconfig:" not in out.read_text():
+            assert proc.poll() is None, out.read_text()
+            assert time.monotonic() < deadline, "the emulator did not start"
+            time.sleep(0.1)
+        line = next(x for x in out.read_text().splitlines() if x.startswith("kubeconfig:"))
+        yield Path(line.split(":", 1)[1].strip())
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+
+
+def kube_profile(base: Path, kubeconfig: Path) -> Path:
+    data = yaml.safe_load((ROOT / "baselines" / "sim" / "cluster.yaml").read_text())
+    data["cluster"] = "remote"
+    data["backend"] = "kube"
+    del data["sim"]
+    data["kube"]["kubeconfig"] = str(kubeconfig)
+    folder = base / "baselines" / "remote"
+    folder.mkdir(parents=True)
+    (folder / "cluster.yaml").write_text(yaml.safe_dump(data, sort_keys=False))
+    return folder
+
+
+def labelled_objects(kubeconfig: Path) -> list[str]:
+    from kubernetes import client, config
+
+    api = config.new_client_from_config(config_file=str(kubeconfig))
+    core, batch, custom = client.CoreV1Api(api), client.BatchV1Api(api), client.CustomObjectsApi(api)
+    selector = managed_selector()
+    ns = "recovery-acceptance"
+    names = [f"pod/{p.metadata.name}" for p in core.list_namespaced_pod(ns, label_selector=selector).items]
+    names += [f"job/{j.metadata.name}" for j in batch.list_namespaced_job(ns, label_selector=selector).items]
+    mpijobs = custom.list_namespaced_custom_object("kubeflow.org", "v2beta1", ns, "mpijobs", label_selector=selector)
+    names += [f"mpijob/{m['metadata']['name']}" for m in mpijobs["items"]]
+    names += [
+        f"configmap/{c.metadata.name}" for c in core.list_namespaced_config_map(ns, label_selector=selector).items
+    ]
+    return names
+
+
+def test_ctrl_c_during_diagnostics_leaves_no_object_behind(served: Path, tmp_path: Path) -> None:
+    folder = kube_profile(tmp_path, served)
+    log = tmp_path / "pytest.out"
+    with log.open("w") as handle:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "pytest", str(ROOT / "acceptance"), "--cluster=remote", "--record-baseline",
+             f"--baselines-dir={folder.parent}", f"--report-dir={tmp_path / 'report'}", "--no-sign",
+             "-p", "no:cacheprovider", "-v"],
+            stdout=handle, stderr=subprocess.STDOUT, cwd=tmp_path, env={**os.environ, "PYTHONUNBUFFERED": "1"},
+        )  # fmt: skip
+    deadline = time.monotonic() + 120
+    while not labelled_objects(served):  # wait until the DCGM jobs exist
+        assert proc.poll() is None, log.read_text()[-3000:]
+        assert time.monotonic() < deadline, log.read_text()[-3000:]
+        time.sleep(0.2)
+    assert any(name.startswith("job/dcgm-") for name in labelled_objects(served))
+    proc.send_signal(signal.SIGINT)
+    assert proc.wait(timeout=120) != 0
+    assert labelled_objects(served) == [], log.read_text()[-3000:]
+    assert "KeyboardInterrupt" in log.read_text()
+    assert not list(folder.glob("handover-*.json")), "an interrupted run records nothing"
+
+
+def test_a_killed_run_leaves_objects_that_preflight_reports_and_cleanup_removes(served: Path, tmp_path: Path) -> None:
+    folder = kube_profile(tmp_path, served)
+    common = [f"--baselines-dir={folder.parent}", "--no-sign", "-p", "no:cacheprovider", "--record-baseline"]
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "pytest", str(ROOT / "acceptance"), "--cluster=remote", *common,
+         f"--report-dir={tmp_path / 'report-1'}"],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd=tmp_path,
+    )  # fmt: skip
+    deadline = time.monotonic() + 120
+    while not labelled_objects(served):
+        assert time.monotonic() < deadline
+        time.sleep(0.2)
+    proc.kill()  # no chance to clean up, as in a crash
+    proc.wait(timeout=30)
+    left = labelled_objects(served)
+    assert left
+
+    second = subprocess.run(
+        [sys.executable, "-m", "pytest", str(ROOT / "acceptance"), "--cluster=remote", *common,
+         f"--report-dir={tmp_path / 'report-2'}", "-k", "leftover"],
+        capture_output=True, text=True, cwd=tmp_path, check=False, timeout=300,
+    )  # fmt: skip
+    assert second.returncode == 1
+    assert "objects of earlier runs remain" in second.stdout
+    assert "acceptance cleanup --cluster" in second.stdout
+
+    cleanup = subprocess.run(
+        [sys.executable, "-m", "acceptance", "cleanup", "--cluster", "remote", "--baselines-dir", str(folder.parent)],
+        capture_output=True, text=True, cwd=tmp_path, check=False, timeout=300,
+    )  # fmt: skip
+    assert cleanup.returncode == 0, cleanup.stderr
+    deadline = time.monotonic() + 60
+    while labelled_objects(served):
+        assert time.monotonic() < deadline, labelled_objects(served)
+        time.sleep(0.2)
