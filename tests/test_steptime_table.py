@@ -61,3 +61,17 @@ def test_nan_steps_are_left_out():
     assert v.table is not None
     assert len(v.table) == 2 * 61
     assert v.table["step_time"].notna().all()
+
+
+def test_a_long_baseline_is_thinned_evenly_for_the_plot():
+    from acceptance.judge.steptime import PLOT_ROWS
+
+    rng = np.random.default_rng(7)
+    base = series(rng, 3 * PLOT_ROWS + 7)
+    v = judge_steptime(base, series(rng, 200), StepTimePolicy(resamples=200))
+    rows = v.table[v.table["series"] == "baseline"]
+    assert PLOT_ROWS // 2 < len(rows) <= PLOT_ROWS
+    assert rows["step"].iloc[0] == 1
+    assert rows["step"].iloc[-1] > 3 * PLOT_ROWS - 10  # spread over the whole run
+    assert (v.table["series"] == "smoke").sum() == 200  # the smoke run is whole
+    assert v.figures["n_baseline"] == 3 * PLOT_ROWS + 7 - 5  # the judge still uses every step

@@ -25,6 +25,10 @@ from acceptance.tools.trainlog_model import TrainLog
 __all__ = ["Steady", "StepTimePolicy", "judge_steptime", "steady_series", "step_table", "step_times"]
 
 
+# Rows per series in the verdict's table (plot data for the report), at most.
+PLOT_ROWS = 5000
+
+
 @dataclass(frozen=True)
 class StepTimePolicy:
     """Thresholds of the step-time check; defaults from the research note."""
@@ -234,10 +238,11 @@ def step_table(baseline: Steady, smoke: Steady) -> pd.DataFrame:
     """Both whole series in long form for the report: `series` ("smoke" | "baseline"), `step`,
     `step_time`, `kept` (survived the warm-up, after-restore, event and outlier drops).
 
-    Smoke rows come first. The frame is marked `attrs["plot_only"] = True`: its rows are plot
-    data (thousands of steps); the figures already carry the medians, ratio and counts, so junit
-    need not repeat the rows."""
-    table = pd.concat([smoke.frame("smoke"), baseline.frame("baseline")], ignore_index=True)
+    Smoke rows come first. A series longer than `PLOT_ROWS` is thinned evenly (a handover
+    baseline may hold 100 000 steps; the histogram needs a sample, the medians are figures).
+    The frame is marked `attrs["plot_only"] = True`: its rows are plot data; the figures
+    already carry the medians, ratio and counts, so junit need not repeat the rows."""
+    table = pd.concat([smoke.frame("smoke", PLOT_ROWS), baseline.frame("baseline", PLOT_ROWS)], ignore_index=True)
     table.attrs["plot_only"] = True
     return table
 

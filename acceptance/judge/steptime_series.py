@@ -44,14 +44,16 @@ class Steady:
     all_values: np.ndarray = field(default_factory=lambda: np.empty(0))
     kept: np.ndarray = field(default_factory=lambda: np.empty(0, dtype=bool))
 
-    def frame(self, series: str) -> pd.DataFrame:
-        """The whole series as rows `series`, `step`, `step_time`, `kept` (for the report)."""
+    def frame(self, series: str, limit: int | None = None) -> pd.DataFrame:
+        """The whole series as rows `series`, `step`, `step_time`, `kept` (for the report); a
+        series longer than `limit` is thinned to every k-th step, evenly over the run."""
+        stride = max(1, -(-len(self.all_values) // limit)) if limit else 1
         return pd.DataFrame(
             {
                 "series": series,
-                "step": self.all_steps.astype(np.int64),
-                "step_time": self.all_values.astype(float),
-                "kept": self.kept.astype(bool),
+                "step": self.all_steps[::stride].astype(np.int64),
+                "step_time": self.all_values[::stride].astype(float),
+                "kept": self.kept[::stride].astype(bool),
             }
         )
 
