@@ -4,16 +4,18 @@ from __future__ import annotations
 
 import re
 
-_SIZE = re.compile(r"^\s*([0-9]+(?:\.[0-9]+)?)\s*([KMGT]?)(i?)(B?)\s*$", re.IGNORECASE)
+_SIZE = re.compile(r"^\s*((?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:e[-+]?[0-9]+)?)\s*([KMGT]?)(i?)(B?)\s*$", re.IGNORECASE)
 _POWERS = {"": 0, "K": 1, "M": 2, "G": 3, "T": 4}
 _DURATION_PART = re.compile(r"([0-9]+(?:\.[0-9]+)?)(ms|s|m|h|d)")
 _SECONDS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}
 
 
 def parse_size(value: int | str) -> int:
-    """Bytes from ``1048576``, ``"1M"``, ``"1MiB"`` or ``"16G"``.
+    """Bytes from ``1048576``, ``"1M"``, ``"1MiB"``, ``"16G"`` or ``"1.5G"``.
 
-    Like nccl-tests, K/M/G/T are powers of 1024 whether or not the ``i`` is written.
+    Like nccl-tests' own size parsing, K/M/G/T are powers of 1024 whether or not the
+    ``i`` is written. The one parser of sizes in the project (profiles, nccl-tests
+    arguments, the simulator).
     """
     if isinstance(value, int):
         if value < 0:
@@ -27,7 +29,10 @@ def parse_size(value: int | str) -> int:
 
 
 def format_size(size: int) -> str:
-    """``1073741824`` → ``"1 GiB"``; exact binary multiples keep their unit, others show bytes."""
+    """``1073741824`` → ``"1 GiB"``; exact binary multiples keep their unit, others show bytes.
+
+    The one way sizes are shown in verdicts and reports.
+    """
     for unit, power in (("TiB", 4), ("GiB", 3), ("MiB", 2), ("KiB", 1)):
         step = 1024**power
         if size >= step and size % step == 0:

@@ -6,6 +6,7 @@ import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from acceptance import units
 from acceptance.errors import UsageError
 
 COLLECTIVES = ("all_reduce", "all_gather", "reduce_scatter", "alltoall", "broadcast", "reduce", "sendrecv")
@@ -70,13 +71,10 @@ class MpiLaunch:
 
 def parse_size(text: str) -> int:
     """nccl-tests sizes: ``8``, ``1K``, ``32M``, ``16G`` (powers of 1024)."""
-    units = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
-    t = text.strip().upper().removesuffix("B")
-    mult = units.get(t[-1:], 1)
-    digits = t[:-1] if t[-1:] in units else t
-    if not digits.isdigit():
-        raise UsageError(f"bad size {text!r}: expected e.g. 8, 1K, 32M or 16G")
-    return int(digits) * mult
+    try:
+        return units.parse_size(text)
+    except ValueError:
+        raise UsageError(f"bad size {text!r}: expected e.g. 8, 1K, 32M or 16G") from None
 
 
 def collective_of(program: str) -> str | None:

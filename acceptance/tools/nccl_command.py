@@ -13,6 +13,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from acceptance import units
 from acceptance.errors import UsageError
 from acceptance.tools.nccl_names import REDOPS, TYPE_SIZES, collective_of
 
@@ -50,17 +51,15 @@ OPTIONS: dict[str, tuple[str, str]] = {
 }
 _BY_SHORT = {short: name for name, (short, _) in OPTIONS.items()}
 _LONG_ALIASES = {"memory": "memory_report", "agg-iters": "agg_iters"}
-_SIZE = re.compile(r"\s*((?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?)\s*(?:([GgMmKk])(?:i?[Bb])?)?\s*$")
-_UNITS = {"g": 1 << 30, "m": 1 << 20, "k": 1 << 10}
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*$")
 
 
 def parse_size(text: str, flag: str) -> int:
     """`8`, `64K`, `16M`, `16G`, `1.5G` → bytes (binary units, as nccl-tests' parsesize)."""
-    m = _SIZE.match(text)
-    if not m:
-        raise UsageError(f"{flag} {text!r}: expected a size such as 8, 64K, 16M or 16G")
-    return int(float(m.group(1)) * _UNITS.get((m.group(2) or "").lower(), 1))
+    try:
+        return units.parse_size(text)
+    except ValueError:
+        raise UsageError(f"{flag} {text!r}: expected a size such as 8, 64K, 16M or 16G") from None
 
 
 def _value(name: str, kind: str, text: str, flag: str) -> int | str:

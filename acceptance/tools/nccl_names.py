@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import re
 
+from acceptance.units import format_size
+
 #: collectives whose busbw/algbw factor and buffer layout are known (nccl-tests' own seven)
 COLLECTIVES: tuple[str, ...] = (
     "all_reduce",
@@ -68,12 +70,6 @@ def decode_nccl_code(code: int) -> str:
     return f"{code // 1000}.{code % 1000 // 100}.{code % 100}"
 
 
-_UNITS = ((1 << 40, "TiB"), (1 << 30, "GiB"), (1 << 20, "MiB"), (1 << 10, "KiB"))
-
-
 def fmt_bytes(n: int) -> str:
     """Exact binary units when the size is a multiple (`1 GiB`, `64 KiB`), else plain bytes."""
-    for unit, name in _UNITS:
-        if n >= unit and n % unit == 0:
-            return f"{n // unit} {name}"
-    return f"{n} B"
+    return format_size(n)
