@@ -81,3 +81,17 @@ def test_baseline_diff_lists_differences_in_words(tmp_path: Path, capsys: pytest
 def test_missing_baseline_file_is_a_clear_error(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["baseline", "diff", "sim", "nope.json", "nope2.json", "--baselines-dir", str(tmp_path)]) == 2
     assert "nope.json: no such baseline file" in capsys.readouterr().err
+
+
+def test_a_closed_pipe_is_not_a_traceback() -> None:
+    import subprocess
+    import sys
+
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "acceptance", "baseline", "show", "sim", "--baselines-dir", str(ROOT / "baselines")],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+    )  # fmt: skip
+    assert proc.stdout is not None
+    proc.stdout.close()
+    _, err = proc.communicate(timeout=60)
+    assert b"Traceback" not in err
