@@ -85,3 +85,14 @@ def test_nothing_after_the_restore_still_shows_the_run_before():
     assert v.status is Status.INCONCLUSIVE
     assert set(v.table["phase"]) == {"before"}
     assert loss_plot([verdict_payload(v)]) is not None
+
+
+def test_a_long_resumed_run_is_cut_after_the_window_but_reaches_the_offending_step():
+    before, after = logs(np.random.default_rng(6), post=2000)
+    v = judge_loss(before, after, 400, LossPolicy())
+    assert (v.table["phase"] == "after").sum() == 300  # as many steps after the restore as before
+    late = logs(np.random.default_rng(6), post=2000, nan_at=1500)
+    v = judge_loss(*late, 400, LossPolicy())
+    assert v.figures["first_offending_step"] == 1901
+    after_rows = v.table[v.table["phase"] == "after"]
+    assert after_rows["step"].max() == 1920

@@ -82,7 +82,9 @@ def judge_loss(
         post_loss = post_loss[post_loss["step"] > point.step]
     post_loss = post_loss.head(policy.check_steps)
     window = pre.iloc[pre.index.get_loc(pre_loss.index[0]) :] if len(pre_loss) else pre.tail(policy.trend_window)
-    table = loss_table(window, post)
+    judged = post.index.get_indexer(post_loss.index)
+    shown = max(policy.trend_window, policy.check_steps, int(judged.max()) + 1 if judged.size else 0)
+    table = loss_table(window, post.head(shown))
     if not len(post):
         return Verdict(
             Status.INCONCLUSIVE, subject, "no steps after the restore in the log", figures, tuple(evidence), table
@@ -96,6 +98,7 @@ def judge_loss(
         figures["first_offending_step"] = first.step
         figures["exact_failures"] = len(fatal)
         evidence[:0] = [f.text for f in fatal]
+        table = loss_table(window, _through(post, first.step, shown))
         return Verdict(Status.FAIL, subject, first.text, figures, tuple(evidence), table)
 
     figures["trend_points"] = len(pre_loss)
@@ -122,7 +125,7 @@ def judge_loss(
         figures=figures,
         evidence=evidence,
         table=table,
-        rows=(window.index.get_indexer(pre_loss.index), len(window) + post.index.get_indexer(post_loss.index)),
+        rows=(window.index.get_indexer(pre_loss.index), len(window) + judged),
     )
 
 
@@ -209,7 +212,8 @@ _TIMING = ("step_time_s", "tflops", "tokens_per_s", "samples_per_s")
 
 def loss_table(before: pd.DataFrame, after: pd.DataFrame) -> pd.DataFrame:
     """The last pre-restore rows (`phase` "before", from the first point of the trend window)
-    and the post-restore rows ("after") for the report, in that order, timing columns left out.
+    and the first post-restore rows ("after": as many as the window, at least the judged ones
+    and up to the offending step) for the report, in that order, timing columns left out.
     The statistical check adds `trend` (the Theil–Sen fit in loss units, extrapolated after the
     restore) and `z` (robust z-scores: fit residuals before, the judged points after).
 
@@ -224,6 +228,12 @@ def loss_table(before: pd.DataFrame, after: pd.DataFrame) -> pd.DataFrame:
     table = table[first + [c for c in table.columns if c not in first]]
     table.attrs["plot_only"] = True
     return table
+
+
+def _through(post: pd.DataFrame, step: int | None, rows: int) -> pd.DataFrame:
+    """The first `rows` post-restore rows, more when needed to reach `step` (and a few past it)."""
+    at = np.flatnonzero(post["step"].to_numpy() == step) if step is not None else np.empty(0, np.int64)
+    return post.head(max(rows, int(at[0]) + 20 if at.size else 0))
 
 
 def _with_trend(table: pd.DataFrame, trend: np.ndarray, z: np.ndarray) -> pd.DataFrame:

@@ -347,26 +347,11 @@ def loss_plot(verdicts: Iterable[Mapping[str, Any]]) -> str | None:
                 ax_z.axhline(-limit, color=_BAD, linestyle=style, linewidth=1)
         ax_z.set_ylabel("z after restore")
         ax_z.legend(loc="upper right", fontsize="x-small", framealpha=0.85, ncols=2)
-    _loss_xlim(ax, phases, zs, restore)
     axes[-1].set_xlabel("step")
     status = str(verdict.get("status") or "").upper()
     ax.set_title(f"loss around the restore: {status}" if status else "loss around the restore", fontsize="medium")
     fig.tight_layout()
     return _png(fig)
-
-
-def _loss_xlim(
-    ax: Any, phases: Mapping[str, list[tuple[float, float]]], zs: list[tuple[float, float]], restore: float | None
-) -> None:
-    """A long post-restore log would squeeze the restore: show as many steps after it as before
-    (at least every judged step)."""
-    before, after = phases.get("before", []), phases.get("after", [])
-    if restore is None or not before or not after:
-        return
-    span = restore - before[0][0]
-    right = max(restore + span, zs[-1][0] if zs else restore)
-    if after[-1][0] > right:
-        ax.set_xlim(before[0][0] - 0.02 * span, right)
 
 
 def diagnostics_matrix(
