@@ -77,6 +77,15 @@ def pytest_unconfigure(config: pytest.Config) -> None:
             print(f"recovery-acceptance: {problem}", file=sys.stderr)
 
 
+def _headline(report: pytest.TestReport) -> str:
+    """The one line an on-call engineer reads: the verdict's summary, without pytest's prefixes."""
+    crash = getattr(getattr(report.longrepr, "reprcrash", None), "message", "") or report.longreprtext
+    first = next((line for line in crash.splitlines() if line.strip()), "failed")
+    for prefix in ("Failed: ", "FAIL: "):
+        first = first.removeprefix(prefix)
+    return first
+
+
 def _targets_suite(config: pytest.Config) -> bool:
     """True when the command line asks pytest to collect the acceptance suite itself."""
     for arg in config.args:
@@ -98,6 +107,7 @@ class ActiveRun:
     def __init__(self, session: AcceptanceSession) -> None:
         self.session = session
         self.failures: list[str] = []
+        self.skips: dict[str, int] = {}
         self.record_message: tuple[str, bool] | None = None
 
     def pytest_report_header(self) -> list[str]:
@@ -139,9 +149,14 @@ class ActiveRun:
         return report
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
-        if self.session.controller and report.failed:
-            crash = getattr(getattr(report.longrepr, "reprcrash", None), "message", "") or str(report.longrepr)
-            self.failures.append(f"{report.nodeid.split('::')[-1]}: {crash.splitlines()[0] if crash else 'failed'}")
+        if not self.session.controller:
+            return
+        name = report.nodeid.split("::")[-1]
+        if report.failed:
+            self.failures.append(f"{name}: {_headline(report)}")
+        elif report.skipped and isinstance(report.longrepr, tuple):
+            reason = str(report.longrepr[2]).removeprefix("Skipped: ")
+            self.skips[reason] = self.skips.get(reason, 0) + 1
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
@@ -167,6 +182,12 @@ class ActiveRun:
                 session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
+        if self.failures or self.skips:
+            terminalreporter.section("acceptance verdicts")
+            for line in self.failures:
+                terminalreporter.write_line(f"FAILED {line}", red=True)
+            for reason, count in self.skips.items():
+                terminalreporter.write_line(f"SKIPPED {count} item{'s' if count > 1 else ''}: {reason}", yellow=True)
         if self.record_message is not None:
             text, ok = self.record_message
             terminalreporter.section("handover baseline")

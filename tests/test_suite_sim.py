@@ -48,6 +48,7 @@ def test_degraded_nic_fails_fabric_and_the_step_time_it_slows(pytester: pytest.P
     assert "all_reduce_perf: busbw" in message
     assert "at handover" in message
     assert "margin −5%" in message
+    run.result.stdout.fnmatch_lines(["FAILED test_nccl_busbw[all_reduce_perf]: all_reduce_perf: busbw * at handover *"])
 
 
 def test_gpu_xid_fails_that_node_and_gpu_and_the_fabric(pytester: pytest.Pytester) -> None:
@@ -81,6 +82,7 @@ def test_node_down_fails_preflight_and_the_rest_skip_with_its_reason(pytester: p
     skipped = {name for name, o in outcomes.items() if o == "skipped"}
     assert skipped == {dcgm(n) for n in NODES} | {fabric(n) for n in FABRIC} | {STEP, LOSS}
     assert "preflight failed: node set: sim-node-14: NotReady" in run.message(fabric("all_reduce_perf"))
+    run.result.stdout.fnmatch_lines(["SKIPPED 22 items: preflight failed: node set: sim-node-14: NotReady*"])
 
 
 def test_xdist_gives_the_same_verdicts_and_objects_as_one_process(pytester: pytest.Pytester) -> None:
