@@ -48,7 +48,7 @@ def test_degraded_nic_fails_fabric_and_the_step_time_it_slows(pytester: pytest.P
     assert "all_reduce_perf: busbw" in message
     assert "at handover" in message
     assert "margin −5%" in message
-    run.result.stdout.fnmatch_lines(["FAILED test_nccl_busbw[all_reduce_perf]: all_reduce_perf: busbw * at handover *"])
+    assert "FAILED test_nccl_busbw[all_reduce_perf]: all_reduce_perf: busbw " in run.result.stdout.str()
 
 
 def test_gpu_xid_fails_that_node_and_gpu_and_the_fabric(pytester: pytest.Pytester) -> None:
