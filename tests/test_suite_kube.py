@@ -132,3 +132,24 @@ def test_a_killed_run_leaves_objects_that_preflight_reports_and_cleanup_removes(
     while labelled_objects(served):
         assert time.monotonic() < deadline, labelled_objects(served)
         time.sleep(0.2)
+
+
+def test_a_client_warning_is_shown_not_turned_into_a_failed_criterion(served: Path, tmp_path: Path) -> None:
+    """An insecure-TLS kubeconfig makes urllib3 warn on every request; the criteria still judge the cluster."""
+    config = yaml.safe_load(served.read_text())
+    for cluster in config["clusters"]:
+        cluster["cluster"].pop("certificate-authority-data", None)
+        cluster["cluster"].pop("certificate-authority", None)
+        cluster["cluster"]["insecure-skip-tls-verify"] = True
+    insecure = tmp_path / "insecure-kubeconfig"
+    insecure.write_text(yaml.safe_dump(config))
+    folder = kube_profile(tmp_path, insecure)
+    result = subprocess.run(
+        [sys.executable, "-m", "pytest", str(ROOT / "acceptance"), "--cluster=remote", "--record-baseline",
+         f"--baselines-dir={folder.parent}", f"--report-dir={tmp_path / 'report'}", "--no-sign",
+         "-p", "no:cacheprovider", "-k", "preflight"],
+        capture_output=True, text=True, cwd=tmp_path, check=False, timeout=300,
+    )  # fmt: skip
+    assert "4 passed" in result.stdout, result.stdout[-3000:]
+    assert "InsecureRequestWarning" in result.stdout
+    assert "no clean result for" in result.stdout, "a partial run records no baseline"
