@@ -220,7 +220,8 @@ def test_report_opens_in_headless_chromium_without_console_errors(tmp_path: Path
 def test_plots_read_the_tables_the_real_judges_make():
     """Contract with judge/steptime.py and judge/diagnostics.py: their tables are what the page draws."""
     from acceptance.judge.steptime import judge_steptime
-    from acceptance.report.plots import diagnostics_matrix, steptime_plot
+    from acceptance.report.plots import diagnostics_matrix
+    from acceptance.report.plots_training import steptime_plot
 
     rng = np.random.default_rng(3)
     verdict = judge_steptime(pd.Series(rng.normal(1.0, 0.02, 200)), pd.Series(rng.normal(1.01, 0.02, 120)))
@@ -246,7 +247,7 @@ def _has_color(png: bytes, rgb: np.ndarray = _RED, min_pixels: int = 30) -> bool
 
 
 def test_step_time_plot_draws_both_series_and_the_margin_line():
-    from acceptance.report.plots import steptime_plot
+    from acceptance.report.plots_training import steptime_plot
 
     (step,) = [v for t in _full_data().tests for v in t.verdicts if t.nodeid.startswith("acceptance/test_smoke")]
     with_margin = _images(f'<img src="{steptime_plot([step])}">')[0]
@@ -261,7 +262,7 @@ def test_step_time_plot_draws_both_series_and_the_margin_line():
 
 
 def test_loss_plot_marks_the_restore_and_needs_only_step_and_loss():
-    from acceptance.report.plots import loss_plot
+    from acceptance.report.plots_training import loss_plot
 
     (loss,) = [v for t in _full_data().tests for v in t.verdicts if t.nodeid.startswith("acceptance/test_loss")]
     marked = _images(f'<img src="{loss_plot([loss])}">')[0]

@@ -8,7 +8,7 @@ import pandas as pd
 from acceptance.judge.steptime import StepTimePolicy, judge_steptime
 from acceptance.judge.verdict import Status
 from acceptance.report.data import verdict_payload
-from acceptance.report.plots import steptime_plot
+from acceptance.report.plots_training import steptime_plot
 
 
 def series(rng, n, *, slow=1.0, outliers=0.0):

@@ -7,7 +7,8 @@ from html import escape
 from typing import Any
 
 from acceptance.report.data import ReportData, TestRecord
-from acceptance.report.plots import busbw_plots, diagnostics_matrix, loss_plot, steptime_plot
+from acceptance.report.plots import busbw_plots, diagnostics_matrix
+from acceptance.report.plots_training import loss_plot, steptime_plot
 
 _CSS = """
 body{font-family:system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:0;color:#222;background:#fff}
