@@ -66,6 +66,17 @@ def test_big_tables_are_capped_and_say_so():
     assert props["rows.omitted"] == "5"
 
 
+def test_plot_only_tables_stay_out_of_the_junit():
+    table = pd.DataFrame({"series": ["smoke"] * 1000, "step": range(1000), "step_time": [1.2] * 1000})
+    table.attrs["plot_only"] = True
+    verdict = Verdict(Status.PASS, "smoke step time", "ok", {"ratio": 1.01}, table=table)
+    props = dict(junit.verdict_properties(verdict))
+    assert props["rows.plot_only"] == "1000"
+    assert props["ratio"] == "1.01"
+    assert not any(name.startswith("row.") for name in props)
+    assert verdict_payload(verdict)["table"]["rows"], "the rows still reach the HTML report"
+
+
 def test_format_figure_edge_cases():
     assert junit.format_figure(float("nan")) == "nan"
     assert junit.format_figure(True) == "true"

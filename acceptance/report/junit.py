@@ -66,7 +66,11 @@ def verdict_properties(verdict: Verdict, *, include_table: bool = True) -> list[
         ("summary", verdict.summary),
     ]
     props.extend((str(name), format_figure(value)) for name, value in verdict.figures.items())
-    if include_table:
+    plot_only = verdict.table is not None and bool(verdict.table.attrs.get("plot_only"))
+    if include_table and plot_only:  # per-step series for plots: the figures already say what was judged
+        assert verdict.table is not None
+        props.append(("rows.plot_only", str(len(verdict.table))))
+    elif include_table:
         rows = table_rows(verdict)
         for index, row in enumerate(rows[:MAX_TABLE_ROWS]):
             text = " ".join(f"{col}={format_figure(value)}" for col, value in row.items())
