@@ -216,9 +216,7 @@ def test_lightning_epoch_time_becomes_per_step_time_and_rows_merge():
 def test_generic_jsonl_needs_and_uses_a_column_mapping():
     with pytest.raises(ParseError, match="step field"):
         parse_file(TL / "generic_custom.jsonl")
-    log = parse_file(
-        TL / "generic_custom.jsonl", columns={"step": "it", "loss": "train/loss", "step_time_ms": "dt_ms"}
-    )
+    log = parse_file(TL / "generic_custom.jsonl", columns={"step": "it", "loss": "train/loss", "step_time_ms": "dt_ms"})
     frame = log.frame()
     assert list(frame["step"]) == list(range(1, 21))  # the eval record is not a step
     assert frame["step_time_s"].iloc[0] == pytest.approx(0.251)
@@ -312,15 +310,17 @@ def test_fast_path_gives_the_same_records(monkeypatch, name):
     from acceptance.tools import trainlog_fast
 
     monkeypatch.setattr(trainlog_fast, "CHUNK", 37)
+    monkeypatch.setattr(trainlog_fast, "MIN_GROUP", 2)
+    monkeypatch.setattr(trainlog_fast, "MIN_RUN", 2)
     bulk_rows = []
-    real = trainlog_fast._chunk_columns
+    real = trainlog_fast.FastParser._bulk
 
-    def spy(*args):
-        out = real(*args)
-        bulk_rows.append(0 if out is None else len(out[0]))
+    def spy(self, chunk, a, b):
+        out = real(self, chunk, a, b)
+        bulk_rows.append(b - a if out else 0)
         return out
 
-    monkeypatch.setattr(trainlog_fast, "_chunk_columns", spy)
+    monkeypatch.setattr(trainlog_fast.FastParser, "_bulk", spy)
     keep = ["step_time_s", "loss", "consumed_samples"]
     slow = parse_file(TL / name)
     fast = parse_file(TL / name, keep=keep)

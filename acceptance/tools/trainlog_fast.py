@@ -1,158 +1,254 @@
 """Fast path for long Megatron logs when the caller keeps only a few columns.
 
-Lines are taken in chunks. Lines that need the line parser (events, rank prefixes, timers,
-colours) are found with plain substring searches and fed to it one by one; each run of plain
-iteration records between them is matched with one regex built from the run's own field
-layout (kept values captured, other fields matched by key) and appended in bulk. A run that
-does not fit exactly (a different layout, steps not increasing, NaN or skipped iterations)
-goes through the line parser, so results are identical to the slow path.
+Lines are taken in chunks and joined into one byte buffer. Lines of the most frequent
+lengths are matched against templates (`trainlog_bulk`: a line's skeleton that the line
+parser reads as one plain record) and their fields computed from their digit bytes with
+numpy. Every other line (events, rank prefixes, timers, colours, noise, glued or cut records),
+and every record with non-zero skipped/NaN counts or a non-finite loss, goes through the line
+parser in its place, so records, events and line numbers are identical to the slow path.
 """
 
 from __future__ import annotations
 
 import itertools
-import re
 from collections.abc import Collection, Iterable
 
 import numpy as np
+from numpy.lib.stride_tricks import sliding_window_view
 
+from acceptance.tools.trainlog_bulk import Template, build_template, matches, values
 from acceptance.tools.trainlog_model import TrainLog
-from acceptance.tools.trainlog_patterns import FIELDS
+from acceptance.tools.trainlog_patterns import ANSI, MEGATRON
 from acceptance.tools.trainlog_text import TextLogParser
 
-_STEP = re.compile(r"iteration\s+\d+/\s*\d+\s*\|")
-_COUNTS = ("number of skipped iterations", "number of nan iterations")
-# Anything that needs the line parser: events, timers, colours, rank prefixes, quoting.
-_HINTS = ("heckpoint", "Training starts", "Resuming", "validation loss", "/Rnk:", "\x1b")
-_PREFIX = re.compile(r"\n[ \t]*(?:>|\[[A-Za-z_]*\d+\]:|\[[Rr]ank|\d+:\s)")
 FAST_COLUMNS = frozenset(
     {"step", "step_time_s", "loss", "lr", "consumed_samples", "global_batch_size", "grad_norm", "loss_scale"}
 )
-CHUNK = 20_000
+CHUNK = 8192  # lines per chunk: about 3 MB of Megatron lines (stays in cache)
+MIN_GROUP = 16  # lines of one length worth trying a template on
+MAX_TRIES = 24  # templates tried per chunk
+MIN_RUN = 8  # shorter runs of bulk lines go through the line parser
+_CACHE = 256
+_PAD = "\0" * 8
+_WINDOW = 512  # StepTable's dedupe window
+_ZEROS = bytes.maketrans(b"0123456789", b"0000000000")
+_UNTRIED, _LINE = -1, -2
 
 
 def usable(fmt: str, keep: Collection[str] | None) -> bool:
     return fmt in ("megatron-lm", "megatron-deepspeed") and keep is not None and set(keep) <= FAST_COLUMNS
 
 
-Template = tuple[re.Pattern[str], tuple[tuple[str, float], ...]]
+class _Chunk:
+    """One chunk's lines as bytes, which of them the bulk path takes, and their values."""
+
+    def __init__(self, lines: list[str], data: bytes, starts: np.ndarray, lengths: np.ndarray) -> None:
+        n = len(lines)
+        self.lines = lines
+        self.buf = np.frombuffer(data, dtype=np.uint8)
+        self.starts = starts
+        self.lengths = lengths
+        self.steps = np.zeros(n, dtype=np.int64)
+        self.columns: dict[str, np.ndarray] = {}
+        self.orders: list[tuple[str, ...]] = []  # kept fields in the record's order, per template id
+        self.template = np.full(n, _UNTRIED, dtype=np.int32)  # template id, or _UNTRIED / _LINE
+
+    def skeleton(self, row: int) -> bytes:
+        start = int(self.starts[row])
+        return self.buf[start : start + int(self.lengths[row])].tobytes().translate(_ZEROS)
+
+    def take(self, rows: np.ndarray, digits: np.ndarray, template: Template) -> None:
+        steps, cols = values(digits, self.buf, self.starts[rows], template)
+        ok = np.ones(len(rows), dtype=bool)
+        for name in ("skipped", "nan"):
+            if name in cols:
+                ok &= cols[name] == 0  # skip and NaN events: the line parser makes them
+        if "loss" in cols:
+            ok &= np.isfinite(cols["loss"])
+        self.orders.append(template.kept)
+        self.template[rows] = np.where(ok, len(self.orders) - 1, _LINE)
+        rows = rows[ok]
+        self.steps[rows] = steps[ok]
+        for name in template.kept:
+            col = self.columns.get(name)
+            if col is None:
+                col = self.columns[name] = np.full(len(self.lines), np.nan)
+            col[rows] = cols[name][ok]
 
 
-def _template(line: str, keep: Collection[str]) -> Template | None:
-    """One regex for a whole record of this layout: the kept values (and the skipped/NaN
-    counts) captured, every other field matched literally by its key."""
-    m = _STEP.search(line)
-    if m is None:
-        return None
-    pattern = [r"iteration\s+(\d+)/\s*\d+\s*\|"]
-    groups: list[tuple[str, float]] = [("step", 1.0)]
-    for part in line[m.end() :].split("|"):
-        key, sep, _ = part.partition(":")
-        if not sep:
-            if part.strip():
-                return None
-            continue
-        key = key.strip()
-        spec = FIELDS.get(key.lower())
-        captured = (key, 1.0) if key in _COUNTS else spec if spec is not None and spec[0] in keep else None
-        if captured is not None:
-            pattern.append(r"\s*" + re.escape(key) + r":\s*([^\s|]+)\s*\|")
-            groups.append(captured)
-        else:
-            pattern.append(r"\s*" + re.escape(key) + r":[^|]*\|")
-    return re.compile("".join(pattern)), tuple(groups)
+class FastParser:
+    """The line parser plus the bulk path; feed chunks of lines in order, then `finish`."""
 
+    def __init__(self, fmt: str, source: str, keep: Collection[str]) -> None:
+        self.parser = TextLogParser(fmt, source, keep)
+        self.fmt = fmt
+        self.keep = frozenset(keep)
+        self.templates: dict[bytes, Template | None] = {}
+        self._buffers: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
+        # Bulk records not yet in the line parser's dedupe window: (chunk, first, end, segment).
+        self._unseen: list[tuple[_Chunk, int, int, int]] = []
+        # The highest step of this segment that a record could repeat, as of table length and segment.
+        self._high: int | None = None
+        self._high_at: tuple[int, int] = (-1, -1)
 
-def _chunk_columns(
-    run: list[str], text: str, keep: Collection[str], templates: dict[str, Template | None]
-) -> tuple[np.ndarray, dict[str, np.ndarray]] | None:
-    if any(hint in text for hint in _HINTS) or _PREFIX.search("\n" + text):
-        return None
-    first = run[0]
-    layout = "|".join(part.partition(":")[0] for part in first.split("|")[1:])
-    if layout not in templates:
-        templates[layout] = _template(first, keep)
-    template = templates[layout]
-    if template is None:
-        return None
-    regex, groups = template
-    found = regex.findall(text)
-    if len(found) != len(run):
-        return None
-    try:
-        table = np.array(found, dtype=np.float64).reshape(len(run), len(groups))
-    except ValueError:
-        return None
-    steps = table[:, 0].astype(np.int64)
-    if len(steps) > 1 and not (np.diff(steps) > 0).all():
-        return None
-    columns: dict[str, np.ndarray] = {}
-    for i, (name, factor) in enumerate(groups[1:], start=1):
-        values = table[:, i]
-        if name in _COUNTS:
-            if values.any():
-                return None  # skipped or NaN iterations: events, the line parser makes them
-            continue
-        if name == "loss" and not np.isfinite(values).all():
+    def _scratch(self, size: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        if self._buffers is None or self._buffers[0].size < size:
+            size = max(size, 1 << 20)
+            self._buffers = (np.empty(size, np.uint8), np.empty(size, np.uint8), np.empty(size, bool))
+        return self._buffers
+
+    def _chunk(self, lines: list[str]) -> _Chunk | None:
+        """Join and index a chunk; None unless it is ASCII lines each ending in its only newline."""
+        lines.append(_PAD)  # lets a line be read in whole 8-byte words
+        text = "".join(lines)
+        lines.pop()
+        if not text.isascii():
             return None
-        columns[name] = values * factor if factor != 1.0 else values
-    if not set(keep) - {"step"} <= set(columns):
-        return None
-    return steps, columns
+        data = text.encode("ascii")
+        size = len(data) - len(_PAD)
+        flags = self._scratch(len(data))[2]
+        ends = np.flatnonzero(np.equal(np.frombuffer(data, np.uint8, size), 10, out=flags[:size]))
+        expected = np.cumsum(np.fromiter(map(len, lines), dtype=np.int64, count=len(lines))) - 1
+        if len(ends) != len(lines) or not np.array_equal(ends, expected):
+            return None
+        starts = np.empty(len(lines), dtype=np.int64)
+        starts[0] = 0
+        starts[1:] = ends[:-1] + 1
+        return _Chunk(lines, data, starts, ends - starts + 1)
 
+    def _template(self, chunk: _Chunk, row: int) -> Template | None:
+        skeleton = chunk.skeleton(row)
+        if skeleton not in self.templates:
+            if len(self.templates) >= _CACHE:
+                self.templates.clear()
+            self.templates[skeleton] = build_template(skeleton.decode("ascii"), self.fmt, self.keep)
+        return self.templates[skeleton]
 
-def _special_lines(chunk: list[str], text: str) -> list[int]:
-    """Indices of the lines the bulk path must not take (events, prefixes, NaN/skips)."""
-    offsets: list[int] = []
-    for hint in _HINTS:
-        pos = text.find(hint)
-        while pos != -1:
-            offsets.append(pos)
-            pos = text.find(hint, pos + 1)
-    offsets.extend(m.start() for m in _PREFIX.finditer("\n" + text))
-    if not offsets:
-        return []
-    starts = np.cumsum([0] + [len(line) for line in chunk[:-1]])
-    return sorted({int(i) for i in np.searchsorted(starts, offsets, side="right") - 1})
+    def _match(self, chunk: _Chunk) -> None:
+        """Try templates on the most frequent line lengths among the lines not yet placed."""
+        for _ in range(MAX_TRIES):
+            left = np.flatnonzero(chunk.template == _UNTRIED)
+            if len(left) < MIN_GROUP:
+                return
+            lengths = chunk.lengths[left]
+            counts = np.bincount(lengths)
+            best = int(np.argmax(counts))
+            if counts[best] < MIN_GROUP:
+                return
+            group = left[lengths == best]
+            template = self._template(chunk, int(group[0]))
+            if template is None:
+                chunk.template[group[0]] = _LINE  # not a plain record
+                continue
+            ok, digits = self._check(chunk, group, template)
+            if not ok[0]:
+                chunk.template[group[0]] = _LINE
+                continue
+            chunk.take(group[ok], digits if ok.all() else digits[ok], template)
 
+    def _check(self, chunk: _Chunk, group: np.ndarray, template: Template) -> tuple[np.ndarray, np.ndarray]:
+        """Which lines of `group` match the template, and their digit bytes. Long runs of
+        consecutive lines are viewed in place; scattered lines are gathered first."""
+        breaks = (np.flatnonzero(np.diff(group) != 1) + 1).tolist()
+        if len(breaks) >= len(group) // 64:
+            lines = sliding_window_view(chunk.buf, template.width)[chunk.starts[group]]
+            _, scratch, flags = self._scratch(lines.size)
+            return matches(lines, template, scratch, flags), np.take(lines, template.digits, axis=1)
+        oks, digits = [], []
+        length = template.length
+        _, scratch, flags = self._scratch(len(group) * length)
+        for a, b in zip([0, *breaks], [*breaks, len(group)], strict=True):
+            start = int(chunk.starts[group[a]])
+            block = chunk.buf[start : start + (b - a) * length].reshape(b - a, length)
+            oks.append(matches(block, template, scratch, flags))
+            digits.append(np.take(block, template.digits, axis=1))
+        return np.concatenate(oks), np.concatenate(digits)
 
-def _bulk(
-    parser: TextLogParser,
-    run: list[str],
-    first: int,
-    keep: Collection[str],
-    templates: dict[str, Template | None],
-) -> None:
-    if not run:
-        return
-    bulk = None
-    if not parser.pending():
-        bulk = _chunk_columns(run, "".join(run), keep, templates)
-        last = parser.table.last_step
-        if bulk is not None and last is not None and bulk[0][0] <= last:
-            bulk = None
-    if bulk is None:
-        for offset, raw in enumerate(run):
-            parser.feed(raw, first + offset)
-    else:
-        parser.table.extend(bulk[0], bulk[1])
-        parser.count_steps(len(bulk[0]))
+    def feed_chunk(self, lines: list[str], first: int) -> None:
+        """Feed consecutive lines, the first being line number `first`."""
+        chunk = self._chunk(lines)
+        if chunk is None:
+            lines = [line if line.endswith("\n") else line + "\n" for line in lines]
+            chunk = self._chunk(lines) if "".join(lines).count("\n") == len(lines) else None
+        if chunk is None:
+            for offset, raw in enumerate(lines):
+                self._feed(raw, first + offset)
+            return
+        self._match(chunk)
+        previous = 0
+        for i in np.flatnonzero(chunk.template < 0).tolist():
+            self._run(chunk, previous, i, first)
+            self._feed(lines[i], first + i)
+            previous = i + 1
+        self._run(chunk, previous, len(lines), first)
+
+    def finish(self) -> TrainLog:
+        return self.parser.finish()
+
+    def _feed(self, raw: str, lineno: int) -> None:
+        if self._unseen and (MEGATRON.search(raw) or ("\x1b" in raw and MEGATRON.search(ANSI.sub("", raw)))):
+            self._seed()  # the line may add a record: the dedupe window must be as the line parser's
+        self.parser.feed(raw, lineno)
+
+    def _run(self, chunk: _Chunk, a: int, b: int, first: int) -> None:
+        while a < b and self.parser.pending():
+            self._feed(chunk.lines[a], first + a)
+            a += 1
+        if b - a < MIN_RUN or not self._bulk(chunk, a, b):
+            for i in range(a, b):
+                self._feed(chunk.lines[i], first + i)
+
+    def _bulk(self, chunk: _Chunk, a: int, b: int) -> bool:
+        """Append lines a..b as records, unless the line parser could drop one as a repeat."""
+        table = self.parser.table
+        steps = chunk.steps[a:b]
+        if not (np.diff(steps) > 0).all():
+            return False
+        segment = table.segment
+        if (len(table), segment) != self._high_at:
+            # The line parser added records (or a segment began): the highest step it remembers.
+            remembered = [step for step, seg in table._recent if seg == segment]  # its dedupe window
+            self._high = max(remembered, default=None)
+        if self._high is not None and steps[0] <= self._high:
+            seen = [step for step, seg in table._recent if seg == segment]
+            for other, start, end, seg in self._unseen:
+                if seg == segment:
+                    seen.extend(other.steps[max(start, end - _WINDOW) : end].tolist())
+            if np.isin(steps[:_WINDOW], np.array(seen, dtype=np.int64)).any():
+                return False
+        table.extend(steps, {name: col[a:b] for name, col in chunk.columns.items()})
+        self.parser.count_steps(b - a)
+        self._high = int(steps[-1]) if self._high is None else max(self._high, int(steps[-1]))
+        self._high_at = (len(table), segment)
+        self._unseen.append((chunk, a, b, segment))
+        while sum(end - start for _, start, end, _ in self._unseen[1:]) >= _WINDOW:
+            del self._unseen[0]
+        return True
+
+    def _seed(self) -> None:
+        """Put the last bulk records in the dedupe window, as the line parser would have."""
+        recent = self.parser.table._recent
+        rows: list[tuple[_Chunk, int, int]] = []
+        for chunk, start, end, segment in reversed(self._unseen):
+            rows.extend((chunk, i, segment) for i in range(end - 1, max(start, end - _WINDOW + len(rows)) - 1, -1))
+        self._unseen = []
+        rows.reverse()
+        for chunk, i, segment in rows:
+            tid = int(chunk.template[i])
+            fields = tuple((name, float(chunk.columns[name][i])) for name in chunk.orders[tid])
+            recent[(int(chunk.steps[i]), segment)] = (fields, {None})
+            if len(recent) > _WINDOW:
+                recent.popitem(last=False)
 
 
 def parse_fast(lines: Iterable[str], fmt: str, source: str, keep: Collection[str]) -> TrainLog:
-    parser = TextLogParser(fmt, source, keep)
-    templates: dict[str, Template | None] = {}
+    fast = FastParser(fmt, source, keep)
+    it = iter(lines)
     lineno = 1
-    it = (line if line.endswith("\n") else line + "\n" for line in lines)
     while True:
         chunk = list(itertools.islice(it, CHUNK))
         if not chunk:
             break
-        previous = 0
-        for i in _special_lines(chunk, "".join(chunk)):
-            _bulk(parser, chunk[previous:i], lineno + previous, keep, templates)
-            parser.feed(chunk[i], lineno + i)
-            previous = i + 1
-        _bulk(parser, chunk[previous:], lineno + previous, keep, templates)
+        fast.feed_chunk(chunk, lineno)
         lineno += len(chunk)
-    return parser.finish()
+    return fast.finish()
