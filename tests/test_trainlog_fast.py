@@ -94,6 +94,8 @@ EDGE_CASES = [
     "MnRtt/Rnk: 1.2ms/3 | MxRtt/Rnk: 9.9ms/7\n",
     "WARNING: something unrelated happened: é\n",
     rec(17, end="\r\n"),
+    rec(18).replace(" | lm loss", "\n| lm loss"),  # one item of the input holding two lines
+    rec(19).replace("| lm loss", "\nlm loss"),  # the same, as long as a plain record
 ]
 
 

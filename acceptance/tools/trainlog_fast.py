@@ -98,23 +98,16 @@ class FastParser:
         return self._buffers
 
     def _chunk(self, lines: list[str]) -> _Chunk | None:
-        """Join and index a chunk; None unless it is ASCII lines each ending in its only newline."""
+        """Join and index a chunk (one row per line as given, whatever its newlines: a row
+        matches a template only if it ends in the template's single newline); None unless ASCII."""
         lines.append(_PAD)  # lets a line be read in whole 8-byte words
         text = "".join(lines)
         lines.pop()
         if not text.isascii():
             return None
-        data = text.encode("ascii")
-        size = len(data) - len(_PAD)
-        flags = self._scratch(len(data))[2]
-        ends = np.flatnonzero(np.equal(np.frombuffer(data, np.uint8, size), 10, out=flags[:size]))
-        expected = np.cumsum(np.fromiter(map(len, lines), dtype=np.int64, count=len(lines))) - 1
-        if len(ends) != len(lines) or not np.array_equal(ends, expected):
-            return None
-        starts = np.empty(len(lines), dtype=np.int64)
-        starts[0] = 0
-        starts[1:] = ends[:-1] + 1
-        return _Chunk(lines, data, starts, ends - starts + 1)
+        lengths = np.fromiter(map(len, lines), dtype=np.int64, count=len(lines))
+        starts = np.cumsum(lengths) - lengths
+        return _Chunk(lines, text.encode("ascii"), starts, lengths)
 
     def _template(self, chunk: _Chunk, row: int) -> Template | None:
         skeleton = chunk.skeleton(row)
@@ -167,9 +160,6 @@ class FastParser:
     def feed_chunk(self, lines: list[str], first: int) -> None:
         """Feed consecutive lines, the first being line number `first`."""
         chunk = self._chunk(lines)
-        if chunk is None:
-            lines = [line if line.endswith("\n") else line + "\n" for line in lines]
-            chunk = self._chunk(lines) if "".join(lines).count("\n") == len(lines) else None
         if chunk is None:
             for offset, raw in enumerate(lines):
                 self._feed(raw, first + offset)
