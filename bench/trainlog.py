@@ -3,12 +3,15 @@
     python bench/trainlog.py                 # 10,000,000 steps
     python bench/trainlog.py --steps 1000000
     python bench/trainlog.py --memory        # peak memory vs kept columns at 1,000,000 steps
+    python bench/trainlog.py --file /tmp     # also parse_file() on the log written there (3.5 GB)
 
 The log is synthetic but in Megatron-LM's real iteration-line format (timestamp, consumed
 samples, elapsed time (ms), throughput, learning rate, batch size, lm loss, loss scale, grad
 norm, skipped and NaN counts), with a checkpoint save every 1000 steps. It is streamed from a
-generator (no 3 GB file on disk); the generator's own cost is measured and subtracted. Each
-measurement runs in a fresh subprocess so that peak RSS (ru_maxrss) is its own.
+generator (no 3 GB file on disk); the generator's own cost is measured and subtracted. With
+`--file DIR` the same log is also written to DIR once and read back with `parse_file` (the
+path a user takes). Each measurement runs in a fresh subprocess so that peak RSS (ru_maxrss)
+is its own.
 """
 
 from __future__ import annotations
@@ -44,6 +47,26 @@ def megatron_lines(steps: int) -> Iterator[str]:
 
 def _peak_mib() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def child_file(path: str, keep: list[str] | None) -> dict[str, object]:
+    """parse_file on a log on disk (runs in its own process)."""
+    from acceptance.tools.trainlog import parse_file
+
+    start = time.perf_counter()
+    log = parse_file(path, keep=keep)
+    parse_s = time.perf_counter() - start
+    return {"file": path, "parse_file_s": round(parse_s, 2), "rows": len(log), "peak_rss_mib": round(_peak_mib(), 1)}
+
+
+def write_log(directory: str, steps: int) -> str:
+    path = Path(directory) / f"trainlog_bench_{steps}.log"
+    if not path.exists():
+        partial = path.with_suffix(".partial")
+        with open(partial, "w", encoding="utf-8") as out:
+            out.writelines(megatron_lines(steps))
+        partial.rename(path)
+    return str(path)
 
 
 def child(steps: int, keep: list[str] | None, judge: bool) -> dict[str, object]:
@@ -98,17 +121,20 @@ def run(steps: int, keep: list[str] | None, judge: bool) -> dict[str, object]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--steps", type=int, default=10_000_000)
     parser.add_argument("--memory", action="store_true", help="peak memory vs kept columns (1M steps)")
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--judge", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--keep", default="null", help=argparse.SUPPRESS)
+    parser.add_argument("--file", default=None, metavar="DIR", help="also time parse_file on the log written to DIR")
+    parser.add_argument("--read", default=None, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
         print(json.dumps(child(args.steps, json.loads(args.keep), args.judge)))
+        return
+    if args.read:
+        print(json.dumps(child_file(args.read, json.loads(args.keep))))
         return
     if args.memory:
         for keep in (
@@ -132,6 +158,12 @@ def main() -> None:
         f"judge step time {r['judge_steptime_s']} s, judge loss {r['judge_loss_s']} s, "
         f"total {r['total_s']} s, peak RSS {r['peak_rss_mib']} MiB"
     )
+    if args.file:
+        path = write_log(args.file, args.steps)
+        keep = json.dumps(["step_time_s", "loss", "lr", "consumed_samples"])
+        argv = [sys.executable, __file__, "--read", path, "--keep", keep]
+        f = json.loads(subprocess.run(argv, capture_output=True, text=True, check=True).stdout)
+        print(f"parse_file {path}: {f['parse_file_s']} s for {f['rows']:,} steps, peak RSS {f['peak_rss_mib']} MiB")
 
 
 if __name__ == "__main__":

@@ -7,8 +7,9 @@ import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
+from acceptance.errors import ParseError
 from acceptance.tools import trainlog_fast
-from acceptance.tools.trainlog import parse
+from acceptance.tools.trainlog import parse, parse_file
 from acceptance.tools.trainlog_fast import parse_fast
 from acceptance.tools.trainlog_text import TextLogParser
 
@@ -177,3 +178,50 @@ def test_any_mixture_of_records_and_other_lines(plan, keep):
         same(lines, keep)
     finally:
         trainlog_fast.CHUNK, trainlog_fast.MIN_GROUP, trainlog_fast.MIN_RUN = DEFAULTS
+
+
+def _body():
+    lines = [rec(s) for s in range(1, 30)]
+    for i, edge in enumerate(e for e in EDGE_CASES if e.isascii()):
+        lines += [edge, *[rec(s) for s in range(40 + 10 * i, 48 + 10 * i)]]
+    return "".join(lines)
+
+
+FILES = {
+    "plain": _body().encode(),
+    "crlf": _body().replace("\n", "\r\n").encode(),
+    "lone_cr": _body().replace("\n", "\r", 40).encode(),
+    "bom_and_bad_utf8": b"\xef\xbb\xbf" + _body().encode().replace(b"unrelated", b"unre\xe2\x82lated\xff"),
+    "no_final_newline": _body().rstrip("\n").encode(),
+}
+
+
+@pytest.mark.parametrize("block", [300, 4096, 1 << 21])
+@pytest.mark.parametrize("name", sorted(FILES))
+def test_files_read_in_binary_blocks_give_the_text_mode_records(tmp_path, monkeypatch, bulk_rows, name, block):
+    monkeypatch.setattr(trainlog_fast, "BLOCK", block)
+    path = tmp_path / "train.log"
+    path.write_bytes(FILES[name])
+    with open(path, encoding="utf-8", errors="replace") as handle:
+        slow = TextLogParser("megatron-lm", str(path), KEEP).run(handle)
+    fast = parse_file(path, keep=KEEP)
+    assert set(fast.columns) == set(slow.columns)
+    for column in slow.columns:
+        np.testing.assert_array_equal(fast.columns[column], slow.columns[column], err_msg=column)
+    assert fast.events == slow.events
+    assert fast.timers == slow.timers
+    if block > 300 and not (name == "bom_and_bad_utf8" and block > 4096):  # else no ASCII block of 2+ lines
+        assert sum(bulk_rows) > len(slow) // 3
+
+
+def test_parse_file_falls_back_for_other_formats_and_reports_empty_logs(tmp_path):
+    path = tmp_path / "nano.log"
+    path.write_text("iter 1: loss 2.5000, time 100.00ms, mfu 1.00%\n")
+    assert parse_file(path, keep=["loss"]).columns["loss"].tolist() == [2.5]
+    path.write_text(" [2025-03-20] iteration        1/      10 | lm loss: nan |\n")
+    assert parse_file(path, keep=["loss"]).status() == "failed"
+    path.write_text("nothing\n" * 40)
+    with pytest.raises(ParseError, match="at least one megatron-lm record"):
+        parse_file(path, format="megatron-lm", keep=["loss"])
+    with pytest.raises(ParseError, match="a training log"):
+        parse_file(path, keep=["loss"])

@@ -152,10 +152,30 @@ def parse_file(
     if str(path) == "-":
         return parse(sys.stdin, "<stdin>", format, columns, keep=keep)
     try:
+        if keep is not None:
+            log = _parse_file_fast(path, format, columns, keep)
+            if log is not None:
+                return log
         with open(path, encoding="utf-8", errors="replace") as handle:
             return parse(handle, str(path), format, columns, keep=keep)
     except OSError as exc:
         raise ParseError(str(path), 0, "", f"a readable file ({exc.strerror})") from exc
+
+
+def _parse_file_fast(
+    path: str | Path, format: str | None, columns: Mapping[str, str] | None, keep: Collection[str]
+) -> TrainLog | None:
+    """The bulk path straight from the file's bytes (no line objects); None when it does not apply."""
+    if format is None:
+        with open(path, encoding="utf-8", errors="replace") as handle:
+            format, _ = _detect(iter(handle), str(path), columns)
+    if not trainlog_fast.usable(format, keep):
+        return None
+    with open(path, "rb") as raw:
+        log = trainlog_fast.parse_binary(raw, format, str(path), keep)
+    if len(log) == 0 and not log.timers and not log.events:
+        raise ParseError(str(path), 0, "", f"at least one {format} record")
+    return log
 
 
 # ---------------------------------------------------------------------- CLI

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Collection, Iterable
+from typing import BinaryIO
 
 import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
@@ -42,9 +43,10 @@ def usable(fmt: str, keep: Collection[str] | None) -> bool:
 class _Chunk:
     """One chunk's lines as bytes, which of them the bulk path takes, and their values."""
 
-    def __init__(self, lines: list[str], data: bytes, starts: np.ndarray, lengths: np.ndarray) -> None:
-        n = len(lines)
-        self.lines = lines
+    def __init__(self, lines: list[str] | None, data: bytes, starts: np.ndarray, lengths: np.ndarray) -> None:
+        n = len(starts)
+        self.lines = lines  # None: the lines are only in `data` (ASCII)
+        self.data = data
         self.buf = np.frombuffer(data, dtype=np.uint8)
         self.starts = starts
         self.lengths = lengths
@@ -52,6 +54,15 @@ class _Chunk:
         self.columns: dict[str, np.ndarray] = {}
         self.orders: list[tuple[str, ...]] = []  # kept fields in the record's order, per template id
         self.template = np.full(n, _UNTRIED, dtype=np.int32)  # template id, or _UNTRIED / _LINE
+
+    def __len__(self) -> int:
+        return len(self.starts)
+
+    def line(self, row: int) -> str:
+        if self.lines is not None:
+            return self.lines[row]
+        start = int(self.starts[row])
+        return self.data[start : start + int(self.lengths[row])].decode("ascii")
 
     def skeleton(self, row: int) -> bytes:
         start = int(self.starts[row])
@@ -72,7 +83,7 @@ class _Chunk:
         for name in template.kept:
             col = self.columns.get(name)
             if col is None:
-                col = self.columns[name] = np.full(len(self.lines), np.nan)
+                col = self.columns[name] = np.full(len(self), np.nan)
             col[rows] = cols[name][ok]
 
 
@@ -164,13 +175,30 @@ class FastParser:
             for offset, raw in enumerate(lines):
                 self._feed(raw, first + offset)
             return
+        self._place(chunk, first)
+
+    def feed_ascii(self, data: bytes, first: int) -> int:
+        """Feed an ASCII block of whole lines (plus 8 spare bytes at its end), its first line
+        being line number `first`; returns how many lines it held."""
+        size = len(data) - len(_PAD)
+        flags = self._scratch(size)[2]
+        ends = np.flatnonzero(np.equal(np.frombuffer(data, np.uint8, size), 10, out=flags[:size]))
+        if len(ends) == 0 or ends[-1] != size - 1:
+            ends = np.append(ends, size - 1)  # the last line of the file, without a newline
+        starts = np.empty(len(ends), dtype=np.int64)
+        starts[0] = 0
+        starts[1:] = ends[:-1] + 1
+        self._place(_Chunk(None, data, starts, ends - starts + 1), first)
+        return len(ends)
+
+    def _place(self, chunk: _Chunk, first: int) -> None:
         self._match(chunk)
         previous = 0
         for i in np.flatnonzero(chunk.template < 0).tolist():
             self._run(chunk, previous, i, first)
-            self._feed(lines[i], first + i)
+            self._feed(chunk.line(i), first + i)
             previous = i + 1
-        self._run(chunk, previous, len(lines), first)
+        self._run(chunk, previous, len(chunk), first)
 
     def finish(self) -> TrainLog:
         return self.parser.finish()
@@ -182,11 +210,11 @@ class FastParser:
 
     def _run(self, chunk: _Chunk, a: int, b: int, first: int) -> None:
         while a < b and self.parser.pending():
-            self._feed(chunk.lines[a], first + a)
+            self._feed(chunk.line(a), first + a)
             a += 1
         if b - a < MIN_RUN or not self._bulk(chunk, a, b):
             for i in range(a, b):
-                self._feed(chunk.lines[i], first + i)
+                self._feed(chunk.line(i), first + i)
 
     def _bulk(self, chunk: _Chunk, a: int, b: int) -> bool:
         """Append lines a..b as records, unless the line parser could drop one as a repeat."""
@@ -241,4 +269,46 @@ def parse_fast(lines: Iterable[str], fmt: str, source: str, keep: Collection[str
             break
         fast.feed_chunk(chunk, lineno)
         lineno += len(chunk)
+    return fast.finish()
+
+
+BLOCK = 1 << 21  # bytes read at a time by `parse_binary`
+
+
+def _text_lines(block: bytes) -> list[str]:
+    """A block's lines as a text-mode file gives them (UTF-8 with replacement, universal newlines)."""
+    text = block.decode("utf-8", errors="replace")
+    if "\r" in text:
+        text = text.replace("\r\n", "\n").replace("\r", "\n")
+    lines = text.split("\n")
+    last = lines.pop()
+    out = [line + "\n" for line in lines]
+    if last:
+        out.append(last)
+    return out
+
+
+def parse_binary(raw: BinaryIO, fmt: str, source: str, keep: Collection[str]) -> TrainLog:
+    """Parse a log file opened in binary mode: the same records as the line parser reading it
+    in text mode (UTF-8 with replacement, universal newlines), read in blocks of BLOCK bytes."""
+    fast = FastParser(fmt, source, keep)
+    lineno = 1
+    rest = b""
+    while True:
+        data = raw.read(BLOCK)
+        block = rest + data
+        if data:
+            cut = block.rfind(b"\n") + 1
+            if cut == 0:
+                rest = block
+                continue
+            block, rest = block[:cut], block[cut:]
+        if block.isascii() and b"\r" not in block:
+            lineno += fast.feed_ascii(block + _PAD.encode("ascii"), lineno)
+        elif block:
+            lines = _text_lines(block)
+            fast.feed_chunk(lines, lineno)
+            lineno += len(lines)
+        if not data:
+            break
     return fast.finish()
