@@ -24,6 +24,8 @@ from acceptance.tools.trainlog_text import TextLogParser
 _SHAPE = re.compile(r"([+-]?)(0*)(?:\.(0*))?(?:[eE]([+-]?)(0+))?")
 _CHECKS = ("loss", "skipped", "nan")  # read even when not kept: they decide NaN/skip events
 _POW10 = 10.0 ** np.arange(23)
+_ZEROS = bytes.maketrans(b"0123456789", b"0000000000")
+UNTRIED, LINE = -1, -2  # Chunk.template for a line not yet tried, or left to the line parser
 _EXACT = 2**53
 
 
@@ -202,3 +204,50 @@ def values(
             value = -value
         out[v.name] = value * v.factor if v.factor != 1.0 else value
     return steps, out
+
+
+class Chunk:
+    """One chunk's lines as bytes, which of them the bulk path takes, and their values."""
+
+    def __init__(self, lines: list[str] | None, data: bytes, starts: np.ndarray, lengths: np.ndarray) -> None:
+        n = len(starts)
+        self.lines = lines  # None: the lines are only in `data` (ASCII)
+        self.data = data
+        self.buf = np.frombuffer(data, dtype=np.uint8)
+        self.starts = starts
+        self.lengths = lengths
+        self.steps = np.zeros(n, dtype=np.int64)
+        self.columns: dict[str, np.ndarray] = {}
+        self.orders: list[tuple[str, ...]] = []  # kept fields in the record's order, per template id
+        self.template = np.full(n, UNTRIED, dtype=np.int32)  # template id, or UNTRIED / LINE
+
+    def __len__(self) -> int:
+        return len(self.starts)
+
+    def line(self, row: int) -> str:
+        if self.lines is not None:
+            return self.lines[row]
+        start = int(self.starts[row])
+        return self.data[start : start + int(self.lengths[row])].decode("ascii")
+
+    def skeleton(self, row: int) -> bytes:
+        start = int(self.starts[row])
+        return self.buf[start : start + int(self.lengths[row])].tobytes().translate(_ZEROS)
+
+    def take(self, rows: np.ndarray, digits: np.ndarray, template: Template) -> None:
+        steps, cols = values(digits, self.buf, self.starts[rows], template)
+        ok = np.ones(len(rows), dtype=bool)
+        for name in ("skipped", "nan"):
+            if name in cols:
+                ok &= cols[name] == 0  # skip and NaN events: the line parser makes them
+        if "loss" in cols:
+            ok &= np.isfinite(cols["loss"])
+        self.orders.append(template.kept)
+        self.template[rows] = np.where(ok, len(self.orders) - 1, LINE)
+        rows = rows[ok]
+        self.steps[rows] = steps[ok]
+        for name in template.kept:
+            col = self.columns.get(name)
+            if col is None:
+                col = self.columns[name] = np.full(len(self), np.nan)
+            col[rows] = cols[name][ok]

@@ -1,7 +1,8 @@
 """Fast path for long Megatron logs when the caller keeps only a few columns.
 
-Lines are taken in chunks and joined into one byte buffer. Lines of the most frequent
-lengths are matched against templates (`trainlog_bulk`: a line's skeleton that the line
+Lines are taken in chunks joined into one byte buffer (`parse_fast`), or read from the file
+in blocks of bytes with text-mode semantics (`parse_binary`, no line objects at all). Lines of
+the most frequent lengths are matched against templates (`trainlog_bulk`: a line's skeleton that the line
 parser reads as one plain record) and their fields computed from their digit bytes with
 numpy. Every other line (events, rank prefixes, timers, colours, noise, glued or cut records),
 and every record with non-zero skipped/NaN counts or a non-finite loss, goes through the line
@@ -17,7 +18,7 @@ from typing import BinaryIO
 import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
 
-from acceptance.tools.trainlog_bulk import Template, build_template, matches, values
+from acceptance.tools.trainlog_bulk import LINE, UNTRIED, Chunk, Template, build_template, matches
 from acceptance.tools.trainlog_model import TrainLog
 from acceptance.tools.trainlog_patterns import ANSI, MEGATRON
 from acceptance.tools.trainlog_text import TextLogParser
@@ -32,59 +33,10 @@ MIN_RUN = 8  # shorter runs of bulk lines go through the line parser
 _CACHE = 256
 _PAD = "\0" * 8
 _WINDOW = 512  # StepTable's dedupe window
-_ZEROS = bytes.maketrans(b"0123456789", b"0000000000")
-_UNTRIED, _LINE = -1, -2
 
 
 def usable(fmt: str, keep: Collection[str] | None) -> bool:
     return fmt in ("megatron-lm", "megatron-deepspeed") and keep is not None and set(keep) <= FAST_COLUMNS
-
-
-class _Chunk:
-    """One chunk's lines as bytes, which of them the bulk path takes, and their values."""
-
-    def __init__(self, lines: list[str] | None, data: bytes, starts: np.ndarray, lengths: np.ndarray) -> None:
-        n = len(starts)
-        self.lines = lines  # None: the lines are only in `data` (ASCII)
-        self.data = data
-        self.buf = np.frombuffer(data, dtype=np.uint8)
-        self.starts = starts
-        self.lengths = lengths
-        self.steps = np.zeros(n, dtype=np.int64)
-        self.columns: dict[str, np.ndarray] = {}
-        self.orders: list[tuple[str, ...]] = []  # kept fields in the record's order, per template id
-        self.template = np.full(n, _UNTRIED, dtype=np.int32)  # template id, or _UNTRIED / _LINE
-
-    def __len__(self) -> int:
-        return len(self.starts)
-
-    def line(self, row: int) -> str:
-        if self.lines is not None:
-            return self.lines[row]
-        start = int(self.starts[row])
-        return self.data[start : start + int(self.lengths[row])].decode("ascii")
-
-    def skeleton(self, row: int) -> bytes:
-        start = int(self.starts[row])
-        return self.buf[start : start + int(self.lengths[row])].tobytes().translate(_ZEROS)
-
-    def take(self, rows: np.ndarray, digits: np.ndarray, template: Template) -> None:
-        steps, cols = values(digits, self.buf, self.starts[rows], template)
-        ok = np.ones(len(rows), dtype=bool)
-        for name in ("skipped", "nan"):
-            if name in cols:
-                ok &= cols[name] == 0  # skip and NaN events: the line parser makes them
-        if "loss" in cols:
-            ok &= np.isfinite(cols["loss"])
-        self.orders.append(template.kept)
-        self.template[rows] = np.where(ok, len(self.orders) - 1, _LINE)
-        rows = rows[ok]
-        self.steps[rows] = steps[ok]
-        for name in template.kept:
-            col = self.columns.get(name)
-            if col is None:
-                col = self.columns[name] = np.full(len(self), np.nan)
-            col[rows] = cols[name][ok]
 
 
 class FastParser:
@@ -97,7 +49,7 @@ class FastParser:
         self.templates: dict[bytes, Template | None] = {}
         self._buffers: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
         # Bulk records not yet in the line parser's dedupe window: (chunk, first, end, segment).
-        self._unseen: list[tuple[_Chunk, int, int, int]] = []
+        self._unseen: list[tuple[Chunk, int, int, int]] = []
         # The highest step of this segment that a record could repeat, as of table length and segment.
         self._high: int | None = None
         self._high_at: tuple[int, int] = (-1, -1)
@@ -108,7 +60,7 @@ class FastParser:
             self._buffers = (np.empty(size, np.uint8), np.empty(size, np.uint8), np.empty(size, bool))
         return self._buffers
 
-    def _chunk(self, lines: list[str]) -> _Chunk | None:
+    def _chunk(self, lines: list[str]) -> Chunk | None:
         """Join and index a chunk (one row per line as given, whatever its newlines: a row
         matches a template only if it ends in the template's single newline); None unless ASCII."""
         lines.append(_PAD)  # lets a line be read in whole 8-byte words
@@ -118,9 +70,9 @@ class FastParser:
             return None
         lengths = np.fromiter(map(len, lines), dtype=np.int64, count=len(lines))
         starts = np.cumsum(lengths) - lengths
-        return _Chunk(lines, text.encode("ascii"), starts, lengths)
+        return Chunk(lines, text.encode("ascii"), starts, lengths)
 
-    def _template(self, chunk: _Chunk, row: int) -> Template | None:
+    def _template(self, chunk: Chunk, row: int) -> Template | None:
         skeleton = chunk.skeleton(row)
         if skeleton not in self.templates:
             if len(self.templates) >= _CACHE:
@@ -128,10 +80,10 @@ class FastParser:
             self.templates[skeleton] = build_template(skeleton.decode("ascii"), self.fmt, self.keep)
         return self.templates[skeleton]
 
-    def _match(self, chunk: _Chunk) -> None:
+    def _match(self, chunk: Chunk) -> None:
         """Try templates on the most frequent line lengths among the lines not yet placed."""
         for _ in range(MAX_TRIES):
-            left = np.flatnonzero(chunk.template == _UNTRIED)
+            left = np.flatnonzero(chunk.template == UNTRIED)
             if len(left) < MIN_GROUP:
                 return
             lengths = chunk.lengths[left]
@@ -142,15 +94,15 @@ class FastParser:
             group = left[lengths == best]
             template = self._template(chunk, int(group[0]))
             if template is None:
-                chunk.template[group[0]] = _LINE  # not a plain record
+                chunk.template[group[0]] = LINE  # not a plain record
                 continue
             ok, digits = self._check(chunk, group, template)
             if not ok[0]:
-                chunk.template[group[0]] = _LINE
+                chunk.template[group[0]] = LINE
                 continue
             chunk.take(group[ok], digits if ok.all() else digits[ok], template)
 
-    def _check(self, chunk: _Chunk, group: np.ndarray, template: Template) -> tuple[np.ndarray, np.ndarray]:
+    def _check(self, chunk: Chunk, group: np.ndarray, template: Template) -> tuple[np.ndarray, np.ndarray]:
         """Which lines of `group` match the template, and their digit bytes. Long runs of
         consecutive lines are viewed in place; scattered lines are gathered first."""
         breaks = (np.flatnonzero(np.diff(group) != 1) + 1).tolist()
@@ -188,10 +140,10 @@ class FastParser:
         starts = np.empty(len(ends), dtype=np.int64)
         starts[0] = 0
         starts[1:] = ends[:-1] + 1
-        self._place(_Chunk(None, data, starts, ends - starts + 1), first)
+        self._place(Chunk(None, data, starts, ends - starts + 1), first)
         return len(ends)
 
-    def _place(self, chunk: _Chunk, first: int) -> None:
+    def _place(self, chunk: Chunk, first: int) -> None:
         self._match(chunk)
         previous = 0
         for i in np.flatnonzero(chunk.template < 0).tolist():
@@ -208,7 +160,7 @@ class FastParser:
             self._seed()  # the line may add a record: the dedupe window must be as the line parser's
         self.parser.feed(raw, lineno)
 
-    def _run(self, chunk: _Chunk, a: int, b: int, first: int) -> None:
+    def _run(self, chunk: Chunk, a: int, b: int, first: int) -> None:
         while a < b and self.parser.pending():
             self._feed(chunk.line(a), first + a)
             a += 1
@@ -216,7 +168,7 @@ class FastParser:
             for i in range(a, b):
                 self._feed(chunk.line(i), first + i)
 
-    def _bulk(self, chunk: _Chunk, a: int, b: int) -> bool:
+    def _bulk(self, chunk: Chunk, a: int, b: int) -> bool:
         """Append lines a..b as records, unless the line parser could drop one as a repeat."""
         table = self.parser.table
         steps = chunk.steps[a:b]
@@ -246,7 +198,7 @@ class FastParser:
     def _seed(self) -> None:
         """Put the last bulk records in the dedupe window, as the line parser would have."""
         recent = self.parser.table._recent
-        rows: list[tuple[_Chunk, int, int]] = []
+        rows: list[tuple[Chunk, int, int]] = []
         for chunk, start, end, segment in reversed(self._unseen):
             rows.extend((chunk, i, segment) for i in range(end - 1, max(start, end - _WINDOW + len(rows)) - 1, -1))
         self._unseen = []
