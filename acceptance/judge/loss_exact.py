@@ -54,25 +54,17 @@ def restore_point(
             restore_step = chosen.step
             notes.append(f"restore step {restore_step} from the log (line {chosen.line})")
         elif restore_step is not None and chosen.step not in (None, restore_step):
-            notes.append(
-                f"the log says it loaded step {chosen.step}; judged against the given {restore_step}"
-            )
+            notes.append(f"the log says it loaded step {chosen.step}; judged against the given {restore_step}")
     elif same and restore_step is not None:
         post_mask &= a_steps > restore_step
     if restore_step is None and post_mask.any():
         first = int(a_steps[post_mask][0])
-        saves = [
-            e.step
-            for e in before.events
-            if e.type == "checkpoint_save" and e.step is not None and e.step < first
-        ]
+        saves = [e.step for e in before.events if e.type == "checkpoint_save" and e.step is not None and e.step < first]
         if saves:
             restore_step = max(saves)
             notes.append(f"restore step {restore_step}: the last checkpoint saved before step {first}")
         else:
-            notes.append(
-                "restore step unknown (no resume line, no checkpoint save): first-step check skipped"
-            )
+            notes.append("restore step unknown (no resume line, no checkpoint save): first-step check skipped")
     if restore_step is not None:
         pre_mask &= b_steps <= restore_step
     pre_idx = np.flatnonzero(pre_mask)
@@ -207,24 +199,19 @@ def _samples(pre: pd.DataFrame, post: pd.DataFrame, restore: int | None, interva
         out.append(
             Finding(
                 s,
-                f"consumed samples jump by {np.diff(v_post)[wrong[0]]:.0f} at step {s}, "
-                f"expected {per_step:g} per step",
+                f"consumed samples jump by {np.diff(v_post)[wrong[0]]:.0f} at step {s}, expected {per_step:g} per step",
             )
         )
     return out
 
 
-def _schedule(
-    pre: pd.DataFrame, post: pd.DataFrame, lr_tol: float, lr_override: bool, interval: int
-) -> list[Finding]:
+def _schedule(pre: pd.DataFrame, post: pd.DataFrame, lr_tol: float, lr_override: bool, interval: int) -> list[Finding]:
     out: list[Finding] = []
     if "lr" in pre and "lr" in post:
         ok_pre = pre[np.isfinite(pre["lr"].to_numpy(float))]
         first = _first(post, "lr")
         if lr_override:
-            out.append(
-                Finding(None, "learning-rate override declared: schedule continuity not checked", False)
-            )
+            out.append(Finding(None, "learning-rate override declared: schedule continuity not checked", False))
         elif len(ok_pre) >= 2 and first is not None:
             (s1, l1), (s2, l2) = ((int(r.step), float(r.lr)) for r in ok_pre.tail(2).itertuples())
             slope = (l2 - l1) / (s2 - s1) if s2 != s1 else 0.0
@@ -245,8 +232,7 @@ def _schedule(
         out.append(
             Finding(
                 scale_post[0],
-                f"loss scale {scale_post[1]:g} at step {scale_post[0]}, "
-                f"was {scale_pre[1]:g} at the checkpoint",
+                f"loss scale {scale_post[1]:g} at step {scale_post[0]}, was {scale_pre[1]:g} at the checkpoint",
             )
         )
     return out

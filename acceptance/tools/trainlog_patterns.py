@@ -18,9 +18,7 @@ DS_TIMER = re.compile(
     r"(?:RunningAvgSamplesPerSec=[\d.]+, CurrSamplesPerSec=([\d.]+)|SamplesPerSec=([\d.]+))"
 )
 HF_DICT = re.compile(r"\{\s*['‘’\"](?:loss|eval_loss|train_runtime)['‘’\"]\s*:")
-STRAGGLER = re.compile(
-    r"Mn(\w+)/Rnk:\s*([-\d.]+)([A-Za-z%]*)/(\d+)\s*\|\s*Mx\1/Rnk:\s*([-\d.]+)[A-Za-z%]*/(\d+)"
-)
+STRAGGLER = re.compile(r"Mn(\w+)/Rnk:\s*([-\d.]+)([A-Za-z%]*)/(\d+)\s*\|\s*Mx\1/Rnk:\s*([-\d.]+)[A-Za-z%]*/(\d+)")
 
 DETECTORS: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("nemo2", NEMO2),
@@ -86,9 +84,7 @@ FIELDS: dict[str, tuple[str, float]] = {
     "grad_norm": ("grad_norm", 1.0),
     "global_step": ("step", 1.0),
 }
-HF_KV = re.compile(
-    r"['‘’\"]([A-Za-z_/]+)['‘’\"]\s*:\s*([-+]?(?:\d+\.?\d*(?:[eE][-+]?\d+)?|nan|inf|NaN|Infinity))"
-)
+HF_KV = re.compile(r"['‘’\"]([A-Za-z_/]+)['‘’\"]\s*:\s*([-+]?(?:\d+\.?\d*(?:[eE][-+]?\d+)?|nan|inf|NaN|Infinity))")
 TITAN_KV = re.compile(r"(grad_norm|tps|tflops|mfu):\s*([-\d.,]+)")
 KV = re.compile(r"([A-Za-z][^:|]*?)\s*:\s*([^\s|]+)")
 MAX_JOIN = 4

@@ -91,9 +91,7 @@ def resolve_mapping(
                     out[cand] = (col, factor)
                     break
     if not any(col == "step" for col, _ in out.values()):
-        raise ParseError(
-            source, 1, ",".join(list(names)[:12]), "a step field (map one with --column step=FIELD)"
-        )
+        raise ParseError(source, 1, ",".join(list(names)[:12]), "a step field (map one with --column step=FIELD)")
     return out
 
 
@@ -111,9 +109,7 @@ def _finish(fmt: str, source: str, table: StepTable, events: list[Event], notes:
     return TrainLog(fmt, source, table.columns(), tuple(events), (), tuple(notes))
 
 
-def _add(
-    table: StepTable, events: list[Event], fields: dict[str, float], line: int, merge: bool = False
-) -> None:
+def _add(table: StepTable, events: list[Event], fields: dict[str, float], line: int, merge: bool = False) -> None:
     step = int(fields.pop("step"))
     rank = fields.pop("rank", None)
     rank_i = None if rank is None or math.isnan(rank) else int(rank)
@@ -141,9 +137,7 @@ def parse_json_document(text: str, source: str, keep: Collection[str] | None) ->
     ):
         return _golden(doc, source, keep)
     first = text.lstrip()[:120]
-    raise ParseError(
-        source, 1, first, "an HF trainer_state.json (log_history) or Megatron golden-values JSON"
-    )
+    raise ParseError(source, 1, first, "an HF trainer_state.json (log_history) or Megatron golden-values JSON")
 
 
 def _hf_state(doc: dict[str, Any], source: str, keep: Collection[str] | None) -> TrainLog:

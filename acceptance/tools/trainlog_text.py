@@ -271,9 +271,7 @@ class TextLogParser:
             with contextlib.suppress(ValueError):
                 fields["lr"] = float(m.group(3))
             if skipped > self._ds_skipped:
-                self.events.append(
-                    Event("skip", step, lineno, f"{skipped - self._ds_skipped} skipped (fp16 overflow)")
-                )
+                self.events.append(Event("skip", step, lineno, f"{skipped - self._ds_skipped} skipped (fp16 overflow)"))
                 self._ds_skipped = skipped
             self.table.upsert(step, fields, rank)
             return
@@ -303,9 +301,7 @@ class TextLogParser:
             elif "eval_loss" in kv:
                 self._event("eval", self.table.last_step, lineno)
             elif "train_runtime" in kv:
-                self.notes.append(
-                    f"train_runtime {kv['train_runtime']} s (includes evaluation; not a step time)"
-                )
+                self.notes.append(f"train_runtime {kv['train_runtime']} s (includes evaluation; not a step time)")
 
 
 __all__ = ["TextLogParser"]
