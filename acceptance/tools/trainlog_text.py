@@ -142,8 +142,10 @@ class TextLogParser:
             self._event("checkpoint_save", saved, lineno, line.strip()[:200])
             return
         if RESUME_NOSTEP.search(line):
-            self._pending_resume = len(self.events)
+            before = len(self.events)
             self._event("resume", None, lineno, line.strip()[:200])
+            if len(self.events) > before:  # a repeated resume line adds no event to point at
+                self._pending_resume = before
             return
         m = EVAL.search(line)
         if m:
