@@ -147,3 +147,16 @@ def test_a_secret_in_any_usual_form_never_survives(before, after, name, secret, 
     scrubbed = scrub_text(text)
     assert secret not in scrubbed
     assert scrub_text(scrubbed) == scrubbed  # idempotent: scrubbing a report twice changes nothing
+
+
+def test_flags_named_like_secrets_survive_but_numbers_do_not():
+    """A manifest's `automountServiceAccountToken: false` is evidence, not a credential; a PIN is."""
+    text = "automountServiceAccountToken: false\npassword: 1234\ntoken: abcdef123456\n"
+    scrubbed = scrub_text(text)
+    assert "automountServiceAccountToken: false" in scrubbed
+    assert "1234" not in scrubbed
+    assert "abcdef123456" not in scrubbed
+    assert scrub_obj({"automountServiceAccountToken": False, "pin_password": 1234}) == {
+        "automountServiceAccountToken": False,
+        "pin_password": "[REDACTED]",
+    }

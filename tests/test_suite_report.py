@@ -56,6 +56,8 @@ def test_sim_run_report_is_signed_complete_and_tamper_evident(
         assert (report / name).is_file(), name
     assert list((report / "outputs" / "nccl").glob("*.log"))
     assert list((report / "placement").glob("*.json"))
+    manifest = (report / "manifests" / "nccl" / "all_reduce_perf.yaml").read_text()
+    assert "automountServiceAccountToken: false" in manifest, "evidence must show what was submitted"
     html = (report / "report.html").read_text()
     assert "SIMULATED" in html
     assert html.count("data:image/png;base64,") >= 4, "a busbw plot per collective"

@@ -20,6 +20,10 @@ _SECRET_NAME = (
     r"private[_-]?key|client-key-data|client_key_data|credentials?))"
 )
 _SECRET_KEY_RE = re.compile(_SECRET_NAME + r"\Z", re.IGNORECASE)
+# A flag is never a credential (`automountServiceAccountToken: false` must survive in the evidence);
+# a number may be (a PIN), so numbers are still redacted.
+_NOT_A_SECRET = r"(?:true|false|null|~)(?![^\s,;|\]}])"
+_PLAIN_VALUE = re.compile(r"(?i)" + _NOT_A_SECRET + r"\s*(?:#.*)?\Z")
 
 _PEM_PRIVATE = re.compile(
     r"-----BEGIN ([A-Z0-9 ]*PRIVATE KEY)-----.*?(?:-----END \1-----|\Z)",
@@ -29,8 +33,10 @@ _BEARER = re.compile(r"(?i)\b(bearer|basic)(\s+)[A-Za-z0-9._~+/=-]{8,}")
 _JWT = re.compile(r"\beyJ[A-Za-z0-9_-]{5,}\.[A-Za-z0-9_-]{5,}\.[A-Za-z0-9_-]{5,}")
 _URL_CREDENTIALS = re.compile(r"(?i)\b([a-z][a-z0-9+.-]*://)([^/\s:@]+):([^/\s@]+)@")
 _JSON_PAIR = re.compile(r'(?i)("' + _SECRET_NAME + r'"\s*:\s*)"(?:[^"\\]|\\.)*"')
-_ASSIGNMENT = re.compile(r"(?i)\b(" + _SECRET_NAME + r")=(\"[^\"]*\"|'[^']*'|\S+)")
-_INLINE_PAIR = re.compile(r"(?i)(?<![\w-])(" + _SECRET_NAME + r")(\s*:[ \t]*)(?!\[REDACTED\])([^\s<>\"',;|]+)")
+_ASSIGNMENT = re.compile(r"(?i)\b(" + _SECRET_NAME + r")=(?!" + _NOT_A_SECRET + r")(\"[^\"]*\"|'[^']*'|\S+)")
+_INLINE_PAIR = re.compile(
+    r"(?i)(?<![\w-])(" + _SECRET_NAME + r")(\s*:[ \t]*)(?!\[REDACTED\])(?!" + _NOT_A_SECRET + r")([^\s<>\"',;|]+)"
+)
 _XML_PROPERTY = re.compile(r'(?i)(name="' + _SECRET_NAME + r'"\s+value=")[^"]*(")')
 _YAML_KEY = re.compile(
     r"""(?i)^(?P<indent>[ \t]*(?:-[ \t]+)?)(?P<key>["']?""" + _SECRET_NAME + r"""["']?[ \t]*:)(?P<value>.*)$"""
@@ -58,7 +64,7 @@ def _scrub_yaml_lines(text: str) -> str:
             value = match.group("value").strip()
             if value.startswith(("|", ">")):
                 skip_deeper_than = len(match.group("indent"))
-            if value and REDACTED not in value:
+            if value and REDACTED not in value and not _PLAIN_VALUE.match(value):
                 newline = line[len(line.rstrip("\r\n")) :]
                 line = f"{match.group('indent')}{match.group('key')} {REDACTED}{newline}"
         out.append(line)
@@ -84,7 +90,10 @@ def scrub_obj(obj: Any) -> Any:
         return {
             key: (
                 REDACTED
-                if isinstance(key, str) and is_secret_name(key) and value not in (None, "")
+                if isinstance(key, str)
+                and is_secret_name(key)
+                and value not in (None, "")
+                and not isinstance(value, bool)
                 else scrub_obj(value)
             )
             for key, value in obj.items()
