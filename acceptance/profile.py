@@ -87,6 +87,7 @@ class Profile:
     dcgm_level: int
     dcgm_timeout_s: float
     dcgm_warning_policy: str
+    dcgm_host_engine: str
     nccl_tests: tuple[NcclTestSpec, ...]
     nccl_timeout_s: float
     margins: Margins
@@ -253,6 +254,7 @@ def _build(doc: Document) -> Profile:
         dcgm_level=int(data["dcgm"]["level"]),
         dcgm_timeout_s=parse_duration(data["dcgm"].get("timeout", 2 * 3600)),
         dcgm_warning_policy=data["dcgm"].get("fail_on_warning_severity", "isolate"),
+        dcgm_host_engine=str(data["dcgm"].get("host_engine", "embedded")),
         nccl_tests=tuple(tests),
         nccl_timeout_s=parse_duration(data["nccl"].get("timeout", 3600)),
         margins=margins,

@@ -11,6 +11,7 @@ GPU workloads never overlap: the GPUs of a node are held by one workload at a ti
 from __future__ import annotations
 
 import json
+import shlex
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -129,8 +130,15 @@ class Runs:
     # ------------------------------------------------------------ criterion 1
 
     def dcgm_workloads(self) -> list[DcgmWorkload]:
+        """`dcgmi diag` needs a host engine: started in the pod ("embedded"), or one the profile names."""
         p = self.profile
-        argv = tuple(dcgm.DcgmDiag(level=p.dcgm_level, timeout_s=p.dcgm_timeout_s).argv())
+        embedded = p.dcgm_host_engine == "embedded"
+        diag = dcgm.DcgmDiag(
+            level=p.dcgm_level, timeout_s=p.dcgm_timeout_s, host=None if embedded else p.dcgm_host_engine
+        )
+        argv = tuple(diag.argv())
+        if embedded:  # the engine's banner must not precede dcgmi's JSON; dcgmi's exit status is the pod's
+            argv = ("bash", "-c", f"nv-hostengine >/dev/null && exec {shlex.join(argv)}")
         return [DcgmWorkload(f"dcgm-{node}", node, p.gpus_per_node, argv, p.dcgm_timeout_s) for node in self.targets()]
 
     def targets(self) -> tuple[str, ...]:

@@ -42,9 +42,9 @@ NODES = tuple(f"gpu-{i:02d}" for i in range(1, 17))
 
 
 def test_dcgm_job_is_exactly_the_documented_manifest() -> None:
-    """One Job per node: pinned by hostname, all GPUs requested and limited, GPU taint tolerated, no retries."""
+    """One Job per node: pinned by hostname, all GPUs (and no NIC) requested and limited, no retries."""
     job = dcgm_job(SETTINGS, "r1", DcgmWorkload("dcgm-gpu-07", "gpu-07", 8, ("dcgmi", "diag", "-r", "3", "-j"), 1800))
-    resources = {"nvidia.com/gpu": "8", "rdma/ib": "8"}
+    resources = {"nvidia.com/gpu": "8"}
     assert job == {
         "apiVersion": "batch/v1",
         "kind": "Job",

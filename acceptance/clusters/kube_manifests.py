@@ -91,10 +91,11 @@ def _tolerations(settings: KubeSettings) -> list[dict[str, Any]]:
     return out
 
 
-def _gpu_resources(settings: KubeSettings, gpus: int) -> dict[str, dict[str, Any]]:
+def _gpu_resources(settings: KubeSettings, gpus: int, *, rdma: bool = True) -> dict[str, dict[str, Any]]:
     # quantities as strings: the official client (v37) rejects integers in resource maps
     amounts: dict[str, Any] = {settings.gpu_resource: str(gpus)}
-    amounts.update({k: str(v) for k, v in sorted(settings.rdma_resources.items())})
+    if rdma:
+        amounts.update({k: str(v) for k, v in sorted(settings.rdma_resources.items())})
     return {"requests": dict(amounts), "limits": dict(amounts)}
 
 
@@ -118,7 +119,7 @@ def dcgm_job(settings: KubeSettings, run_id: str, workload: DcgmWorkload) -> dic
         "name": "dcgm-diag",
         "image": settings.image("dcgm"),
         "command": list(workload.argv),
-        "resources": _gpu_resources(settings, workload.gpus),
+        "resources": _gpu_resources(settings, workload.gpus, rdma=False),  # the diagnostic uses no NIC
         "securityContext": {"privileged": True},
     }
     pod_spec = {
