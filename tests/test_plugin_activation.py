@@ -39,7 +39,9 @@ def test_inert_without_cluster(pytester: pytest.Pytester) -> None:
 
 
 def test_suite_without_cluster_is_a_usage_error_that_says_what_to_type(pytester: pytest.Pytester) -> None:
-    result = pytester.runpytest(str(SUITE))
+    # a fresh process: the suite's own ini (filterwarnings=error) applies, and in this process the
+    # plugin is already imported, which pytest would warn about when it tries to rewrite it
+    result = pytester.runpytest_subprocess(str(SUITE))
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(["*the acceptance suite needs a cluster*pytest acceptance/ --cluster=sim*"])
 
