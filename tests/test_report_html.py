@@ -132,8 +132,8 @@ def test_every_section_is_drawn_from_verdict_tables():
         assert png.startswith(b"\x89PNG")
         assert _distinct_colors(png) > 20
     assert "SIMULATED" in html
-    assert '<td class="fail">fail</td>' in html  # the DCGM matrix cell of gpu-07 GPU 3 pcie
-    assert html.count("<tr><td>gpu-07</td>") == 8
+    assert '<td class="fail">fail: GPU 3; pass ×7</td>' in html  # the DCGM matrix cell of gpu-07 pcie
+    assert html.count("<tr><td>gpu-07</td>") == 1  # one row per node
     assert "busbw 9% below baseline at 256 MiB" in html
     assert "5. no recurrence during probation" in html
     assert "probation window not reached" in html
@@ -272,3 +272,15 @@ def test_loss_plot_marks_the_restore_and_needs_only_step_and_loss():
     png = _images(f'<img src="{loss_plot([bare])}">')[0]
     assert not _has_color(png)
     assert loss_plot([{"figures": {}, "table": {"columns": ["step", "loss"], "rows": []}}]) is None
+
+
+def test_diagnostics_matrix_is_one_row_per_node_naming_the_gpus_that_did_not_pass():
+    from acceptance.report.html import _diagnostics
+
+    rows = [("n1", gpu, "pcie", "pass", "pass") for gpu in range(8)]
+    rows += [("n2", gpu, "pcie", "fail" if gpu == 5 else "pass", "pass") for gpu in range(8)]
+    table = pd.DataFrame(rows, columns=["node", "gpu", "test", "status", "handover"])
+    html = _diagnostics([verdict_payload(Verdict(Status.FAIL, "n2", "x", table=table))])
+    assert html.count("<tr>") == 3  # header + one row per node
+    assert '<td class="pass">pass ×8</td>' in html
+    assert '<td class="fail">fail: GPU 5; pass ×7</td>' in html

@@ -17,6 +17,7 @@ h1{font-size:1.5em;margin:.3em 0}h2{border-bottom:2px solid #ddd;padding-bottom:
 table{border-collapse:collapse;margin:.5em 0;font-size:.92em}
 th,td{border:1px solid #ccc;padding:.25em .5em;text-align:left;vertical-align:top}
 th{background:#f2f2f2}
+td:first-child{white-space:nowrap}
 .banner{background:#b8860b;color:#fff;font-weight:bold;font-size:1.3em;text-align:center;padding:.6em;letter-spacing:.1em}
 .unsigned{background:#8b0000;color:#fff;padding:.5em 1em;font-weight:bold}
 .signed{background:#e8f4ea;border:1px solid #9c9;padding:.5em 1em}
@@ -95,18 +96,38 @@ def _fabric(verdicts: list[dict[str, Any]]) -> str:
     return "".join(f"<h3>{_e(title)}</h3>{_img(uri, title + ' busbw plot')}" for title, uri in plots)
 
 
+_SEVERITY = {"fail": 4, "error": 4, "missing": 3, "warn": 2, "skip": 1, "pass": 0}
+
+
+def _cell(statuses: Mapping[str, str]) -> tuple[str, str]:
+    """One node × test cell: the worst status (its CSS class) and which GPUs had what."""
+    by_status: dict[str, list[str]] = {}
+    for gpu, status in statuses.items():
+        by_status.setdefault(status, []).append(gpu)
+    worst = max(by_status, key=lambda st: _SEVERITY.get(st, 3))
+    parts = []
+    for status in sorted(by_status, key=lambda st: -_SEVERITY.get(st, 3)):
+        gpus = by_status[status]
+        parts.append(f"{status} ×{len(gpus)}" if status == "pass" else f"{status}: GPU {', '.join(gpus)}")
+    return worst, "; ".join(parts)
+
+
 def _diagnostics(verdicts: list[dict[str, Any]]) -> str:
+    """Nodes × tests; a cell lists the GPUs that did not pass (a 1024-node cluster stays 1024 rows)."""
     tests, rows, cells = diagnostics_matrix(verdicts)
     if not rows:
         return '<p class="notrun">not run</p>'
-    head = "<tr><th>node</th><th>GPU</th>" + "".join(f"<th>{_e(t)}</th>" for t in tests) + "</tr>"
-    body = []
+    nodes: dict[str, list[str]] = {}
     for node, gpu in rows:
+        nodes.setdefault(node, []).append(gpu)
+    head = "<tr><th>node</th><th>GPUs</th>" + "".join(f"<th>{_e(t)}</th>" for t in tests) + "</tr>"
+    body = []
+    for node, gpus in nodes.items():
         tds = []
         for test in tests:
-            status = cells.get((node, gpu, test), "missing")
-            tds.append(f'<td class="{_e(status)}">{_e(status)}</td>')
-        body.append(f"<tr><td>{_e(node)}</td><td>{_e(gpu)}</td>{''.join(tds)}</tr>")
+            worst, text = _cell({gpu: cells.get((node, gpu, test), "missing") for gpu in gpus})
+            tds.append(f'<td class="{_e(worst)}">{_e(text)}</td>')
+        body.append(f"<tr><td>{_e(node)}</td><td>{len(gpus)}</td>{''.join(tds)}</tr>")
     return f"<table>{head}{''.join(body)}</table>"
 
 
@@ -177,7 +198,7 @@ def render_html(data: ReportData, *, signing: str, signed: bool, files: Iterable
 <div class="{sig_class}">{_e(signing)}</div>
 <h2 id="summary">Summary</h2>{_summary(data.tests)}
 <h2 id="fabric">Fabric: busbw vs message size</h2>{_fabric(verdicts)}
-<h2 id="diagnostics">DCGM diagnostics: nodes × GPUs × tests</h2>{_diagnostics(verdicts)}
+<h2 id="diagnostics">DCGM diagnostics: nodes × tests (GPUs that did not pass named)</h2>{_diagnostics(verdicts)}
 <h2 id="steptime">Smoke step time vs baseline</h2>{steptime}
 <h2 id="loss">Loss around the restore</h2>{loss}
 <h2 id="evidence">Figures and evidence per verdict</h2>{_evidence(data.tests)}
