@@ -13,7 +13,7 @@ from __future__ import annotations
 import fcntl
 import json
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -49,10 +49,13 @@ class RunFolder:
             finally:
                 fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
 
-    def once(self, name: str, work: Callable[[], Any]) -> Any:
-        """Run `work` in exactly one process of the run; every process gets its JSON result."""
+    def once(self, name: str, work: Callable[[], Any], timeout_s: float = 600.0) -> Any:
+        """Run `work` in exactly one process of the run; every process gets its JSON result.
+
+        The others wait for it at most `timeout_s` (the work's own deadline, plus slack).
+        """
         marker = self.path / f"{name}.done.json"
-        with self.lock(name):
+        with self.lock(name, timeout_s=timeout_s):
             if marker.exists():
                 return json.loads(marker.read_text())
             result = work()
@@ -60,22 +63,6 @@ class RunFolder:
             tmp.write_text(json.dumps(result))
             tmp.replace(marker)
             return result
-
-    def mark(self, name: str) -> None:
-        """Say that `name` is done, for the other processes of the run."""
-        (self.path / f"{name}.mark").touch()
-
-    def wait_marks(self, names: Sequence[str], timeout_s: float, what: str) -> None:
-        """Wait until every mark in `names` exists; ClusterError after `timeout_s`."""
-        deadline = time.monotonic() + timeout_s
-        pending = list(names)
-        while pending:
-            pending = [n for n in pending if not (self.path / f"{n}.mark").exists()]
-            if not pending:
-                return
-            if time.monotonic() > deadline:
-                raise ClusterError(f"{what}: still not finished after {timeout_s:.0f} s: {', '.join(pending[:5])}")
-            time.sleep(0.05)
 
     def write_part(self, kind: str, name: str, data: Any) -> Path:
         """A piece of a baseline being recorded (one nccl run, one DCGM report)."""

@@ -82,7 +82,6 @@ class Runs:
         self.evidence = evidence
         self.dcgm_selected = dcgm_selected
         self._preflight: Preflight | None = None
-        self._dcgm_handles: dict[str, Handle] | None = None
         self._dcgm_results: dict[str, RunResult] = {}
         self.training = TrainingLogs(profile, log_sources or LogSources(None, None, None), self._train_once)
 
@@ -165,18 +164,31 @@ class Runs:
         return out
 
     def dcgm_result(self, node: str) -> RunResult:
-        if node not in self._dcgm_results:
-            try:
-                if self._dcgm_handles is None:
-                    with self.folder.lock(GPU_LOCK, timeout_s=self.profile.dcgm_timeout_s + 600):
-                        self._dcgm_handles = self._handles(self.dcgm_workloads(), "submit-dcgm")
-                handle = self._dcgm_handles[f"dcgm-{node}"]
-                (result,) = self.cluster.wait([handle], self.profile.dcgm_timeout_s)
-            finally:  # whatever happened, nobody may keep waiting for this node
-                self.folder.mark(f"dcgm-done-{node}")
-            self._dcgm_results[node] = result
-            self._save_result(f"dcgm/{node}", result)
+        """This node's DCGM result: every node's job is submitted and awaited together, once per run."""
+        if not self._dcgm_results:
+            paths = self.folder.once("dcgm", self._dcgm_batch, timeout_s=self.profile.dcgm_timeout_s + 600)
+            self._dcgm_results = {n: RunResult.from_json(json.loads(Path(p).read_text())) for n, p in paths.items()}
         return self._dcgm_results[node]
+
+    def _dcgm_batch(self) -> dict[str, str]:
+        """Submit all DCGM jobs, await them together, keep each result in the run folder (node → file)."""
+        workloads = self.dcgm_workloads()
+        with self.folder.lock(GPU_LOCK, timeout_s=self.profile.dcgm_timeout_s + 600):
+            try:
+                handles = self._handles(workloads, "submit-dcgm")
+                results = self.cluster.wait([handles[w.name] for w in workloads], self.profile.dcgm_timeout_s)
+            except AcceptanceError as exc:  # the cluster failed us: every node's item says so
+                now = datetime.now(UTC)
+                results = [
+                    RunResult(w.name, "dcgm", "", None, "error", str(exc), now, now, {}, (), (), "") for w in workloads
+                ]
+        paths = {}
+        for workload, result in zip(workloads, results, strict=True):
+            self._save_result(f"dcgm/{workload.node}", result)
+            path = self.folder.path / f"dcgm-{workload.node}.result.json"
+            path.write_text(json.dumps(result.to_json()))
+            paths[workload.node] = str(path)
+        return paths
 
     def dcgm(self, node: str) -> Verdict:
         p = self.profile
@@ -204,14 +216,9 @@ class Runs:
         return verdict
 
     def wait_for_dcgm(self) -> None:
-        """Let every node's DCGM job finish before another workload takes the GPUs.
-
-        The items of criterion 1 await their own jobs (in whichever process runs them) and
-        mark them done; a waiter deletes a finished job, so nobody else may wait on it.
-        """
-        if self.dcgm_selected:
-            names = [f"dcgm-done-{node}" for node in self.targets()]
-            self.folder.wait_marks(names, self.profile.dcgm_timeout_s + 600, "DCGM diagnostics of this run")
+        """Let every node's DCGM job finish before another workload takes the GPUs."""
+        if self.dcgm_selected and self.targets():
+            self.dcgm_result(self.targets()[0])
 
     # ------------------------------------------------------------ criterion 2
 
@@ -301,7 +308,8 @@ class Runs:
             return {"log": str(log), "ok": result.ok, "status": result.status, "reason": result.reason,
                     "exit_code": result.exit_code, "tail": result.log_tail}  # fmt: skip
 
-        done = self.folder.once(f"train-{key}", run)
+        slack = self.profile.dcgm_timeout_s + self.profile.nccl_timeout_s * len(self.profile.nccl_tests) + 600
+        done = self.folder.once(f"train-{key}", run, timeout_s=workload.deadline_s * 2 + slack)
         if not done["ok"]:
             why = done["reason"] or f"exit {done['exit_code']}"
             tail = done["tail"].strip().splitlines()[-1:] if done["tail"] else []

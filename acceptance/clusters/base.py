@@ -12,7 +12,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from types import TracebackType
-from typing import Literal, Protocol, Self
+from typing import Any, Literal, Protocol, Self
 
 WorkloadKind = Literal["nccl", "dcgm", "smoke"]
 RunStatus = Literal["succeeded", "failed", "timeout", "unschedulable", "error"]
@@ -131,6 +131,43 @@ class RunResult:
     @property
     def ok(self) -> bool:
         return self.status == "succeeded" and self.exit_code == 0
+
+    def to_json(self) -> dict[str, Any]:
+        """Plain data, so that every pytest process of a run can read a result one of them awaited."""
+        return {
+            "workload": self.workload,
+            "kind": self.kind,
+            "output": self.output,
+            "exit_code": self.exit_code,
+            "status": self.status,
+            "reason": self.reason,
+            "started": self.started.isoformat() if self.started else None,
+            "finished": self.finished.isoformat() if self.finished else None,
+            "placement": dict(self.placement),
+            "events": [dict(e) for e in self.events],
+            "manifests": [dict(m) for m in self.manifests],
+            "log_tail": self.log_tail,
+        }
+
+    @classmethod
+    def from_json(cls, doc: Mapping[str, Any]) -> RunResult:
+        def when(value: str | None) -> datetime | None:
+            return datetime.fromisoformat(value) if value else None
+
+        return cls(
+            workload=doc["workload"],
+            kind=doc["kind"],
+            output=doc["output"],
+            exit_code=doc["exit_code"],
+            status=doc["status"],
+            reason=doc["reason"],
+            started=when(doc["started"]),
+            finished=when(doc["finished"]),
+            placement=dict(doc["placement"]),
+            events=tuple(doc["events"]),
+            manifests=tuple(doc["manifests"]),
+            log_tail=doc["log_tail"],
+        )
 
     def rank_placement(self, rank_hosts: Mapping[int, str]) -> dict[int, RankPlacement]:
         """rank → host (from the tool's rank lines) → pod → node (from the cluster).
