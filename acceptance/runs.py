@@ -35,7 +35,7 @@ from acceptance.clusters.kube_manifests import manifest_for
 from acceptance.coordinate import RunFolder
 from acceptance.errors import AcceptanceError, JobFailed, ParseError
 from acceptance.judge import preflight
-from acceptance.judge.diagnostics import DiagnosticsPolicy, judge_node
+from acceptance.judge.diagnostics import judge_node, policy_for
 from acceptance.judge.fabric import FabricMargins, judge_fabric
 from acceptance.judge.verdict import Status, Verdict
 from acceptance.profile import Profile
@@ -45,12 +45,6 @@ from acceptance.training import LogSources, TrainingLogs, judge_restore, judge_s
 from acceptance.units import format_duration
 
 GPU_LOCK = "gpus"
-SEVERITY_POLICIES = {
-    "isolate": frozenset({3}),
-    "reset": frozenset({2, 3}),
-    "any": frozenset({1, 2, 3}),
-    "none": frozenset(),
-}
 
 
 @dataclass(frozen=True)
@@ -206,7 +200,7 @@ class Runs:
             reference = dcgm.DcgmReport.from_json(found) if found else None
             conditions = self.baseline.baseline.dcgm_conditions
             reference_level = int(conditions["level"]) if conditions and conditions.get("level") else None
-        policy = DiagnosticsPolicy(fail_severities=SEVERITY_POLICIES[p.dcgm_warning_policy])
+        policy = policy_for(p.dcgm_warning_policy)
         verdict = judge_node(
             node, report, reference, p.gpus_per_node, policy, result.exit_code,
             level=p.dcgm_level, reference_level=reference_level,

@@ -117,6 +117,19 @@ def test_warnings_are_recorded_and_do_not_fail_unless_their_severity_says_so() -
     assert judge_node("n", reset, None, 8, lenient).status is Status.PASS
 
 
+def test_the_profiles_warning_thresholds_map_to_dcgm_severities() -> None:
+    """`fail_on_warning_severity` in the profile: the default (isolate) fails a reset-severity warning."""
+    from acceptance.judge.diagnostics import policy_for
+
+    reset = fx("dcgm-4.4.1-r3-json-8gpu-pass-with-reset-severity-warning-gpu2.json")
+    thermal = fx("dcgm-4.4.1-r3-text-8gpu-thermal-warn-targeted-power-gpu6.txt")
+    assert judge_node("n", reset, None, 8, policy_for("isolate")).status is Status.FAIL
+    assert judge_node("n", reset, None, 8, policy_for("reset")).status is Status.FAIL
+    assert judge_node("n", reset, None, 8, policy_for("none")).status is Status.PASS
+    assert judge_node("n", thermal, None, 8, policy_for("isolate")).status is Status.PASS
+    assert judge_node("n", thermal, None, 8, policy_for("any")).status is Status.FAIL
+
+
 def test_dcgm3_handover_against_dcgm4_run_matches_by_normalized_names() -> None:
     """3.3.9 text at handover, 4.4.1 JSON now: same tests under their 4.x names, the change stated."""
     v = judge_node("n", fx(PASS8), fx("dcgm-3.3.9-r3-text-8gpu-pass.txt"), 8, POLICY, level=3, reference_level=3)

@@ -19,7 +19,7 @@ from acceptance.judge.verdict import Figure, Status, Verdict
 from acceptance.tools.dcgm import DcgmConditions, DcgmMessage, DcgmReport, DcgmTest, interpret_exit
 from acceptance.tools.dcgm_findings import action, cause, codes, xid_of
 from acceptance.tools.dcgm_model import FAIL, PASS, SKIP, WARN
-from acceptance.tools.dcgm_names import SEVERITY_ISOLATE, SEVERITY_RESET, SOFTWARE
+from acceptance.tools.dcgm_names import SEVERITY_ISOLATE, SEVERITY_NAMES, SEVERITY_NONE, SEVERITY_RESET, SOFTWARE
 
 
 @dataclass(frozen=True)
@@ -32,6 +32,22 @@ class DiagnosticsPolicy:
     skipped_run_is_inconclusive: bool = True
     # a handover test absent from a newer DCGM's run: named in the evidence; fail it too?
     fail_on_retired_test: bool = False
+    # a warning that carries no severity (DCGM's text tables print none): fail it too?
+    fail_unrated_warnings: bool = False
+
+
+# The profile's `dcgm.fail_on_warning_severity`: the DCGM error severities that fail a GPU.
+WARNING_THRESHOLDS: dict[str, frozenset[int]] = {
+    "isolate": frozenset({SEVERITY_ISOLATE, SEVERITY_RESET}),  # the GPU must be isolated or reset
+    "reset": frozenset({SEVERITY_RESET}),
+    "any": frozenset(code for code in SEVERITY_NAMES if code != SEVERITY_NONE),
+    "none": frozenset(),
+}
+
+
+def policy_for(threshold: str) -> DiagnosticsPolicy:
+    """The diagnostics policy of a profile's `fail_on_warning_severity` (isolate, reset, any, none)."""
+    return DiagnosticsPolicy(fail_severities=WARNING_THRESHOLDS[threshold], fail_unrated_warnings=threshold == "any")
 
 
 @dataclass
@@ -152,7 +168,7 @@ def _test_findings(test: DcgmTest, policy: DiagnosticsPolicy, notes: list[str]) 
     for m in test.messages:
         if m.kind == "info":
             continue
-        if m.error_severity in policy.fail_severities:
+        if m.error_severity in policy.fail_severities or (m.error_severity is None and policy.fail_unrated_warnings):
             out.append(_Finding(m.gpu, test.name, f"{test.name} {test.status} but {cause(m)} ({codes(m)})", [m]))
         else:
             notes.append(

@@ -105,6 +105,7 @@ SEVERITY_NAMES: dict[int, str] = {
     5: "config",
     6: "reset",
 }
+SEVERITY_NONE = 0
 SEVERITY_ISOLATE = 2
 SEVERITY_CONFIG = 5
 SEVERITY_RESET = 6
