@@ -6,7 +6,7 @@ Precedence, shown in the report header: command line > environment > ini > defau
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -189,13 +189,3 @@ def _int(value: Any, option: Option, where: str) -> int:
     if number < 0:
         raise pytest.UsageError(f"{option.flag}: {number} from {where} must not be negative")
     return number
-
-
-def by_dest(dest: str) -> Option:
-    for option in OPTIONS:
-        if option.dest == dest:
-            return option
-    raise KeyError(dest)
-
-
-Resolver = Callable[[str], Setting]

@@ -77,15 +77,6 @@ def pytest_unconfigure(config: pytest.Config) -> None:
             print(f"recovery-acceptance: {problem}", file=sys.stderr)
 
 
-def _headline(report: pytest.TestReport) -> str:
-    """The one line an on-call engineer reads: the verdict's summary, without pytest's prefixes."""
-    crash = getattr(getattr(report.longrepr, "reprcrash", None), "message", "") or report.longreprtext
-    first = next((line for line in crash.splitlines() if line.strip()), "failed")
-    for prefix in ("Failed: ", "FAIL: "):
-        first = first.removeprefix(prefix)
-    return first
-
-
 def _targets_suite(config: pytest.Config) -> bool:
     """True when the command line asks pytest to collect the acceptance suite itself."""
     for arg in config.args:
@@ -158,11 +149,13 @@ class ActiveRun:
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         if not self.session.controller:
             return
+        from acceptance.report.data import headline
+
         name = report.nodeid.split("::")[-1]
         if report.failed:
-            self.failures.append(f"{name}: {_headline(report)}")
+            self.failures.append(f"{name}: {headline(report) or 'failed'}")
         elif report.skipped and isinstance(report.longrepr, tuple):
-            reason = str(report.longrepr[2]).removeprefix("Skipped: ")
+            reason = headline(report)
             self.skips[reason] = self.skips.get(reason, 0) + 1
 
     @pytest.hookimpl(tryfirst=True)

@@ -193,7 +193,7 @@ def _build(doc: Document) -> Profile:
     margins_raw = data.get("margins", {})
     margins = Margins(
         busbw_tolerance=float(margins_raw.get("busbw_tolerance", Margins.busbw_tolerance)),
-        busbw_min_size=_size(margins_raw.get("busbw_min_size", Margins.busbw_min_size)),
+        busbw_min_size=parse_size(margins_raw.get("busbw_min_size", Margins.busbw_min_size)),
         step_time_tolerance=float(margins_raw.get("step_time_tolerance", Margins.step_time_tolerance)),
         loss_spike_z=float(margins_raw.get("loss_spike_z", Margins.loss_spike_z)),
         loss_shift_z=float(margins_raw.get("loss_shift_z", Margins.loss_shift_z)),
@@ -264,10 +264,6 @@ def _build(doc: Document) -> Profile:
         ssh=ssh,
         sim=sim,
     )
-
-
-def _size(value: int | str) -> int:
-    return parse_size(value)
 
 
 def _relative(base: Path, value: str | None) -> Path | None:

@@ -404,7 +404,3 @@ def _recorded_fabric(subject: str, run: nccl.NcclRun, status: str) -> Verdict:
         )
     best = f"; busbw {largest.oop.busbw} GB/s at {nccl.fmt_bytes(largest.size)}" if largest and largest.oop else ""
     return Verdict(Status.PASS, subject, f"{subject}: clean run recorded for the baseline{best}", figures)
-
-
-def dumps(obj: Any) -> str:
-    return json.dumps(obj, indent=1)

@@ -34,8 +34,6 @@ from acceptance.runs import Runs
 from acceptance.simcluster import SimulatedCluster
 from acceptance.training import LogSources
 
-WORKER_KEYS = ("acceptance_run_id", "acceptance_run_folder", "acceptance_kubeconfig", "acceptance_started")
-
 
 def new_run_id(now: datetime) -> str:
     return f"ra-{now.astimezone(UTC).strftime('%Y%m%d%H%M%S')}-{secrets.token_hex(2)}"

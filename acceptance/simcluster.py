@@ -8,7 +8,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from types import TracebackType
 
 from acceptance.errors import ProfileError
 from acceptance.profile import Profile
@@ -41,11 +40,3 @@ class SimulatedCluster:
 
     def close(self) -> None:
         self.api.close()
-
-    def __enter__(self) -> SimulatedCluster:
-        return self
-
-    def __exit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        self.close()

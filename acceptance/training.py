@@ -7,6 +7,7 @@ happens once per acceptance run; its log is kept in the run folder for every pro
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -20,7 +21,7 @@ from acceptance.judge.loss import LossPolicy, judge_loss
 from acceptance.judge.steptime import StepTimePolicy, judge_steptime
 from acceptance.judge.steptime_series import step_times
 from acceptance.judge.verdict import Status, Verdict
-from acceptance.profile import Profile
+from acceptance.profile import Profile, SmokeSpec
 from acceptance.tools import trainlog
 
 
@@ -84,7 +85,7 @@ class TrainingLogs:
             )
         return self._run("pre-incident", spec.pre_incident_command)
 
-    def _require_spec(self) -> Any:
+    def _require_spec(self) -> SmokeSpec:
         if self.profile.smoke is None:
             raise UsageError(
                 f"{self.profile.path}: no smoke job: add a 'smoke' section, or pass --smoke-log and --pre-incident-log"
@@ -99,10 +100,10 @@ class TrainingLogs:
 
 
 def step_policy(profile: Profile) -> StepTimePolicy:
-    warmup = profile.smoke.warmup_steps if profile.smoke and profile.smoke.warmup_steps is not None else None
+    """The agreed margin; the profile's warm-up length when it names one, else the judge's default."""
     policy = StepTimePolicy(margin=profile.margins.step_time_tolerance)
-    if warmup is not None:
-        policy = StepTimePolicy(margin=profile.margins.step_time_tolerance, warmup_steps=warmup)
+    if profile.smoke and profile.smoke.warmup_steps is not None:
+        policy = dataclasses.replace(policy, warmup_steps=profile.smoke.warmup_steps)
     return policy
 
 

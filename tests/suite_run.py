@@ -15,14 +15,19 @@ SUITE = ROOT / "acceptance"
 SCENARIOS = ROOT / "fixtures" / "scenarios"
 
 
+def sim_profile_text(cluster: str = "sim") -> str:
+    """The shipped sim profile, renamed, with an absolute scenario path (usable from any folder)."""
+    text = (ROOT / "baselines" / "sim" / "cluster.yaml").read_text()
+    return text.replace("cluster: sim", f"cluster: {cluster}").replace("../../fixtures/scenarios/", f"{SCENARIOS}/")
+
+
 def sim_cluster_folder(base: Path, with_baseline: bool = True) -> Path:
     """A copy of baselines/sim (profile with an absolute scenario path, and its baseline)."""
     folder = base / "baselines" / "sim"
     if folder.is_dir():
         return folder
     folder.mkdir(parents=True)
-    text = (ROOT / "baselines" / "sim" / "cluster.yaml").read_text()
-    (folder / "cluster.yaml").write_text(text.replace("../../fixtures/scenarios/", f"{SCENARIOS}/"))
+    (folder / "cluster.yaml").write_text(sim_profile_text())
     if with_baseline:
         for baseline in (ROOT / "baselines" / "sim").glob("handover-*.json"):
             shutil.copy(baseline, folder / baseline.name)

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.suite_run import sim_profile_text
 from tests.test_baseline import document
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -19,11 +20,7 @@ def make_cluster(pytester: pytest.Pytester, name: str = "c1") -> Path:
     """A cluster folder with the shipped sim profile (renamed) and a valid baseline."""
     folder = pytester.path / "baselines" / name
     folder.mkdir(parents=True)
-    text = (ROOT / "baselines" / "sim" / "cluster.yaml").read_text()
-    text = text.replace("cluster: sim", f"cluster: {name}").replace(
-        "../../fixtures/scenarios/", str(ROOT / "fixtures" / "scenarios") + "/"
-    )
-    (folder / "cluster.yaml").write_text(text)
+    (folder / "cluster.yaml").write_text(sim_profile_text(name))
     import json
 
     (folder / "handover-20261129T230507Z.json").write_text(json.dumps(document()))

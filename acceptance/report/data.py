@@ -133,12 +133,15 @@ class ReportData:
         return cls(dict(obj.get("provenance", {})), tests, bool(obj.get("simulated", False)))
 
 
-def _reason(report: Any) -> str:
+def headline(report: Any) -> str:
+    """A TestReport's one line: the skip reason, or the failure's message without pytest's prefixes
+    (a verdict's summary for a suite item), or the last line of a traceback."""
     if report.outcome == "skipped" and isinstance(report.longrepr, tuple):
         return str(report.longrepr[2]).removeprefix("Skipped: ")
     crash = getattr(getattr(report.longrepr, "reprcrash", None), "message", None)
     if crash:
-        return str(crash).splitlines()[0]
+        first = next((line for line in str(crash).splitlines() if line.strip()), "")
+        return first.removeprefix("Failed: ").removeprefix("FAIL: ")
     text = str(report.longrepr or "").strip().splitlines()
     return text[-1] if text else ""
 
@@ -156,11 +159,11 @@ class ReportRecorder:
         entry["duration_s"] += float(getattr(report, "duration", 0.0) or 0.0)
         entry["verdicts"].extend(getattr(report, VERDICTS_ATTR, None) or [])
         if report.when == "call" and report.outcome != "passed":
-            entry["outcome"], entry["reason"] = report.outcome, _reason(report)
+            entry["outcome"], entry["reason"] = report.outcome, headline(report)
         elif report.when != "call" and report.outcome == "failed":
-            entry["outcome"], entry["reason"] = "error", _reason(report)
+            entry["outcome"], entry["reason"] = "error", headline(report)
         elif report.when == "setup" and report.outcome == "skipped":
-            entry["outcome"], entry["reason"] = "skipped", _reason(report)
+            entry["outcome"], entry["reason"] = "skipped", headline(report)
         if report.outcome == "passed" and report.when == "call" and getattr(report, "wasxfail", None):
             entry["outcome"] = "xpassed"
 

@@ -35,11 +35,6 @@ class SignatureInfo:
         digest = hashlib.sha256(self.public_key).digest()
         return "SHA256:" + base64.b64encode(digest).decode().rstrip("=")
 
-    @property
-    def public_key_line(self) -> str:
-        """The key as one authorized_keys / allowed_signers line body (`type base64`)."""
-        return f"{self.key_type} {base64.b64encode(self.public_key).decode()}"
-
 
 def _read_string(blob: bytes, offset: int, source: str) -> tuple[bytes, int]:
     if offset + 4 > len(blob):

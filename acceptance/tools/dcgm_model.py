@@ -9,7 +9,6 @@ from typing import Any
 from acceptance.tools.dcgm_names import SOFTWARE
 
 PASS, FAIL, SKIP, WARN, ERROR = "pass", "fail", "skip", "warn", "error"
-TEST_STATUSES = (PASS, FAIL, SKIP, WARN)
 
 
 @dataclass(frozen=True)

@@ -110,27 +110,6 @@ SEVERITY_ISOLATE = 2
 SEVERITY_CONFIG = 5
 SEVERITY_RESET = 6
 
-# error_category (DCGM_FR_EC_*)
-CATEGORY_NAMES: dict[int, str] = {
-    1: "performance threshold",
-    2: "performance violation",
-    3: "software configuration",
-    4: "software library",
-    5: "software XID",
-    6: "software CUDA",
-    7: "software EUD",
-    8: "software other",
-    9: "hardware thermal",
-    10: "hardware memory",
-    11: "hardware NVLink",
-    12: "hardware NVSwitch",
-    13: "hardware PCIe",
-    14: "hardware power",
-    15: "hardware other",
-    16: "internal",
-}
-HARDWARE_CATEGORIES: frozenset[int] = frozenset(range(9, 16))
-
 # error_id (DCGM_FR_*), the ones a recovery acceptance meets most.
 ERROR_NAMES: dict[int, str] = {
     3: "PCI_REPLAY_RATE",
@@ -192,10 +171,3 @@ def gpu_in_message(text: str) -> int | None:
     """The GPU index a DCGM message names first (``GPU 0 Thermal violations ...``), if any."""
     match = _GPU_IN_TEXT.search(text)
     return int(match.group(1)) if match else None
-
-
-def describe_error(error_id: int | None) -> str:
-    if error_id is None:
-        return ""
-    name = ERROR_NAMES.get(error_id)
-    return f"DCGM_FR_{name} ({error_id})" if name else f"error id {error_id}"

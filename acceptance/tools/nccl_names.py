@@ -59,10 +59,6 @@ def normalize_collective(name: str) -> str:
     return text
 
 
-def program_of(collective: str) -> str:
-    return f"{collective}_perf"
-
-
 def decode_nccl_code(code: int) -> str:
     """NCCL_VERSION_CODE → `2.29.2` (≥ 2.9: major*10000+minor*100+patch, older: major*1000+…)."""
     if code >= 10000:

@@ -41,7 +41,6 @@ COUNT_COLUMNS = frozenset({"skipped"})
 BOOL_COLUMNS = frozenset({"nan"})
 NULLABLE_INT_COLUMNS = frozenset({"rank"})
 
-EVENT_TYPES = ("resume", "checkpoint_save", "skip", "nan", "eval")
 
 _DEDUPE_WINDOW = 512
 
@@ -107,11 +106,6 @@ class TrainLog:
 
     def __len__(self) -> int:
         return len(self.columns["step"]) if "step" in self.columns else 0
-
-    def has(self, name: str) -> bool:
-        """Whether the log carries at least one finite value of this column."""
-        col = self.columns.get(name)
-        return col is not None and bool(np.isfinite(col).any())
 
     def frame(self, rows: np.ndarray | None = None) -> pd.DataFrame:
         """The steps as a DataFrame (one row per logged step and rank), canonical columns first;
@@ -274,10 +268,6 @@ class StepTable:
     def upsert(self, step: int, fields: Mapping[str, float], rank: int | None = None) -> None:
         if not self.merge_last(step, fields):
             self.add(step, fields, rank)
-
-    def last_value(self, name: str) -> float:
-        col = self._cols.get(name)
-        return col[-1] if col else math.nan
 
     def columns(self) -> dict[str, np.ndarray]:
         # Zero-copy views: the arrays are not appended to once the parse is over.
