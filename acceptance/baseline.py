@@ -20,6 +20,7 @@ from typing import Any
 
 from acceptance import schemas
 from acceptance.errors import BaselineError
+from acceptance.margins import Margins
 from acceptance.yamlsrc import format_path
 
 FORMAT = "recovery-acceptance-baseline/1"
@@ -134,6 +135,14 @@ class Baseline:
     def smoke_step_times(self) -> tuple[float, ...] | None:
         smoke = self.data["results"].get("smoke")
         return tuple(float(x) for x in smoke["step_time_s"]) if smoke else None
+
+    @property
+    def margins(self) -> Margins:
+        """The margins agreed at handover, which later runs judge with."""
+        try:
+            return Margins.from_json(self.data["margins"])
+        except (TypeError, ValueError) as exc:
+            raise BaselineError(f"margins: {exc}") from None
 
     @property
     def simulated(self) -> bool:

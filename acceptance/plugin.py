@@ -9,7 +9,6 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Generator
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -23,14 +22,7 @@ if TYPE_CHECKING:
 
 SESSION: pytest.StashKey[AcceptanceSession] = pytest.StashKey()
 SUITE_DIR = Path(__file__).resolve().parent
-
-CRITERIA_ORDER = {
-    name: index
-    for index, name in enumerate(
-        ("test_preflight", "test_gpu_diagnostics", "test_fabric", "test_smoke_step", "test_loss_continuity",
-         "test_recurrence")
-    )
-}  # fmt: skip
+SITE_CHECKS_MODULE = SUITE_DIR / "test_site_checks.py"
 
 USAGE = (
     "the acceptance suite needs a cluster: `pytest acceptance/ --cluster=sim` runs it on the embedded "
@@ -40,6 +32,12 @@ USAGE = (
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     options.add_options(parser)
+
+
+def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
+    from acceptance import hookspecs
+
+    pluginmanager.add_hookspecs(hookspecs)
 
 
 @pytest.hookimpl(trylast=True)
@@ -63,11 +61,11 @@ def pytest_configure(config: pytest.Config) -> None:
         )
         reporting = ReportingPlugin(
             config, session.report_folder, sign, session.provenance(), simulated=session.simulated,
-            started_utc=session.started,
+            started_utc=session.context.started,
         )  # fmt: skip
         config.pluginmanager.register(reporting, "recovery-acceptance-report")
-        if session.baseline is not None:
-            session.report_folder.add_file("baseline.json", session.baseline.path)
+        if session.context.baseline is not None:
+            session.report_folder.add_file("baseline.json", session.context.baseline.path)
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
@@ -108,11 +106,23 @@ class ActiveRun:
     def pytest_configure_node(self, node: Any) -> None:
         node.workerinput.update(self.session.workerinput())
 
+    def pytest_ignore_collect(self, collection_path: Path) -> bool | None:
+        """The site checks' module exists only when a site added checks."""
+        if collection_path == SITE_CHECKS_MODULE and not self.session.site_checks:
+            return True
+        return None
+
     def pytest_generate_tests(self, metafunc: pytest.Metafunc) -> None:
+        context = self.session.context
         if "dcgm_node" in metafunc.fixturenames:
-            metafunc.parametrize("dcgm_node", self.session.targets)
+            metafunc.parametrize("dcgm_node", context.targets)
         if "nccl_test" in metafunc.fixturenames:
-            metafunc.parametrize("nccl_test", self.session.nccl_tests)
+            metafunc.parametrize("nccl_test", context.nccl_tests)
+        if "site_check" in metafunc.fixturenames:
+            from acceptance.criteria import site
+
+            found = site.items(context, self.session.site_checks)
+            metafunc.parametrize("site_check", found, ids=[f"{name}:{subject}" for name, subject in found])
 
     def pytest_collection_modifyitems(self, items: list[pytest.Item]) -> None:
         """Criteria run in their order, preflight first.
@@ -120,7 +130,9 @@ class ActiveRun:
         A library's warning (an insecure-TLS notice from the Kubernetes client, a deprecation)
         is shown, never turned into a failed criterion by a strict `filterwarnings = error`.
         """
-        items.sort(key=lambda item: CRITERIA_ORDER.get(Path(str(item.path)).stem, len(CRITERIA_ORDER)))
+        from acceptance import criteria
+
+        items.sort(key=lambda item: criteria.order(Path(str(item.path)).stem))
         for item in items:
             if SUITE_DIR in Path(str(item.path)).resolve().parents:
                 item.add_marker(pytest.mark.filterwarnings("default"))
@@ -140,10 +152,21 @@ class ActiveRun:
 
     @pytest.hookimpl(wrapper=True)
     def pytest_runtest_makereport(self, item: pytest.Item, call: pytest.CallInfo[None]) -> Generator[None, Any, Any]:
+        """Verdicts ride on the report; a foreseeable problem reads as one line, not a traceback."""
+        from acceptance.errors import AcceptanceError
+        from acceptance.report.data import CRITERION_ATTR
         from acceptance.report.session import on_makereport
 
         report = yield
         on_makereport(item, report)
+        if call.excinfo is not None and call.excinfo.errisinstance(AcceptanceError) and report.failed:
+            report.longrepr = f"ERROR: {call.excinfo.value}"
+        callspec = getattr(item, "callspec", None)
+        if callspec is not None and "site_check" in callspec.params:
+            name = callspec.params["site_check"][0]
+            check = next((c for c in self.session.site_checks if c.name == name), None)
+            title = check.title if check is not None else name
+            setattr(report, CRITERION_ATTR, [None, f"site check {name}: {title}"])
         return report
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
@@ -165,17 +188,12 @@ class ActiveRun:
         if session.testscollected == 0 or self.session.config.option.collectonly:
             return
         from acceptance.errors import AcceptanceError
-        from acceptance.record import record
 
-        s = self.session
         try:
-            path = record(
-                s.profile, s.run_folder, self.failures, when=datetime.now(UTC), run_id=s.run_id,
-                ticket=s.value("ticket"), simulated=s.simulated, force_reason=s.value("force_record"),
-            )  # fmt: skip
+            path = self.session.record(self.failures)
             self.record_message = (f"new handover baseline recorded: {path}", True)
-            if s.report_folder is not None:
-                s.report_folder.add_file("baseline.json", path)
+            if self.session.report_folder is not None:
+                self.session.report_folder.add_file("baseline.json", path)
         except AcceptanceError as exc:
             self.record_message = (str(exc), False)
             if session.exitstatus == 0:

@@ -16,7 +16,8 @@ from typing import Any
 
 from acceptance import schemas
 from acceptance.errors import ParseError, ProfileError, UsageError
-from acceptance.units import parse_duration, parse_size
+from acceptance.margins import Margins
+from acceptance.units import parse_duration
 from acceptance.yamlsrc import Document, format_path, load_yaml
 
 PROFILE_FILE = "cluster.yaml"
@@ -29,18 +30,6 @@ class NcclTestSpec:
     name: str
     args: tuple[str, ...]
     env: Mapping[str, str] = field(default_factory=dict)
-
-
-@dataclass(frozen=True)
-class Margins:
-    """Agreed tolerances; fractions are of the baseline value."""
-
-    busbw_tolerance: float = 0.05
-    busbw_min_size: int = 1 << 20
-    step_time_tolerance: float = 0.05
-    loss_spike_z: float = 6.0
-    loss_shift_z: float = 3.0
-    probation_s: float = 24 * 3600.0
 
 
 @dataclass(frozen=True)
@@ -190,15 +179,11 @@ def _build(doc: Document) -> Profile:
             bad(["nccl", "tests", i, "args"], problem[0], problem[1])
         tests.append(NcclTestSpec(name=name, args=args, env=_env(raw.get("env"))))
 
-    margins_raw = data.get("margins", {})
-    margins = Margins(
-        busbw_tolerance=float(margins_raw.get("busbw_tolerance", Margins.busbw_tolerance)),
-        busbw_min_size=parse_size(margins_raw.get("busbw_min_size", Margins.busbw_min_size)),
-        step_time_tolerance=float(margins_raw.get("step_time_tolerance", Margins.step_time_tolerance)),
-        loss_spike_z=float(margins_raw.get("loss_spike_z", Margins.loss_spike_z)),
-        loss_shift_z=float(margins_raw.get("loss_shift_z", Margins.loss_shift_z)),
-        probation_s=parse_duration(margins_raw.get("probation", Margins.probation_s)),
-    )
+    try:
+        margins = Margins.from_profile(data.get("margins", {}))
+    except ValueError as exc:
+        bad(["margins"], str(exc).split(":", 1)[0], str(exc).split(": ", 1)[-1])
+        margins = Margins()
 
     ssh = None
     if "ssh" in data:

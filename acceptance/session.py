@@ -1,14 +1,13 @@
-"""The state of one acceptance run: profile, baseline, run id, cluster, reports.
+"""The state of one acceptance run in one pytest process: settings, context, cluster, folders.
 
-Created in ``pytest_configure`` with ``--cluster``. The controller process (the only
-process without pytest-xdist) owns the run: it starts the simulated cluster when the
-backend is ``sim``, creates the shared run folder and the report folder, hands them to
-xdist workers, and at the end deletes every cluster object of the run.
+Created in ``pytest_configure`` with ``--cluster``. The controller process (the only one
+without pytest-xdist) owns the run: it opens the cluster (starting the simulator for backend
+``sim``), creates the shared run folder and the report folder, hands them to xdist workers,
+and at the end deletes every cluster object of the run. Workers attach to the same cluster.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import secrets
 import shutil
 import tempfile
@@ -20,19 +19,19 @@ from typing import Any
 
 import pytest
 
-from acceptance import __version__
+from acceptance import __version__, clusters
 from acceptance.baseline import BaselineStore, LoadedBaseline, sha256_of
-from acceptance.clusters.kube import KubeCluster
-from acceptance.clusters.kube_settings import KubeSettings
-from acceptance.coordinate import RunFolder
+from acceptance.clusters.base import Cluster
+from acceptance.criteria import recording, site
+from acceptance.criteria.context import LogSources, RunContext
+from acceptance.criteria.run import Run
+from acceptance.criteria.runfolder import RunFolder
+from acceptance.criteria.site import SiteCheck
 from acceptance.errors import AcceptanceError
 from acceptance.options import Setting
-from acceptance.profile import Profile, load_profile
+from acceptance.profile import load_profile
 from acceptance.report.folder import ReportFolder
 from acceptance.report.session import worker_report_folder
-from acceptance.runs import Runs
-from acceptance.simcluster import SimulatedCluster
-from acceptance.training import LogSources
 
 
 def new_run_id(now: datetime) -> str:
@@ -45,97 +44,64 @@ class AcceptanceSession:
 
     config: pytest.Config
     settings: Mapping[str, Setting]
-    profile: Profile
-    baseline: LoadedBaseline | None
-    run_id: str
-    started: datetime
+    context: RunContext
+    cluster: Cluster
     run_folder: RunFolder
     report_folder: ReportFolder | None
-    kube: KubeSettings
     controller: bool
-    sim: SimulatedCluster | None = None
+    site_checks: tuple[SiteCheck, ...] = ()
     selected_modules: set[str] = field(default_factory=set)
-    _cluster: KubeCluster | None = None
-    _runs: Runs | None = None
+    _run: Run | None = None
 
     @classmethod
     def open(cls, config: pytest.Config, settings: Mapping[str, Setting]) -> AcceptanceSession:
+        """Load the agreement and open the profile's cluster; any foreseeable problem is a usage error."""
         workerinput: dict[str, Any] | None = getattr(config, "workerinput", None)
+        worker = workerinput is not None and "acceptance_run_id" in workerinput
         baselines_dir: Path = settings["baselines_dir"].value
         if not baselines_dir.is_absolute():
             baselines_dir = config.invocation_params.dir / baselines_dir
+        if worker:
+            assert workerinput is not None
+            run_id = workerinput["acceptance_run_id"]
+            started = datetime.fromisoformat(workerinput["acceptance_started"])
+        else:
+            started = datetime.now(UTC)
+            run_id = new_run_id(started)
         try:
             profile = load_profile(settings["cluster"].value, baselines_dir)
             profile.check_returned_nodes(settings["returned_nodes"].value)
-            baseline = None
-            if not settings["record_baseline"].value:
-                baseline = BaselineStore(profile.path.parent).latest()
-            kube = KubeSettings.from_mapping(profile.kube, source=str(profile.path))
+            baseline = None if settings["record_baseline"].value else _latest(profile.path.parent)
+            context = RunContext.create(
+                profile, baseline, returned_nodes=settings["returned_nodes"].value, run_id=run_id, started=started,
+                ticket=settings["ticket"].value,
+                logs=LogSources(settings["smoke_log"].value, settings["pre_incident_log"].value,
+                                settings["restore_step"].value),
+                force_record=settings["force_record"].value,
+            )  # fmt: skip
+            found = config.hook.pytest_acceptance_site_checks(context=context)
+            checks = tuple(check for checks_of_one in found for check in checks_of_one or ())
+            site.items(context, checks)  # refuse nameless or doubled checks before anything starts
+            if worker:
+                assert workerinput is not None
+                folder, report = RunFolder(Path(workerinput["acceptance_run_folder"])), worker_report_folder(config)
+                cluster = clusters.open(profile, run_id, attach=dict(workerinput["acceptance_cluster"]))
+            else:
+                report = _report_folder(config, settings, profile.name, started)
+                cluster = clusters.open(profile, run_id, faults=settings["sim_faults"].value)
+                folder = RunFolder(Path(tempfile.mkdtemp(prefix="acceptance-run-")))
         except AcceptanceError as exc:
             raise pytest.UsageError(str(exc)) from None
-        if workerinput is not None and "acceptance_run_id" in workerinput:
-            return cls._as_worker(config, settings, profile, baseline, kube, workerinput)
-        started = datetime.now(UTC)
-        sim = None
-        if profile.backend == "sim":
-            try:
-                sim = SimulatedCluster.start(profile, settings["sim_faults"].value)
-            except AcceptanceError as exc:
-                raise pytest.UsageError(str(exc)) from None
-            kube = dataclasses.replace(kube, kubeconfig=str(sim.kubeconfig), context=None)
-        elif settings["sim_faults"].value:
-            raise pytest.UsageError(f"--sim-fault needs a simulated cluster; {profile.name} uses {profile.backend}")
-        report_dir: Path | None = settings["report_dir"].value
-        if report_dir is not None:
-            report_folder = ReportFolder.at(config.invocation_params.dir / report_dir)
-        else:
-            report_folder = ReportFolder.create(config.invocation_params.dir / "reports", profile.name, started)
-        return cls(
-            config=config,
-            settings=settings,
-            profile=profile,
-            baseline=baseline,
-            run_id=new_run_id(started),
-            started=started,
-            run_folder=RunFolder(Path(tempfile.mkdtemp(prefix="acceptance-run-"))),
-            report_folder=report_folder,
-            kube=kube,
-            controller=True,
-            sim=sim,
-        )
+        controller = not worker
+        return cls(config, settings, context, cluster, folder, report, controller, checks)
 
-    @classmethod
-    def _as_worker(
-        cls,
-        config: pytest.Config,
-        settings: Mapping[str, Setting],
-        profile: Profile,
-        baseline: LoadedBaseline | None,
-        kube: KubeSettings,
-        workerinput: Mapping[str, Any],
-    ) -> AcceptanceSession:
-        if workerinput.get("acceptance_kubeconfig"):
-            kube = dataclasses.replace(kube, kubeconfig=workerinput["acceptance_kubeconfig"], context=None)
-        return cls(
-            config=config,
-            settings=settings,
-            profile=profile,
-            baseline=baseline,
-            run_id=workerinput["acceptance_run_id"],
-            started=datetime.fromisoformat(workerinput["acceptance_started"]),
-            run_folder=RunFolder(Path(workerinput["acceptance_run_folder"])),
-            report_folder=worker_report_folder(config),
-            kube=kube,
-            controller=False,
-        )
-
-    def workerinput(self) -> dict[str, str]:
+    def workerinput(self) -> dict[str, Any]:
         """What an xdist worker needs to join this run."""
         return {
-            "acceptance_run_id": self.run_id,
+            "acceptance_run_id": self.context.run_id,
             "acceptance_run_folder": str(self.run_folder.path),
-            "acceptance_kubeconfig": self.kube.kubeconfig or "",
-            "acceptance_started": self.started.isoformat(),
+            "acceptance_cluster": self.cluster.attach_info(),
+            "acceptance_started": self.context.started.isoformat(),
         }
 
     def value(self, dest: str) -> Any:
@@ -143,90 +109,75 @@ class AcceptanceSession:
 
     @property
     def recording(self) -> bool:
-        return self.baseline is None
+        return self.context.recording
 
     @property
     def simulated(self) -> bool:
-        return self.profile.backend == "sim"
+        return self.context.simulated
 
-    @property
-    def targets(self) -> tuple[str, ...]:
-        """Nodes whose GPUs are diagnosed: the returned ones, or every node at handover."""
-        chosen: tuple[str, ...] = self.value("returned_nodes")
-        return chosen or self.profile.nodes
+    def run(self) -> Run:
+        """This process's criteria (created at the first item, after collection)."""
+        if self._run is None:
+            self._run = Run(
+                self.context, self.cluster, self.run_folder, self.report_folder,
+                selected=frozenset(self.selected_modules), site_checks=self.site_checks,
+            )  # fmt: skip
+        return self._run
 
-    @property
-    def nccl_tests(self) -> tuple[str, ...]:
-        """Judging: the tests of the baseline (its commands); recording: the profile's."""
-        if self.baseline is not None:
-            return self.baseline.baseline.nccl_names
-        return self.profile.test_names
-
-    def cluster(self) -> KubeCluster:
-        if self._cluster is None:
-            self._cluster = KubeCluster(self.kube, self.run_id)
-        return self._cluster
-
-    def runs(self) -> Runs:
-        if self._runs is None:
-            self._runs = Runs(
-                self.profile,
-                self.baseline,
-                self.cluster(),
-                self.run_folder,
-                self.report_folder,
-                dcgm_selected="test_gpu_diagnostics" in self.selected_modules,
-                log_sources=LogSources(
-                    smoke=self.value("smoke_log"),
-                    pre_incident=self.value("pre_incident_log"),
-                    restore_step=self.value("restore_step"),
-                ),
-            )
-            self._runs.set_targets(self.targets)
-        return self._runs
+    def record(self, failures: list[str]) -> Path:
+        """Write the new handover baseline from what the run's items kept (BaselineError when refused)."""
+        parts = recording.parts_of(
+            self.context, self.run_folder, [site.baseline_part(self.run_folder, [c.name for c in self.site_checks])]
+        )
+        return recording.record(self.context, parts, failures, when=datetime.now(UTC), simulated=self.simulated)
 
     def provenance(self) -> dict[str, Any]:
-        p = self.profile
+        ctx = self.context
+        p = ctx.profile
         out: dict[str, Any] = {
             "cluster": p.name,
             "backend": p.backend,
-            "ticket": self.value("ticket") or "",
-            "run_id": self.run_id,
+            "ticket": ctx.ticket or "",
+            "run_id": ctx.run_id,
             "harness_version": __version__,
             "profile": str(p.path),
             "profile_sha256": sha256_of(p.path),
-            "returned_nodes": ",".join(self.targets),
-            "mode": "record-baseline" if self.recording else "judge",
+            "returned_nodes": ",".join(ctx.targets),
+            "mode": ctx.mode,
+            "margins_from": ctx.margins_from,
+            "margins": ctx.margins.to_json(),
         }
-        if self.baseline is not None:
-            out["baseline"] = str(self.baseline.path)
-            out["baseline_sha256"] = self.baseline.sha256
-            c = self.baseline.baseline.conditions
+        if ctx.margin_notes:
+            out["margins_differ"] = dict(ctx.margin_notes)
+        if ctx.baseline is not None:
+            out["baseline"] = str(ctx.baseline.path)
+            out["baseline_sha256"] = ctx.baseline.sha256
+            c = ctx.baseline.baseline.conditions
             out["conditions"] = {
                 "nodes": len(c.nodes),
                 "kubernetes_version": c.kubernetes_version or "",
                 **{k: v for k, v in c.node_spec.to_json().items() if v is not None},
             }
-        if self.sim is not None:
+        if ctx.simulated:
             out["sim_faults"] = ",".join(self.value("sim_faults")) or "none"
-            out["sim_seed"] = self.profile.sim.seed if self.profile.sim else ""
+            out["sim_seed"] = p.sim.seed if p.sim else ""
         return out
 
     def header_lines(self) -> list[str]:
-        p = self.profile
+        ctx = self.context
+        p = ctx.profile
         lines = [
-            f"recovery-acceptance {__version__}: cluster {p.name} (backend {p.backend}), run {self.run_id}",
+            f"recovery-acceptance {__version__}: cluster {p.name} (backend {p.backend}), run {ctx.run_id}",
             f"profile: {p.path}",
+            *self.cluster.describe(),
         ]
-        if self.sim is not None:
-            faults = ", ".join(self.value("sim_faults")) or "none"
-            lines.append(f"SIMULATED cluster: Kubernetes API emulator at {self.sim.api.url}; faults: {faults}")
-        if self.baseline is not None:
-            lines.append(f"baseline: {self.baseline.path} sha256:{self.baseline.sha256}")
+        if ctx.baseline is not None:
+            lines.append(f"baseline: {ctx.baseline.path} sha256:{ctx.baseline.sha256}")
         else:
-            lines.append("baseline: none loaded (recording a new handover baseline)")
+            lines.append("baseline: none loaded (recording a new handover baseline with the profile's margins)")
+        lines.extend(f"MARGIN DIFFERS: {note}" for note in ctx.margin_notes.values())
         returned = ", ".join(self.value("returned_nodes")) or f"all {len(p.nodes)} nodes"
-        lines.append(f"returned nodes: {returned}; ticket: {self.value('ticket') or '-'}")
+        lines.append(f"returned nodes: {returned}; ticket: {ctx.ticket or '-'}")
         if self.report_folder is not None and self.controller:
             lines.append(f"report folder: {self.report_folder.path}")
         origins = [
@@ -241,12 +192,27 @@ class AcceptanceSession:
     def close(self) -> list[str]:
         """Release what the run holds; the controller deletes every object of the run. Returns problems."""
         problems: list[str] = []
-        if self.controller:
-            try:
-                self.cluster().cleanup()
-            except AcceptanceError as exc:
-                problems.append(f"cleanup of run {self.run_id} incomplete: {exc}")
-            if self.sim is not None:
-                self.sim.close()
-            shutil.rmtree(self.run_folder.path, ignore_errors=True)
+        try:
+            if self.controller:
+                try:
+                    self.cluster.cleanup()
+                except AcceptanceError as exc:
+                    problems.append(f"cleanup of run {self.context.run_id} incomplete: {exc}")
+        finally:
+            self.cluster.close()
+            if self.controller:
+                shutil.rmtree(self.run_folder.path, ignore_errors=True)
         return problems
+
+
+def _latest(folder: Path) -> LoadedBaseline:
+    return BaselineStore(folder).latest()
+
+
+def _report_folder(
+    config: pytest.Config, settings: Mapping[str, Setting], cluster: str, started: datetime
+) -> ReportFolder:
+    report_dir: Path | None = settings["report_dir"].value
+    if report_dir is not None:
+        return ReportFolder.at(config.invocation_params.dir / report_dir)
+    return ReportFolder.create(config.invocation_params.dir / "reports", cluster, started)

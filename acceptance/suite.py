@@ -1,4 +1,4 @@
-"""What a suite test item uses: the run's shared work, preflight gating, verdict → outcome."""
+"""What a suite test item uses: its process's criteria, preflight gating, verdict → outcome."""
 
 from __future__ import annotations
 
@@ -6,9 +6,10 @@ from dataclasses import dataclass
 
 import pytest
 
+from acceptance.criteria.context import RunContext
+from acceptance.criteria.run import Run
 from acceptance.judge.verdict import Verdict
 from acceptance.report.session import record_verdict
-from acceptance.runs import Runs
 from acceptance.session import AcceptanceSession
 
 
@@ -20,17 +21,29 @@ class Suite:
     item: pytest.Item
 
     @property
-    def runs(self) -> Runs:
-        return self.session.runs()
+    def run(self) -> Run:
+        return self.session.run()
+
+    @property
+    def context(self) -> RunContext:
+        return self.session.context
 
     def require_preflight(self) -> None:
         """Skip with the preflight's reason rather than fail misleadingly on a broken cluster."""
-        blocking = self.runs.preflight().blocking
+        blocking = self.run.preflight.blocking
         if blocking:
             pytest.skip(f"preflight failed: {blocking}")
+
+    def preflight(self, name: str) -> Verdict:
+        """One of criterion 0's verdicts; a skip when the cluster did not answer at all."""
+        verdicts = self.run.preflight.result().verdicts
+        if name not in verdicts:
+            pytest.skip(f"preflight failed: {verdicts['cluster'].summary}")
+        return verdicts[name]
 
     def check(self, verdict: Verdict) -> None:
         """Record every figure of the verdict on this item, then pass or fail with its one-line reason."""
         record_verdict(self.item, verdict)
+        self.item.config.hook.pytest_acceptance_verdict(item=self.item, verdict=verdict)
         if not verdict.passed:
             pytest.fail(verdict.message(), pytrace=False)

@@ -12,4 +12,4 @@ from acceptance.suite import Suite
 def test_nccl_busbw(acceptance: Suite, nccl_test: str) -> None:
     """Out-of-place busbw at every size >= the agreed minimum is within the margin of the baseline."""
     acceptance.require_preflight()
-    acceptance.check(acceptance.runs.fabric(nccl_test))
+    acceptance.check(acceptance.run.fabric.verdict(nccl_test))

@@ -11,4 +11,4 @@ from acceptance.suite import Suite
 def test_dcgm_diagnostics(acceptance: Suite, dcgm_node: str) -> None:
     """Every GPU of the node passes every DCGM test that passed at handover."""
     acceptance.require_preflight()
-    acceptance.check(acceptance.runs.dcgm(dcgm_node))
+    acceptance.check(acceptance.run.diagnostics.verdict(dcgm_node))

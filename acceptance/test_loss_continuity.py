@@ -14,6 +14,6 @@ from acceptance.suite import Suite
 def test_loss_continuity(acceptance: Suite) -> None:
     """No loss jump after the restore that points to corrupted state."""
     acceptance.require_preflight()
-    if acceptance.session.recording:
+    if acceptance.context.recording:
         pytest.skip("no restore at handover: loss continuity is judged after a repair")
-    acceptance.check(acceptance.runs.loss_continuity())
+    acceptance.check(acceptance.run.loss.verdict())

@@ -5,35 +5,24 @@ NCCL and DCGM versions are read from the tools' own output and compared by crite
 
 from __future__ import annotations
 
-import pytest
-
 from acceptance.suite import Suite
 
 
 def test_cluster_answers(acceptance: Suite) -> None:
-    """The cluster's API answers with its version and nodes."""
-    acceptance.check(acceptance.runs.preflight().verdicts["cluster"])
+    """The cluster answers with its version and nodes."""
+    acceptance.check(acceptance.preflight("cluster"))
 
 
 def test_node_set_ready(acceptance: Suite) -> None:
     """Every node of the agreement is present, Ready, not cordoned, with its GPUs allocatable."""
-    verdicts = acceptance.runs.preflight().verdicts
-    if "nodes" not in verdicts:
-        pytest.skip(f"preflight failed: {verdicts['cluster'].summary}")
-    acceptance.check(verdicts["nodes"])
+    acceptance.check(acceptance.preflight("nodes"))
 
 
 def test_versions_as_agreed(acceptance: Suite) -> None:
     """Driver, CUDA, Kubernetes and the node spec equal the baseline's conditions."""
-    verdicts = acceptance.runs.preflight().verdicts
-    if "versions" not in verdicts:
-        pytest.skip(f"preflight failed: {verdicts['cluster'].summary}")
-    acceptance.check(verdicts["versions"])
+    acceptance.check(acceptance.preflight("versions"))
 
 
 def test_no_leftover_objects(acceptance: Suite) -> None:
     """No object of an earlier run is still on the cluster."""
-    verdicts = acceptance.runs.preflight().verdicts
-    if "leftovers" not in verdicts:
-        pytest.skip(f"preflight failed: {verdicts['cluster'].summary}")
-    acceptance.check(verdicts["leftovers"])
+    acceptance.check(acceptance.preflight("leftovers"))

@@ -12,4 +12,4 @@ from acceptance.suite import Suite
 def test_smoke_step_time(acceptance: Suite) -> None:
     """Median step time of the smoke run is within the margin of the handover sample."""
     acceptance.require_preflight()
-    acceptance.check(acceptance.runs.smoke_step_time())
+    acceptance.check(acceptance.run.smoke.verdict())

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import re
 
 _SIZE = re.compile(r"^\s*((?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:e[-+]?[0-9]+)?)\s*([KMGT]?)(i?)(B?)\s*$", re.IGNORECASE)
@@ -40,17 +41,26 @@ def format_size(size: int) -> str:
     return f"{size} B"
 
 
-def parse_duration(value: float | int | str) -> float:
-    """Seconds from ``90``, ``"90s"``, ``"15m"``, ``"24h"`` or ``"1h30m"``."""
-    if isinstance(value, int | float):
-        if value <= 0:
-            raise ValueError(f"a duration must be positive: {value}")
-        return float(value)
-    text = value.strip()
-    parts = _DURATION_PART.findall(text)
-    if not parts or "".join(n + u for n, u in parts) != text:
+def parse_duration(value: float | int | str, *, allow_zero: bool = False) -> float:
+    """Seconds from ``90``, ``"90s"``, ``"15m"``, ``"24h"``, ``"1h30m"`` or ``"500ms"``.
+
+    The one grammar of durations in the project (profiles, the CLI, Kubernetes settings): a
+    number is seconds; a string is one or more number+unit parts (ms, s, m, h, d). A duration
+    is positive and finite; zero only where `allow_zero` says it means "none" (a backoff).
+    """
+    if isinstance(value, bool):
         raise ValueError(f"{value!r} is not a duration (expected e.g. 90s, 15m, 24h, 1h30m)")
-    return sum(float(n) * _SECONDS[u] for n, u in parts)
+    if isinstance(value, int | float):
+        seconds = float(value)
+    else:
+        text = value.strip()
+        parts = _DURATION_PART.findall(text)
+        if not parts or "".join(n + u for n, u in parts) != text:
+            raise ValueError(f"{value!r} is not a duration (expected e.g. 90s, 15m, 24h, 1h30m)")
+        seconds = sum(float(n) * _SECONDS[u] for n, u in parts)
+    if not math.isfinite(seconds) or seconds < 0 or (seconds == 0 and not allow_zero):
+        raise ValueError(f"a duration must be {'>= 0' if allow_zero else 'positive'} and finite: {value!r}")
+    return seconds
 
 
 def format_duration(seconds: float) -> str:

@@ -23,8 +23,8 @@ from pathlib import Path
 from typing import Any
 
 from acceptance.clusters.base import NcclWorkload, Workload
-from acceptance.clusters.kube import KubeCluster, dcgm_workloads
-from acceptance.clusters.kube_settings import ApiRetry, KubeSettings
+from acceptance.clusters.kube.cluster import KubeCluster, dcgm_workloads
+from acceptance.clusters.kube.settings import ApiRetry, KubeSettings
 from acceptance.sim.kubeapi import EmulatedApi
 from acceptance.sim.runtime import Host, NodeSpec, ToolRun
 

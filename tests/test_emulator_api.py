@@ -14,7 +14,7 @@ import pytest
 from kubernetes import client, config
 from kubernetes.client.exceptions import ApiException
 
-from acceptance.clusters.kube_client import iter_watch
+from acceptance.clusters.kube.client import iter_watch
 from acceptance.sim.kubeapi import EmulatedApi, write_kubeconfig
 from tests.kube_tool_double import CannedRunner
 

@@ -6,8 +6,9 @@ import dataclasses
 
 import pytest
 
-from acceptance.judge.fabric import FabricMargins, judge_fabric
+from acceptance.judge.fabric import judge_fabric
 from acceptance.judge.verdict import Status
+from acceptance.margins import Margins
 from acceptance.tools.nccl import NcclConditions, NcclRun, parse_file
 from tests.shared import CORPUS, FIXTURES, needs_shared
 
@@ -37,13 +38,13 @@ def _scale(run: NcclRun, size: int, factor: float, wrong: float | None = None) -
 
 def _judge(now: NcclRun, base: NcclRun | None = None, **margins: float) -> tuple[Status, str]:
     base = base or _baseline()
-    verdict = judge_fabric(now, NcclConditions.of(now), base, NcclConditions.of(base), FabricMargins(**margins))
+    verdict = judge_fabric(now, NcclConditions.of(now), base, NcclConditions.of(base), Margins(**margins))
     return verdict.status, verdict.summary
 
 
 def test_identical_run_passes() -> None:
     base = _baseline()
-    verdict = judge_fabric(base, NcclConditions.of(base), base, NcclConditions.of(base), FabricMargins())
+    verdict = judge_fabric(base, NcclConditions.of(base), base, NcclConditions.of(base), Margins())
     assert verdict.status is Status.PASS
     assert verdict.figures["sizes_compared"] == 11
     assert verdict.figures["busbw_oop[1 GiB]"] == 446.01
@@ -55,7 +56,7 @@ def test_identical_run_passes() -> None:
 def test_six_percent_drop_at_one_size_fails_naming_it() -> None:
     base = _baseline()
     now = _scale(base, GIB, 0.94)
-    verdict = judge_fabric(now, NcclConditions.of(now), base, NcclConditions.of(base), FabricMargins(0.05))
+    verdict = judge_fabric(now, NcclConditions.of(now), base, NcclConditions.of(base), Margins(busbw_tolerance=0.05))
     assert verdict.status is Status.FAIL
     assert verdict.summary == (
         "all_reduce_perf: busbw 419.2 GB/s at 1 GiB vs 446.0 at handover (\u22126%, margin \u22125%); "
@@ -79,7 +80,7 @@ def test_drop_below_the_minimum_size_passes() -> None:
     base = _baseline()
     status, _ = _judge(_scale(base, 64 << 10, 0.94), base)
     assert status is Status.PASS
-    status, _ = _judge(_scale(base, 1 << 20, 0.94), base, min_size_bytes=2 << 20)
+    status, _ = _judge(_scale(base, 1 << 20, 0.94), base, busbw_min_size=2 << 20)
     assert status is Status.PASS
     status, _ = _judge(_scale(base, 1 << 20, 0.94), base)
     assert status is Status.FAIL
@@ -89,7 +90,7 @@ def test_different_nccl_version_or_sizes_is_not_comparable() -> None:
     base = _baseline()
     cond = NcclConditions.of(base)
     then = dataclasses.replace(cond, nccl_version="2.28.7", max_bytes=16 << 30)
-    verdict = judge_fabric(base, cond, base, then, FabricMargins())
+    verdict = judge_fabric(base, cond, base, then, Margins())
     assert verdict.status is Status.NOT_COMPARABLE
     assert verdict.evidence == (
         "message sizes 1 MiB–1 GiB now, 1 MiB–16 GiB at handover",
@@ -116,7 +117,7 @@ def test_missing_size_fails_naming_it() -> None:
 def test_failed_run_quotes_the_error_lines() -> None:
     hang = parse_file(HANG).runs[0]
     base = _baseline()
-    verdict = judge_fabric(hang, NcclConditions.of(hang), base, NcclConditions.of(base), FabricMargins())
+    verdict = judge_fabric(hang, NcclConditions.of(hang), base, NcclConditions.of(base), Margins())
     assert verdict.status is Status.FAIL
     assert verdict.summary == "all_reduce_perf: run failed — line 34: gpu-01: Test timeout (30s) common.cu:412"
     assert verdict.evidence[0] == "line 34: gpu-01: Test timeout (30s) common.cu:412"
@@ -146,4 +147,4 @@ def test_corpus_eighty_rank_run_against_itself_and_degraded() -> None:
 
 def test_margins_are_validated() -> None:
     with pytest.raises(ValueError, match="busbw_tolerance"):
-        FabricMargins(busbw_tolerance=1.5)
+        Margins(busbw_tolerance=1.5)

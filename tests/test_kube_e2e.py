@@ -17,10 +17,9 @@ from pathlib import Path
 import pytest
 
 from acceptance.clusters.base import DcgmWorkload, NcclWorkload, RunResult
-from acceptance.clusters.kube import KubeCluster, dcgm_workloads
-from acceptance.clusters.kube_client import KubeApiError
-from acceptance.clusters.kube_settings import ApiRetry, KubeSettings
-from acceptance.cmd.cleanup import cleanup_cluster
+from acceptance.clusters.kube.client import KubeApiError
+from acceptance.clusters.kube.cluster import KubeCluster
+from acceptance.clusters.kube.settings import ApiRetry, KubeSettings
 from acceptance.sim.controller_faults import Faults
 from acceptance.sim.kubeapi import EmulatedApi
 from tests.kube_tool_double import CannedRunner, node_names
@@ -35,6 +34,12 @@ SETTINGS = KubeSettings(
     api_retry=ApiRetry(attempts=10, backoff_s=0.01, max_backoff_s=0.05),
 )
 NCCL = NcclWorkload("all-reduce", NODES, 8, ("all_reduce_perf", "-b", "1M", "-e", "16G", "-f", "2", "-g", "1"), {}, 600)
+
+
+def dcgm_workloads(nodes: tuple[str, ...], gpus: int, level: int, deadline_s: float) -> list[DcgmWorkload]:
+    """One ``dcgmi diag -r LEVEL -j`` workload per node (named ``dcgm-<node>``)."""
+    argv = ("dcgmi", "diag", "-r", str(level), "-j")
+    return [DcgmWorkload(f"dcgm-{node}", node, gpus, argv, deadline_s) for node in nodes]
 
 
 def labelled(api: EmulatedApi) -> list[str]:
@@ -217,8 +222,9 @@ def test_cleanup_removes_what_a_crashed_run_left() -> None:
             left = kube.leftovers()
         assert any(s.startswith("MPIJob/all-reduce-crashed") for s in left)
         assert len(left) >= 4
-        assert cleanup_cluster(SETTINGS, older_than_s=3600, api_client=api.api_client()) == 0
-        assert cleanup_cluster(SETTINGS, older_than_s=None, api_client=api.api_client()) >= 3
+        janitor = KubeCluster(SETTINGS, "janitor", api.api_client())
+        assert janitor.remove_leftovers(older_than_s=3600) == []
+        assert len(janitor.remove_leftovers(older_than_s=None)) >= 3
         assert labelled(api) == []
 
 
@@ -226,8 +232,8 @@ CHILD = """
 import sys, time
 sys.path.insert(0, {root!r})
 from kubernetes import config
-from acceptance.clusters.kube import KubeCluster, dcgm_workloads
-from tests.test_kube_e2e import SETTINGS, NODES
+from acceptance.clusters.kube.cluster import KubeCluster
+from tests.test_kube_e2e import SETTINGS, NODES, dcgm_workloads
 client = config.new_client_from_config(config_file={kubeconfig!r})
 with KubeCluster(SETTINGS, "interrupted", client) as kube:
     handles = kube.submit(dcgm_workloads(NODES[:4], 8, 3, 600))

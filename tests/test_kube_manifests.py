@@ -10,8 +10,8 @@ import pytest
 from jsonschema import Draft7Validator
 
 from acceptance.clusters.base import DcgmWorkload, NcclWorkload, RunResult, SmokeWorkload
-from acceptance.clusters.kube_client import KubeApiError, redact
-from acceptance.clusters.kube_manifests import (
+from acceptance.clusters.kube.client import KubeApiError, redact
+from acceptance.clusters.kube.manifests import (
     dcgm_job,
     label_value,
     manifest_for,
@@ -21,7 +21,7 @@ from acceptance.clusters.kube_manifests import (
     run_selector,
     smoke_manifest,
 )
-from acceptance.clusters.kube_settings import KubeSettings, parse_seconds
+from acceptance.clusters.kube.settings import KubeSettings
 from acceptance.errors import ProfileError
 from tests.shared import K8S, needs_shared
 
@@ -147,8 +147,12 @@ def test_settings_from_profile_mapping() -> None:
     assert (s.namespace, s.scheduling_timeout_s, s.api_retry.attempts, s.api_retry.backoff_s) == ("x", 300.0, 3, 1.0)
     with pytest.raises(ProfileError, match="unknown keys namspace"):
         KubeSettings.from_mapping({"namspace": "x"})
-    with pytest.raises(ProfileError, match="expected a duration"):
-        parse_seconds("soon", "--older-than")
+    with pytest.raises(ProfileError, match=r"kube.scheduling_timeout: 'soon' is not a duration"):
+        KubeSettings.from_mapping({"scheduling_timeout": "soon"})
+    assert KubeSettings.from_mapping({"scheduling_timeout": "1h30m"}).scheduling_timeout_s == 5400.0
+    assert KubeSettings.from_mapping({"api_retry": {"backoff": 0}}).api_retry.backoff_s == 0.0
+    with pytest.raises(ProfileError, match="must be positive"):
+        KubeSettings.from_mapping({"scheduling_timeout": 0})
     with pytest.raises(ProfileError, match="no 'nccl' image"):
         SETTINGS.__class__().image("nccl")
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
-from acceptance.clusters.kube_status import owner_of, parse_time, pod_failure, unschedulable_message
+from acceptance.clusters.kube.status import owner_of, parse_time, pod_failure, unschedulable_message
 
 
 def pod(status: dict[str, object], node: str | None = "gpu-01") -> dict[str, object]:

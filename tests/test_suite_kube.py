@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from acceptance.clusters.kube_manifests import managed_selector
+from acceptance.clusters.kube.manifests import managed_selector
 
 pytestmark = pytest.mark.slow
 

@@ -46,6 +46,19 @@ def test_bad_durations(text: str) -> None:
         parse_duration(text)
 
 
+@pytest.mark.parametrize("value", [0, "0s", -5, float("nan"), float("inf")])
+def test_durations_are_positive_and_finite(value: float | str) -> None:
+    with pytest.raises(ValueError, match="positive and finite"):
+        parse_duration(value)
+
+
+def test_zero_is_a_duration_only_where_allowed() -> None:
+    assert parse_duration(0, allow_zero=True) == 0.0
+    assert parse_duration("0s", allow_zero=True) == 0.0
+    with pytest.raises(ValueError, match=">= 0"):
+        parse_duration(-1, allow_zero=True)
+
+
 def test_duration_formatting() -> None:
     assert format_duration(5400) == "1h30m"
     assert format_duration(86400) == "1d"

@@ -9,12 +9,11 @@ exception, so a verdict can be built from it.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from datetime import datetime
-from types import TracebackType
-from typing import Any, Literal, Protocol, Self
+from typing import Any, Literal, Protocol
 
-WorkloadKind = Literal["nccl", "dcgm", "smoke"]
+WorkloadKind = Literal["nccl", "dcgm", "smoke", "node"]
 RunStatus = Literal["succeeded", "failed", "timeout", "unschedulable", "error"]
 
 
@@ -57,7 +56,31 @@ class SmokeWorkload:
     deadline_s: float = 3600.0
 
 
-Workload = NcclWorkload | DcgmWorkload | SmokeWorkload
+@dataclass(frozen=True)
+class NodeWorkload:
+    """A command on one node (a site's own check): `image` names one of the profile's images.
+
+    It holds `gpus` GPUs of the node (0: none) and, when `rdma`, the node's RDMA devices.
+    """
+
+    name: str
+    node: str
+    argv: tuple[str, ...]
+    image: str
+    gpus: int = 0
+    rdma: bool = True
+    deadline_s: float = 600.0
+
+
+Workload = NcclWorkload | DcgmWorkload | SmokeWorkload | NodeWorkload
+
+
+_KINDS: dict[WorkloadKind, type[Workload]] = {
+    "nccl": NcclWorkload,
+    "dcgm": DcgmWorkload,
+    "smoke": SmokeWorkload,
+    "node": NodeWorkload,
+}
 
 
 def workload_kind(workload: Workload) -> WorkloadKind:
@@ -65,17 +88,54 @@ def workload_kind(workload: Workload) -> WorkloadKind:
         return "nccl"
     if isinstance(workload, DcgmWorkload):
         return "dcgm"
+    if isinstance(workload, NodeWorkload):
+        return "node"
     return "smoke"
+
+
+def workload_to_json(workload: Workload) -> dict[str, Any]:
+    doc: dict[str, Any] = {"kind": workload_kind(workload)}
+    for f in fields(workload):
+        value = getattr(workload, f.name)
+        doc[f.name] = dict(value) if isinstance(value, Mapping) else list(value) if isinstance(value, tuple) else value
+    return doc
+
+
+def workload_from_json(doc: Mapping[str, Any]) -> Workload:
+    cls = _KINDS[doc["kind"]]
+    values = {k: tuple(v) if isinstance(v, list) else v for k, v in doc.items() if k != "kind"}
+    return cls(**values)  # type: ignore[arg-type]
 
 
 @dataclass(frozen=True)
 class Handle:
-    """A submitted workload: its spec and the backend's objects (kind, name)."""
+    """A submitted workload: its spec and the backend's objects (kind, name).
+
+    Plain data both ways (`to_json`, `from_json`), so a pytest process that adopts a
+    submission another process made finds the same objects without rebuilding them.
+    """
 
     workload: Workload
     objects: tuple[tuple[str, str], ...]
     manifests: tuple[Mapping[str, object], ...]
     submitted: datetime
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "workload": workload_to_json(self.workload),
+            "objects": [list(o) for o in self.objects],
+            "manifests": [dict(m) for m in self.manifests],
+            "submitted": self.submitted.isoformat(),
+        }
+
+    @classmethod
+    def from_json(cls, doc: Mapping[str, Any]) -> Handle:
+        return cls(
+            workload=workload_from_json(doc["workload"]),
+            objects=tuple((str(k), str(n)) for k, n in doc["objects"]),
+            manifests=tuple(dict(m) for m in doc["manifests"]),
+            submitted=datetime.fromisoformat(doc["submitted"]),
+        )
 
 
 @dataclass(frozen=True)
@@ -131,6 +191,11 @@ class RunResult:
     @property
     def ok(self) -> bool:
         return self.status == "succeeded" and self.exit_code == 0
+
+    @classmethod
+    def not_run(cls, workload: Workload, reason: str, when: datetime) -> RunResult:
+        """The result of a workload the cluster could not run at all (the backend's error as the reason)."""
+        return cls(workload.name, workload_kind(workload), "", None, "error", reason, when, when, {}, (), (), "")
 
     def to_json(self) -> dict[str, Any]:
         """Plain data, so that every pytest process of a run can read a result one of them awaited."""
@@ -234,7 +299,25 @@ class ClusterInventory:
 
 
 class Cluster(Protocol):
-    """Where workloads run. Used as a context manager: leaving it cleans up."""
+    """Where workloads run: what the suite asks of a backend (`acceptance.clusters.open` gives one).
+
+    Every object or process a backend starts carries the run id, so `cleanup` (and, for a
+    crashed run, `remove_leftovers`) finds and ends it.
+    """
+
+    run_id: str
+
+    def describe(self) -> list[str]:
+        """How the cluster is reached, in a line or two for the report header."""
+        ...
+
+    def attach_info(self) -> dict[str, str]:
+        """What another pytest process of this run needs to reach the same cluster (`open(..., attach=)`)."""
+        ...
+
+    def workload_env(self) -> Mapping[str, str]:
+        """The environment the profile gives every workload (NCCL settings among it)."""
+        ...
 
     def inventory(self) -> ClusterInventory: ...
 
@@ -250,13 +333,14 @@ class Cluster(Protocol):
         """Objects that earlier runs of this harness left behind (``kind/name``)."""
         ...
 
-    def cleanup(self) -> None: ...
+    def remove_leftovers(self, older_than_s: float | None, dry_run: bool = False) -> list[str]:
+        """Delete (or, dry, list) what runs of this harness left behind; what was found (``kind/name``)."""
+        ...
 
-    def __enter__(self) -> Self: ...
+    def cleanup(self) -> None:
+        """Delete everything of this run; raise ClusterError naming what is still there afterwards."""
+        ...
 
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None: ...
+    def close(self) -> None:
+        """Release what the backend holds for the run (connections, an emulator it started)."""
+        ...

@@ -55,7 +55,7 @@ def register(subparsers: Any) -> None:
     )
     st.add_argument("--run", type=Path, required=True, metavar="LOG", help="the smoke run's log")
     d = StepTimePolicy()
-    st.add_argument("--margin", type=_fraction, default=d.margin, help="agreed slowdown margin (default 0.05)")
+    st.add_argument("--margin", type=_fraction, default=d.margin, help=f"agreed slowdown margin (default {d.margin:g})")
     st.add_argument("--warmup-steps", type=int, default=d.warmup_steps)
     st.add_argument("--warmup-intervals", type=int, default=d.warmup_intervals)
     st.add_argument("--after-restore-steps", type=int, default=d.after_restore_steps)

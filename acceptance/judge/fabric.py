@@ -11,30 +11,16 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from dataclasses import dataclass
 
 import pandas as pd
 
 from acceptance.judge.verdict import Figure, Status, Verdict
+from acceptance.margins import BELOW, Margins
 from acceptance.tools.nccl_conditions import NcclConditions
 from acceptance.tools.nccl_names import fmt_bytes
 from acceptance.tools.nccl_records import NcclRow, NcclRun
 
 MINUS = "\u2212"
-
-
-@dataclass(frozen=True)
-class FabricMargins:
-    """Tolerated busbw drop (0.05 = 5 %) and the smallest size judged (latency below it)."""
-
-    busbw_tolerance: float = 0.05
-    min_size_bytes: int = 1 << 20
-
-    def __post_init__(self) -> None:
-        if not 0.0 <= self.busbw_tolerance < 1.0:
-            raise ValueError(f"busbw_tolerance {self.busbw_tolerance}: expected a fraction in [0, 1)")
-        if self.min_size_bytes < 0:
-            raise ValueError(f"min_size_bytes {self.min_size_bytes}: expected ≥ 0")
 
 
 def _pct(x: float) -> str:
@@ -88,7 +74,7 @@ def judge_fabric(
     current_conditions: NcclConditions,
     reference: NcclRun,
     reference_conditions: NcclConditions,
-    margins: FabricMargins,
+    margins: Margins,
 ) -> Verdict:
     subject = _subject(current, current_conditions)
     wrong_rows = [r for r in current.rows for h in (r.oop, r.ip) if h is not None and (h.wrong or 0) > 0]
@@ -113,12 +99,12 @@ def judge_fabric(
     return _compare(subject, current, reference, margins)
 
 
-def _compare(subject: str, current: NcclRun, reference: NcclRun, margins: FabricMargins) -> Verdict:
+def _compare(subject: str, current: NcclRun, reference: NcclRun, margins: Margins) -> Verdict:
     label = _labeler(reference.rows)
     now = {r.key: r for r in current.rows}
     floor = 1.0 - margins.busbw_tolerance
     margin_text = _pct(-margins.busbw_tolerance)
-    judged = [r for r in reference.rows if r.size >= margins.min_size_bytes]
+    judged = [r for r in reference.rows if r.size >= margins.busbw_min_size]
     records = []
     figures: dict[str, Figure] = {}
     missing: list[NcclRow] = []
@@ -146,10 +132,11 @@ def _compare(subject: str, current: NcclRun, reference: NcclRun, margins: Fabric
         if h is not None and (h.wrong or 0) > 0
     ]
     n = len(judged)
-    scope = f"{n} size{'s' if n != 1 else ''} ≥ {fmt_bytes(margins.min_size_bytes)}"
+    scope = f"{n} size{'s' if n != 1 else ''} ≥ {fmt_bytes(margins.busbw_min_size)}"
     figures.update(
         {
-            "margin": -margins.busbw_tolerance,
+            "margin": margins.busbw_tolerance,
+            "margin_direction": BELOW,
             "unit": "GB/s",
             "sizes_compared": n,
             "missing_sizes": len(missing),
@@ -194,7 +181,7 @@ def _compare(subject: str, current: NcclRun, reference: NcclRun, margins: Fabric
         return Verdict(
             Status.INCONCLUSIVE,
             subject,
-            f"{subject}: no baseline size ≥ {fmt_bytes(margins.min_size_bytes)} to compare",
+            f"{subject}: no baseline size ≥ {fmt_bytes(margins.busbw_min_size)} to compare",
             figures,
             tuple(evidence),
             table,

@@ -19,6 +19,7 @@ import pandas as pd
 
 from acceptance.judge.loss_exact import exact_checks, per_step, restore_point
 from acceptance.judge.verdict import Figure, Status, Verdict
+from acceptance.margins import Margins
 from acceptance.tools.trainlog_model import TrainLog
 
 __all__ = ["LossPolicy", "judge_loss"]
@@ -32,9 +33,9 @@ class LossPolicy:
     min_trend_points: int = 100
     min_points: int = 20
     check_steps: int = 50
-    spike_z: float = 6.0
+    spike_z: float = Margins.loss_spike_z
     shift_window: int = 20
-    shift_z: float = 3.0
+    shift_z: float = Margins.loss_shift_z
     grad_norm_z: float = 6.0
     min_post_points: int = 5
     lr_rel_tol: float = 1e-3

@@ -20,6 +20,7 @@ from numpy.lib.stride_tricks import sliding_window_view
 
 from acceptance.judge.steptime_series import Steady, steady_series, step_times
 from acceptance.judge.verdict import Figure, Status, Verdict
+from acceptance.margins import ABOVE, Margins
 from acceptance.tools.trainlog_model import TrainLog
 
 __all__ = ["Steady", "StepTimePolicy", "judge_steptime", "steady_series", "step_table", "step_times"]
@@ -33,7 +34,7 @@ PLOT_ROWS = 5000
 class StepTimePolicy:
     """Thresholds of the step-time check; defaults from the research note."""
 
-    margin: float = 0.05
+    margin: float = Margins.step_time_tolerance
     warmup_steps: int = 5
     warmup_intervals: int = 2
     after_restore_steps: int = 5
@@ -139,6 +140,7 @@ def judge_steptime(
     unit = base.unit if base.unit == run.unit else "mixed"
     figures: dict[str, Figure] = {
         "margin": policy.margin,
+        "margin_direction": ABOVE,
         "confidence": policy.confidence,
         "unit": unit,
         "n_smoke": len(run.values),

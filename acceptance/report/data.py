@@ -14,21 +14,15 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from acceptance.criteria import by_module
 from acceptance.judge.verdict import Verdict
 from acceptance.report.junit import table_rows
 
 # Attribute of a TestReport that carries verdict payloads (plain data, xdist-safe).
 VERDICTS_ATTR = "acceptance_verdicts"
 
-# Suite module → (criterion number, title), after DESIGN §1.
-CRITERIA: dict[str, tuple[int, str]] = {
-    "test_preflight": (0, "cluster, node set and versions as agreed"),
-    "test_gpu_diagnostics": (1, "DCGM diagnostics on every GPU"),
-    "test_fabric": (2, "nccl-tests within the margin of the baseline"),
-    "test_smoke_step": (3, "smoke step time within the margin"),
-    "test_loss_continuity": (4, "loss continuous after the restore"),
-    "test_recurrence": (5, "no recurrence during probation"),
-}
+# Attribute of a TestReport that names its criterion when the module does not (site checks).
+CRITERION_ATTR = "acceptance_criterion"
 
 
 def _plain(value: Any) -> Any:
@@ -70,8 +64,8 @@ def attach_verdicts(report: Any, verdicts: Sequence[Verdict]) -> None:
 def criterion_of(nodeid: str) -> tuple[int | None, str]:
     """The criterion a test belongs to, from its module name; (None, module) when unknown."""
     module = nodeid.split("::", 1)[0].rsplit("/", 1)[-1].removesuffix(".py")
-    number, title = CRITERIA.get(module, (None, module))
-    return number, title
+    found = by_module(module)
+    return (found.number, found.title) if found is not None else (None, module)
 
 
 @dataclass(frozen=True)
@@ -85,10 +79,11 @@ class TestRecord:
     duration_s: float = 0.0
     reason: str = ""
     verdicts: tuple[dict[str, Any], ...] = ()
+    named_criterion: tuple[int | None, str] | None = None
 
     @property
     def criterion(self) -> tuple[int | None, str]:
-        return criterion_of(self.nodeid)
+        return self.named_criterion or criterion_of(self.nodeid)
 
 
 @dataclass(frozen=True)
@@ -113,6 +108,7 @@ class ReportData:
                     "duration_s": t.duration_s,
                     "reason": t.reason,
                     "verdicts": list(t.verdicts),
+                    **({"criterion": list(t.named_criterion)} if t.named_criterion else {}),
                 }
                 for t in self.tests
             ],
@@ -127,6 +123,7 @@ class ReportData:
                 duration_s=float(t.get("duration_s", 0.0)),
                 reason=str(t.get("reason", "")),
                 verdicts=tuple(t.get("verdicts", ())),
+                named_criterion=(t["criterion"][0], str(t["criterion"][1])) if t.get("criterion") else None,
             )
             for t in obj.get("tests", ())
         )
@@ -158,6 +155,9 @@ class ReportRecorder:
         )
         entry["duration_s"] += float(getattr(report, "duration", 0.0) or 0.0)
         entry["verdicts"].extend(getattr(report, VERDICTS_ATTR, None) or [])
+        named = getattr(report, CRITERION_ATTR, None)
+        if named:
+            entry["criterion"] = (named[0], str(named[1]))
         if report.when == "call" and report.outcome != "passed":
             entry["outcome"], entry["reason"] = report.outcome, headline(report)
         elif report.when != "call" and report.outcome == "failed":
@@ -169,7 +169,7 @@ class ReportRecorder:
 
     def data(self, provenance: Mapping[str, Any], *, simulated: bool) -> ReportData:
         tests = tuple(
-            TestRecord(nodeid, e["outcome"], e["duration_s"], e["reason"], tuple(e["verdicts"]))
+            TestRecord(nodeid, e["outcome"], e["duration_s"], e["reason"], tuple(e["verdicts"]), e.get("criterion"))
             for nodeid, e in self._tests.items()
         )
         return ReportData(dict(provenance), tests, simulated)

@@ -46,11 +46,11 @@ def _numbers(rows: list[dict[str, Any]], *cols: str) -> list[tuple[float, ...]]:
 
 
 def margin_of(figures: Mapping[str, Any]) -> float | None:
-    value = figures.get("margin", figures.get("tolerance"))
+    """The verdict's agreed margin: a positive fraction (`acceptance.margins` has the convention)."""
+    value = figures.get("margin")
     if not isinstance(value, int | float) or isinstance(value, bool):
         return None
-    value = abs(float(value))
-    return value / 100 if value >= 1 else value
+    return float(value)
 
 
 def _size_label(size: float, _pos: object = None) -> str:

@@ -7,10 +7,11 @@ Ctrl-C, on SIGTERM). ``../shared/k8s/README.md`` has the operator facts it relie
 
 from __future__ import annotations
 
+import os
 import signal
 import sys
 import threading
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from types import FrameType, TracebackType
 from typing import Any, Self
@@ -18,19 +19,19 @@ from typing import Any, Self
 from acceptance.clusters.base import (
     ClusterEvent,
     ClusterInventory,
-    DcgmWorkload,
     Handle,
     NodeInfo,
     RunResult,
     Workload,
 )
-from acceptance.clusters.kube_cleanup import delete_run, list_labelled
-from acceptance.clusters.kube_client import KubeApi, KubeApiError, build_api_client
-from acceptance.clusters.kube_manifests import MPI_API_VERSION, label_value, manifest_for, run_selector
-from acceptance.clusters.kube_settings import KubeSettings
-from acceptance.clusters.kube_status import parse_time
-from acceptance.clusters.kube_wait import Waiter
+from acceptance.clusters.kube.cleanup import delete_labelled, delete_run, list_labelled, older_than
+from acceptance.clusters.kube.client import KubeApi, KubeApiError, build_api_client
+from acceptance.clusters.kube.manifests import MPI_API_VERSION, label_value, manifest_for, run_selector
+from acceptance.clusters.kube.settings import KubeSettings
+from acceptance.clusters.kube.status import parse_time
+from acceptance.clusters.kube.wait import Waiter
 from acceptance.errors import ClusterError, UsageError
+from acceptance.profile import Profile
 
 __all__ = ["KubeCluster", "KubeSettings"]
 
@@ -66,6 +67,12 @@ class KubeCluster:
         self._mpi_checked = False
         self._previous: dict[int, Any] = {}
         self._cleaned = False
+        self.in_cluster = settings.kubeconfig is None and bool(os.environ.get("KUBERNETES_SERVICE_HOST"))
+
+    @classmethod
+    def from_profile(cls, profile: Profile, run_id: str) -> KubeCluster:
+        """The cluster of the profile's ``kube:`` section (kubeconfig context, or in-cluster)."""
+        return cls(KubeSettings.from_mapping(profile.kube, source=str(profile.path)), run_id)
 
     # ------------------------------------------------------------ context
 
@@ -94,6 +101,20 @@ class KubeCluster:
             self._previous.clear()
 
     # ------------------------------------------------------------ Cluster protocol
+
+    def describe(self) -> list[str]:
+        where = self.settings.kubeconfig or ("in-cluster" if self.in_cluster else "~/.kube/config")
+        return [f"Kubernetes: {where}, context {self.settings.context or 'current'}, "
+                f"namespace {self.settings.namespace}"]  # fmt: skip
+
+    def attach_info(self) -> dict[str, str]:
+        return {}
+
+    def workload_env(self) -> Mapping[str, str]:
+        return self.settings.env
+
+    def close(self) -> None:
+        self.api.close()
 
     def inventory(self) -> ClusterInventory:
         version = self.api.call("get server version", self.api.version.get_code)
@@ -184,6 +205,13 @@ class KubeCluster:
         mine = label_value(self.run_id)
         return [str(i) for i in list_labelled(self.api, self.settings.namespace) if i.run_id != mine]
 
+    def remove_leftovers(self, older_than_s: float | None, dry_run: bool = False) -> list[str]:
+        """Delete the harness's labelled objects (older than `older_than_s`); what was found."""
+        found = older_than(list_labelled(self.api, self.settings.namespace), older_than_s)
+        if not dry_run:
+            delete_labelled(self.api, self.settings.namespace, found)
+        return [str(item) for item in found]
+
     def cleanup(self) -> None:
         """Delete everything of this run; raise if anything is still there afterwards."""
         if self._cleaned:
@@ -192,11 +220,3 @@ class KubeCluster:
         self._cleaned = not left
         if left:
             raise ClusterError(f"objects of run {self.run_id} remain after cleanup: {', '.join(map(str, left))}")
-
-
-def dcgm_workloads(nodes: Sequence[str], gpus: int, level: int, deadline_s: float) -> list[DcgmWorkload]:
-    """One ``dcgmi diag -r LEVEL -j`` workload per node (named ``dcgm-<node>``)."""
-    return [
-        DcgmWorkload(f"dcgm-{node}", node, gpus, ("dcgmi", "diag", "-r", str(level), "-j"), deadline_s)
-        for node in nodes
-    ]

@@ -15,7 +15,7 @@ import time
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
-from acceptance.clusters.kube_settings import ApiRetry, KubeSettings
+from acceptance.clusters.kube.settings import ApiRetry, KubeSettings
 from acceptance.errors import ClusterError
 
 TRANSIENT = frozenset({429, 500, 502, 503, 504})
@@ -91,6 +91,12 @@ class KubeApi:
         self.version = client.VersionApi(api_client)
         self.calls = 0
         self.retries = 0
+
+    def close(self) -> None:
+        """Close the client's connection pool (its worker threads with it)."""
+        close = getattr(self.client, "close", None)
+        if callable(close):
+            close()
 
     def call(
         self,

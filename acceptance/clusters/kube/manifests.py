@@ -15,8 +15,8 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from acceptance.clusters.base import DcgmWorkload, NcclWorkload, SmokeWorkload, Workload, workload_kind
-from acceptance.clusters.kube_settings import (
+from acceptance.clusters.base import DcgmWorkload, NcclWorkload, NodeWorkload, SmokeWorkload, Workload
+from acceptance.clusters.kube.settings import (
     KIND_KEY,
     MANAGED_BY,
     MANAGED_BY_KEY,
@@ -111,35 +111,60 @@ def _metadata(name: str, namespace: str, labels: Mapping[str, str]) -> dict[str,
     return {"name": name, "namespace": namespace, "labels": dict(labels)}
 
 
-def dcgm_job(settings: KubeSettings, run_id: str, workload: DcgmWorkload) -> dict[str, Any]:
-    """One ``batch/v1`` Job pinned to the node, holding all its GPUs, no retries."""
-    labels = run_labels(run_id, workload.name, "dcgm")
-    name = object_name(workload.name, run_id, reserve=6)
-    container = {
-        "name": "dcgm-diag",
-        "image": settings.image("dcgm"),
-        "command": list(workload.argv),
-        "resources": _gpu_resources(settings, workload.gpus, rdma=False),  # the diagnostic uses no NIC
-        "securityContext": {"privileged": True},
-    }
-    pod_spec = {
+def node_job(
+    settings: KubeSettings,
+    run_id: str,
+    *,
+    workload: str,
+    kind: str,
+    node: str,
+    image: str,
+    argv: Sequence[str],
+    resources: Mapping[str, Any],
+    deadline_s: float,
+    env: Mapping[str, str] | None = None,
+    privileged: bool = False,
+    shm: bool = False,
+    container_name: str | None = None,
+) -> dict[str, Any]:
+    """One ``batch/v1`` Job pinned to `node`, GPU taints tolerated, no retries, a deadline."""
+    labels = run_labels(run_id, workload, kind)
+    container: dict[str, Any] = {"name": container_name or kind, "image": image, "command": list(argv)}
+    if env is not None:
+        container["env"] = _env_list(env)
+    container["resources"] = dict(resources)
+    if privileged:
+        container["securityContext"] = {"privileged": True}
+    pod_spec: dict[str, Any] = {
         **_pod_spec_common(settings),
         "restartPolicy": "Never",
-        "nodeSelector": {HOSTNAME_KEY: workload.node},
+        "nodeSelector": {HOSTNAME_KEY: node},
         "tolerations": _tolerations(settings),
         "containers": [container],
     }
+    if shm:
+        container["volumeMounts"] = [{"name": "dshm", "mountPath": "/dev/shm"}]
+        pod_spec["volumes"] = [{"name": "dshm", "emptyDir": {"medium": "Memory"}}]
     return {
         "apiVersion": "batch/v1",
         "kind": "Job",
-        "metadata": _metadata(name, settings.namespace, labels),
+        "metadata": _metadata(object_name(workload, run_id, reserve=6), settings.namespace, labels),
         "spec": {
             "backoffLimit": 0,
-            "activeDeadlineSeconds": max(1, math.ceil(workload.deadline_s)),
+            "activeDeadlineSeconds": max(1, math.ceil(deadline_s)),
             "ttlSecondsAfterFinished": settings.ttl_seconds_after_finished,
             "template": {"metadata": {"labels": dict(labels)}, "spec": pod_spec},
         },
     }
+
+
+def dcgm_job(settings: KubeSettings, run_id: str, workload: DcgmWorkload) -> dict[str, Any]:
+    """The node's diagnostic: all its GPUs, no NIC (the diagnostic uses none), privileged."""
+    return node_job(
+        settings, run_id, workload=workload.name, kind="dcgm", node=workload.node, image=settings.image("dcgm"),
+        argv=workload.argv, resources=_gpu_resources(settings, workload.gpus, rdma=False),
+        deadline_s=workload.deadline_s, privileged=True, container_name="dcgm-diag",
+    )  # fmt: skip
 
 
 def mpi_job(
@@ -276,41 +301,22 @@ def smoke_manifest(settings: KubeSettings, run_id: str, workload: SmokeWorkload)
             env=workload.env,
             deadline_s=workload.deadline_s,
         )
-    labels = run_labels(run_id, workload.name, "smoke")
-    container = {
-        "name": "smoke",
-        "image": settings.image("smoke"),
-        "command": list(workload.argv),
-        "env": _env_list({**settings.env, **workload.env}),
-        "resources": _gpu_resources(settings, workload.gpus_per_node),
-        "volumeMounts": [{"name": "dshm", "mountPath": "/dev/shm"}],
-    }
-    pod_spec = {
-        **_pod_spec_common(settings),
-        "restartPolicy": "Never",
-        "nodeSelector": {HOSTNAME_KEY: workload.nodes[0]},
-        "tolerations": _tolerations(settings),
-        "containers": [container],
-        "volumes": [{"name": "dshm", "emptyDir": {"medium": "Memory"}}],
-    }
-    return {
-        "apiVersion": "batch/v1",
-        "kind": "Job",
-        "metadata": _metadata(object_name(workload.name, run_id, reserve=6), settings.namespace, labels),
-        "spec": {
-            "backoffLimit": 0,
-            "activeDeadlineSeconds": max(1, math.ceil(workload.deadline_s)),
-            "ttlSecondsAfterFinished": settings.ttl_seconds_after_finished,
-            "template": {"metadata": {"labels": dict(labels)}, "spec": pod_spec},
-        },
-    }
+    return node_job(
+        settings, run_id, workload=workload.name, kind="smoke", node=workload.nodes[0],
+        image=settings.image("smoke"), argv=workload.argv, env={**settings.env, **workload.env},
+        resources=_gpu_resources(settings, workload.gpus_per_node), deadline_s=workload.deadline_s, shm=True,
+    )  # fmt: skip
 
 
 def manifest_for(settings: KubeSettings, run_id: str, workload: Workload) -> dict[str, Any]:
-    kind = workload_kind(workload)
     if isinstance(workload, NcclWorkload):
         return nccl_mpijob(settings, run_id, workload)
     if isinstance(workload, DcgmWorkload):
         return dcgm_job(settings, run_id, workload)
-    assert kind == "smoke"
+    if isinstance(workload, NodeWorkload):
+        return node_job(
+            settings, run_id, workload=workload.name, kind="node", node=workload.node,
+            image=settings.image(workload.image), argv=workload.argv, env=dict(settings.env),
+            resources=_gpu_resources(settings, workload.gpus, rdma=workload.rdma), deadline_s=workload.deadline_s,
+        )  # fmt: skip
     return smoke_manifest(settings, run_id, workload)

@@ -17,10 +17,10 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
 from acceptance.clusters.base import Handle, RunResult, RunStatus, workload_kind
-from acceptance.clusters.kube_client import KubeApi, KubeApiError
-from acceptance.clusters.kube_manifests import MPI_API_VERSION, label_value, run_selector
-from acceptance.clusters.kube_settings import WORKLOAD_KEY, KubeSettings
-from acceptance.clusters.kube_status import (
+from acceptance.clusters.kube.client import KubeApi, KubeApiError
+from acceptance.clusters.kube.manifests import MPI_API_VERSION, label_value, run_selector
+from acceptance.clusters.kube.settings import WORKLOAD_KEY, KubeSettings
+from acceptance.clusters.kube.status import (
     ASSIGNED,
     Obj,
     conditions,
@@ -32,7 +32,7 @@ from acceptance.clusters.kube_status import (
     unschedulable_message,
     where,
 )
-from acceptance.clusters.kube_watch import Feed, Item
+from acceptance.clusters.kube.watch import Feed, Item
 
 ROLE = "training.kubeflow.org/job-role"
 LOG_TAIL_LINES = 50

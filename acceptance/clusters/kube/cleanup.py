@@ -8,10 +8,10 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from acceptance.clusters.kube_client import KubeApi, KubeApiError
-from acceptance.clusters.kube_manifests import MPI_API_VERSION, managed_selector
-from acceptance.clusters.kube_settings import RUN_ID_KEY
-from acceptance.clusters.kube_status import parse_time
+from acceptance.clusters.kube.client import KubeApi, KubeApiError
+from acceptance.clusters.kube.manifests import MPI_API_VERSION, managed_selector
+from acceptance.clusters.kube.settings import RUN_ID_KEY
+from acceptance.clusters.kube.status import parse_time
 
 
 @dataclass(frozen=True)

@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import os
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from acceptance.errors import ProfileError
+from acceptance.units import parse_duration
 
 MANAGED_BY_KEY = "app.kubernetes.io/managed-by"
 MANAGED_BY = "recovery-acceptance"
@@ -16,22 +16,12 @@ RUN_ID_KEY = "recovery-acceptance/run-id"
 WORKLOAD_KEY = "recovery-acceptance/workload"
 KIND_KEY = "recovery-acceptance/kind"
 
-_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h|d)?\s*$")
-_UNIT = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}
 
-
-def parse_seconds(value: object, where: str) -> float:
-    """``300``, ``"90s"``, ``"5m"``, ``"1h"`` → seconds; a ProfileError naming `where` otherwise."""
-    if isinstance(value, int | float) and not isinstance(value, bool) and value >= 0:
-        return float(value)
-    match = _DURATION.match(str(value)) if not isinstance(value, bool) else None
-    if not match:
-        raise ProfileError(f"{where}: expected a duration such as 300, 90s, 5m or 1h, found {value!r}")
-    return float(match.group(1)) * _UNIT[match.group(2) or "s"]
-
-
-def _seconds(value: object, key: str, source: str) -> float:
-    return parse_seconds(value, f"{source}: kube.{key}")
+def _seconds(value: object, key: str, source: str, *, allow_zero: bool = False) -> float:
+    try:
+        return parse_duration(value, allow_zero=allow_zero)  # type: ignore[arg-type]
+    except (TypeError, ValueError) as exc:
+        raise ProfileError(f"{source}: kube.{key}: {exc}") from None
 
 
 @dataclass(frozen=True)
@@ -94,7 +84,7 @@ class KubeSettings:
             scheduling_timeout_s=_seconds(timeout, "scheduling_timeout", source),
             api_retry=ApiRetry(
                 attempts=int(retry.get("attempts", 6)),
-                backoff_s=_seconds(retry.get("backoff", 0.2), "api_retry.backoff", source),
+                backoff_s=_seconds(retry.get("backoff", 0.2), "api_retry.backoff", source, allow_zero=True),
             ),
             ssh_port=int(data.get("ssh_port", 22)),
         )

@@ -15,7 +15,7 @@ import threading
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from acceptance.clusters.kube_client import KubeApi, KubeApiError, iter_watch
+from acceptance.clusters.kube.client import KubeApi, KubeApiError, iter_watch
 
 Item = tuple[str, str, Mapping[str, Any]]
 WATCH_TIMEOUT_S = 30

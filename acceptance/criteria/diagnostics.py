@@ -1,0 +1,99 @@
+"""Criterion 1: every GPU of each returned node passes DCGM diagnostics.
+
+Workloads: one ``dcgmi diag -r LEVEL -j`` per target node, all submitted together and
+awaited together, once per run. Each item judges its own node against the node's
+handover report. Adds to a new baseline: each node's report and the DCGM level and version.
+"""
+
+from __future__ import annotations
+
+import shlex
+from typing import TYPE_CHECKING
+
+from acceptance.clusters.base import DcgmWorkload
+from acceptance.criteria.outcomes import no_output
+from acceptance.criteria.parts import BaselinePart
+from acceptance.criteria.runfolder import RunFolder
+from acceptance.criteria.scheduler import Batch, BatchResults
+from acceptance.errors import ParseError
+from acceptance.judge.diagnostics import judge_node, policy_for
+from acceptance.judge.verdict import Status, Verdict
+from acceptance.profile import Profile
+from acceptance.tools import dcgm
+
+if TYPE_CHECKING:
+    from acceptance.criteria.run import Run
+
+MODULE = "test_gpu_diagnostics"
+
+
+def workload(profile: Profile, node: str) -> DcgmWorkload:
+    """`dcgmi diag` needs a host engine: started in the pod ("embedded"), or the one the profile names."""
+    embedded = profile.dcgm_host_engine == "embedded"
+    diag = dcgm.DcgmDiag(
+        level=profile.dcgm_level, timeout_s=profile.dcgm_timeout_s, host=None if embedded else profile.dcgm_host_engine
+    )
+    argv = tuple(diag.argv())
+    if embedded:  # the engine's banner must not precede dcgmi's JSON; dcgmi's exit status is the pod's
+        argv = ("bash", "-c", f"nv-hostengine >/dev/null && exec {shlex.join(argv)}")
+    return DcgmWorkload(f"dcgm-{node}", node, profile.gpus_per_node, argv, profile.dcgm_timeout_s)
+
+
+class Diagnostics:
+    """Criterion 1 of one pytest process."""
+
+    def __init__(self, run: Run) -> None:
+        self.run = run
+
+    def batch(self) -> Batch:
+        p = self.run.context.profile
+        return Batch("dcgm", "dcgm", {n: workload(p, n) for n in self.run.context.targets}, p.dcgm_timeout_s)
+
+    def results(self) -> BatchResults:
+        return self.run.scheduler.results(self.batch())
+
+    def finish_first(self) -> None:
+        """When this run diagnoses GPUs, that happens before another workload takes them."""
+        if MODULE in self.run.selected and self.run.context.targets:
+            self.results()
+
+    def verdict(self, node: str) -> Verdict:
+        ctx = self.run.context
+        p = ctx.profile
+        result = self.results()[node]
+        if not result.output.strip():
+            return no_output(f"{node} DCGM diagnostic", result, "check the node and rerun the diagnostic")
+        try:
+            report = dcgm.parse(result.output, source=f"{node}:dcgmi diag")
+        except ParseError as exc:
+            return Verdict(Status.ERROR, node, f"{node}: DCGM output not understood ({exc}); see the evidence folder")
+        reference = reference_level = None
+        if ctx.baseline is not None:
+            found = ctx.baseline.baseline.dcgm_report(node)
+            reference = dcgm.DcgmReport.from_json(found) if found else None
+            conditions = ctx.baseline.baseline.dcgm_conditions
+            reference_level = int(conditions["level"]) if conditions and conditions.get("level") else None
+        verdict = judge_node(
+            node, report, reference, p.gpus_per_node, policy_for(p.dcgm_warning_policy), result.exit_code,
+            level=p.dcgm_level, reference_level=reference_level,
+        )  # fmt: skip
+        if ctx.recording:
+            self.run.folder.write_part("dcgm", node, {"report": report.to_json(), "level": p.dcgm_level})
+        return verdict
+
+
+def baseline_part(folder: RunFolder, profile: Profile) -> BaselinePart:
+    """Each node's DCGM report, and the DCGM level and version they share."""
+    parts = folder.parts("dcgm")
+    levels = {part["level"] for part in parts.values()}
+    versions = {part["report"].get("dcgm_version") for part in parts.values()}
+    conditions = (
+        {"dcgm_version": versions.pop() if len(versions) == 1 else None, "level": levels.pop() if levels else None}
+        if parts
+        else None
+    )
+    return BaselinePart(
+        conditions={"dcgm": conditions},
+        results={"dcgm": {node: part["report"] for node, part in parts.items()}},
+        missing=tuple(f"DCGM on {node}" for node in profile.nodes if node not in parts),
+    )

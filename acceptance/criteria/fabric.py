@@ -1,0 +1,135 @@
+"""Criterion 2: nccl-tests across the full node set match the handover baseline within the agreed margin.
+
+Workloads: one nccl-tests run per test, over every node of the agreement, after the DCGM
+diagnostics. The command comes from the baseline (the profile's only when recording), so a
+changed profile cannot silently change what is compared; the margins come from the
+baseline too (`RunContext.margins`). Adds to a new baseline: each clean run and its conditions.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from acceptance.clusters.base import NcclWorkload, RunResult
+from acceptance.criteria.outcomes import no_output
+from acceptance.criteria.parts import BaselinePart
+from acceptance.criteria.runfolder import RunFolder
+from acceptance.criteria.scheduler import Batch
+from acceptance.errors import UsageError
+from acceptance.judge.fabric import judge_fabric
+from acceptance.judge.verdict import Status, Verdict
+from acceptance.profile import Profile
+from acceptance.tools import nccl
+
+if TYPE_CHECKING:
+    from acceptance.criteria.run import Run
+
+
+class Fabric:
+    """Criterion 2 of one pytest process."""
+
+    def __init__(self, run: Run) -> None:
+        self.run = run
+
+    def command(self, name: str) -> tuple[tuple[str, ...], dict[str, str], list[str]]:
+        """argv, env and notes of a test: the baseline's when judging, the profile's when recording."""
+        ctx = self.run.context
+        profile = ctx.profile
+        spec = profile.nccl_test(name) if name in profile.test_names else None
+        if ctx.baseline is None:
+            if spec is None:
+                raise UsageError(f"{profile.path}: no nccl test named {name!r}")
+            return spec.args, dict(spec.env), []
+        recorded = ctx.baseline.baseline.nccl_conditions(name)
+        if recorded is None or "argv" not in recorded:
+            raise UsageError(
+                f"the baseline {ctx.baseline.path.name} has no nccl test {name!r}; record a baseline that has it"
+            )
+        argv, env = tuple(recorded["argv"]), dict(recorded.get("env") or {})
+        notes = []
+        if spec is not None and (tuple(spec.args) != argv or dict(spec.env) != env):
+            notes.append(
+                f"the profile now says `{' '.join(spec.args)}`; the baseline's command `{' '.join(argv)}` was run"
+            )
+        return argv, env, notes
+
+    def batch(self, name: str) -> Batch:
+        p = self.run.context.profile
+        argv, env, _ = self.command(name)
+        workload = NcclWorkload(f"nccl-{name}", p.nodes, p.gpus_per_node, argv, env, p.nccl_timeout_s)
+        return Batch(f"nccl-{name}", "nccl", {name: workload}, p.nccl_timeout_s)
+
+    def verdict(self, name: str) -> Verdict:
+        ctx = self.run.context
+        argv, env, notes = self.command(name)
+        nccl_env = {k: v for k, v in self.run.cluster.workload_env().items() if k.startswith("NCCL_")}
+        test = nccl.NcclTest.from_argv(argv, {**nccl_env, **env})
+        self.run.diagnostics.finish_first()
+        result = self.run.scheduler.results(self.batch(name))[name]
+        if not result.output.strip():
+            return no_output(name, result, "check the nodes, the image and the MPI operator")
+        capture = nccl.parse_text(result.output, source=f"{name}:launcher log", collective=test.collective)
+        run = next((r for r in capture.runs if r.collective in (None, test.collective)), None)
+        if run is None:
+            errors = "; ".join(f"line {e.line}: {e.text}" for e in capture.errors[:3]) or result.reason
+            return Verdict(
+                Status.FAIL,
+                name,
+                f"{name}: nccl-tests printed no results ({errors}); exit {result.exit_code}",
+                {"exit_code": result.exit_code, "status": capture.status},
+                tuple(f"line {e.line}: {e.text}" for e in capture.errors),
+            )
+        self._save_placement(name, result, run)
+        conditions = nccl.NcclConditions.of(run, test)
+        if ctx.baseline is None:
+            if run.status == "ok" and capture.status == "ok":
+                self.run.folder.write_part("nccl", name, {
+                    "conditions": {"argv": list(argv), "env": env, **conditions.to_json()},
+                    "run": run.to_json(),
+                })  # fmt: skip
+            return _recorded(name, run, capture.status)
+        recorded = {k: v for k, v in (ctx.baseline.baseline.nccl_conditions(name) or {}).items()
+                    if k not in ("argv", "env")}  # fmt: skip
+        reference = ctx.baseline.baseline.nccl_run(name)
+        assert reference is not None
+        verdict = judge_fabric(
+            run, conditions, nccl.NcclRun.from_json(reference), nccl.NcclConditions.from_json(recorded), ctx.margins
+        )
+        if notes:
+            verdict = Verdict(verdict.status, verdict.subject, verdict.summary, verdict.figures,
+                              (*verdict.evidence, *notes), verdict.table)  # fmt: skip
+        return verdict
+
+    def _save_placement(self, name: str, result: RunResult, run: nccl.NcclRun) -> None:
+        if self.run.evidence is None:
+            return
+        placement = result.rank_placement({r.rank: r.host for r in run.ranks})
+        rows = [
+            {"rank": r.rank, "host": r.host, "pod": r.pod, "node": r.node,
+             "device": rank.device, "busid": rank.busid, "gpu": rank.gpu}
+            for rank in run.ranks
+            for r in (placement[rank.rank],)
+        ]  # fmt: skip
+        self.run.evidence.placement(name, rows)
+
+
+def _recorded(subject: str, run: nccl.NcclRun, status: str) -> Verdict:
+    rows = [r for r in run.rows if r.oop is not None]
+    largest = max(rows, key=lambda r: r.size) if rows else None
+    figures: dict[str, Any] = {"status": status, "sizes": len(rows), "avg_busbw": run.avg_busbw}
+    if status != "ok" or run.status != "ok":
+        errors = tuple(f"line {e.line}: {e.text}" for e in run.errors)
+        return Verdict(Status.FAIL, subject, f"{subject}: run {run.status}; not recordable as a baseline", figures,
+                       errors)  # fmt: skip
+    best = f"; busbw {largest.oop.busbw} GB/s at {nccl.fmt_bytes(largest.size)}" if largest and largest.oop else ""
+    return Verdict(Status.PASS, subject, f"{subject}: clean run recorded for the baseline{best}", figures)
+
+
+def baseline_part(folder: RunFolder, profile: Profile) -> BaselinePart:
+    """Each nccl test's clean run, and the conditions it ran under (exact argv and env among them)."""
+    parts = folder.parts("nccl")
+    return BaselinePart(
+        conditions={"nccl": {name: part["conditions"] for name, part in parts.items()}},
+        results={"nccl": {name: part["run"] for name, part in parts.items()}},
+        missing=tuple(name for name in profile.test_names if name not in parts),
+    )

@@ -1,0 +1,23 @@
+"""Verdicts about workloads that gave nothing to judge (shared by the criteria that run workloads)."""
+
+from __future__ import annotations
+
+from acceptance.clusters.base import RunResult
+from acceptance.judge.verdict import Status, Verdict
+from acceptance.units import format_duration
+
+
+def no_output(subject: str, result: RunResult, todo: str) -> Verdict:
+    """A workload that printed nothing: ERROR when the cluster could not run it, FAIL when it ran and died."""
+    took = ""
+    if result.started and result.finished and result.finished > result.started:
+        took = f" after {format_duration((result.finished - result.started).total_seconds())}"
+    status = Status.ERROR if result.status in ("unschedulable", "timeout", "error") else Status.FAIL
+    return Verdict(
+        status,
+        subject,
+        f"{subject}: {result.status}{took}: {result.reason or 'no output'}; {todo}",
+        {"status": result.status, "exit_code": result.exit_code},
+        tuple(e.get("message", "") for e in result.events if e.get("type") == "Warning")
+        + ((result.log_tail,) if result.log_tail else ()),
+    )
