@@ -223,6 +223,36 @@ class BaselineStore:
         return target
 
 
+def amended(loaded: LoadedBaseline, margins: Margins, *, reason: str, by: str, when: datetime) -> dict[str, Any]:
+    """A copy of `loaded` whose agreed margins are `margins`, with the change recorded in its provenance.
+
+    The conditions and results stay those of the handover; the provenance says which file
+    this replaces (and its sha256), every margin's old and new value, why, who and when.
+    """
+    if not reason.strip():
+        raise BaselineError("an amendment needs a reason (--reason TEXT)")
+    old = loaded.baseline.margins
+    changes = {name: {"old": before, "new": after} for name, before, after in _changed(old, margins)}
+    if not changes:
+        raise BaselineError(f"{loaded.path.name} already has these margins; nothing to amend")
+    doc: dict[str, Any] = json.loads(json.dumps(loaded.baseline.data))
+    doc["margins"] = margins.to_json()
+    doc["provenance"]["amended"] = {
+        "from": loaded.path.name,
+        "from_sha256": loaded.sha256,
+        "reason": reason.strip(),
+        "by": by,
+        "utc": utc_stamp(when),
+        "margins": changes,
+    }
+    return doc
+
+
+def _changed(old: Margins, new: Margins) -> list[tuple[str, float, float]]:
+    before, after = old.to_json(), new.to_json()
+    return [(name, before[name], after[name]) for name in before if before[name] != after[name]]
+
+
 def sha256_of(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 

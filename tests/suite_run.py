@@ -71,6 +71,13 @@ class SuiteRun:
                 return {p.get("name", ""): p.get("value", "") for p in case.iter("property")}
         return {}
 
+    def suite_properties(self) -> dict[str, str]:
+        """The junit testsuite's properties (provenance)."""
+        suite = ET.parse(self.junit).getroot().find("testsuite")
+        assert suite is not None
+        props = suite.find("properties")
+        return {p.get("name", ""): p.get("value", "") for p in (props if props is not None else ())}
+
     def objects_created(self) -> list[str]:
         """kind/name of every manifest the run submitted, from the evidence folder."""
         names = []

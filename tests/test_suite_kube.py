@@ -153,3 +153,40 @@ def test_a_client_warning_is_shown_not_turned_into_a_failed_criterion(served: Pa
     assert "4 passed" in result.stdout, result.stdout[-3000:]
     assert "InsecureRequestWarning" in result.stdout
     assert "no clean result for" in result.stdout, "a partial run records no baseline"
+
+
+def all_objects(kubeconfig: Path) -> list[str]:
+    """Every Job, MPIJob and pod in every namespace, labelled or not."""
+    from kubernetes import client, config
+
+    api = config.new_client_from_config(config_file=str(kubeconfig))
+    core, batch, custom = client.CoreV1Api(api), client.BatchV1Api(api), client.CustomObjectsApi(api)
+    names = [f"pod/{p.metadata.name}" for p in core.list_pod_for_all_namespaces().items]
+    names += [f"job/{j.metadata.name}" for j in batch.list_job_for_all_namespaces().items]
+    mpijobs = custom.list_cluster_custom_object("kubeflow.org", "v2beta1", "mpijobs")
+    return names + [f"mpijob/{m['metadata']['name']}" for m in mpijobs["items"]]
+
+
+def test_a_backend_it_cannot_honour_stops_the_run_and_touches_no_cluster(served: Path, tmp_path: Path) -> None:
+    """backend ssh with KUBECONFIG at a live cluster: a usage error, and zero objects there (it once ran kube)."""
+    folder = kube_profile(tmp_path, served)
+    data = yaml.safe_load((folder / "cluster.yaml").read_text())
+    data["backend"] = "ssh"
+    del data["kube"]["kubeconfig"]
+    data["ssh"] = {"user": "ops", "hosts": {n: f"10.0.0.{i}" for i, n in enumerate(data["nodes"]["names"], 1)}}
+    (folder / "cluster.yaml").write_text(yaml.safe_dump(data, sort_keys=False))
+    env = {**os.environ, "KUBECONFIG": str(served)}
+    for extra in (["--record-baseline"], []):  # at handover, then judging against a copy of the sim baseline
+        if not extra:
+            for baseline in (ROOT / "baselines" / "sim").glob("handover-*.json"):
+                (folder / baseline.name).write_bytes(baseline.read_bytes())
+        proc = subprocess.run(
+            [sys.executable, "-m", "pytest", str(ROOT / "acceptance"), "--cluster=remote",
+             f"--baselines-dir={tmp_path / 'baselines'}", "-p", "no:cacheprovider", "--no-sign",
+             f"--report-dir={tmp_path / 'report'}", *extra],
+            capture_output=True, text=True, env=env, cwd=tmp_path, timeout=120, check=False,
+        )  # fmt: skip
+        assert proc.returncode == 4, proc.stdout + proc.stderr
+        assert "backend ssh is not available" in proc.stderr
+        assert "Traceback" not in proc.stderr
+        assert all_objects(served) == []

@@ -1,13 +1,14 @@
-"""`acceptance baseline show NAME` and `acceptance baseline diff NAME OLD NEW`."""
+"""`acceptance baseline show NAME`, `diff NAME OLD NEW` and `amend NAME --margins-from-profile --reason TEXT`."""
 
 from __future__ import annotations
 
 import argparse
 from collections.abc import Mapping
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from acceptance.baseline import BaselineStore, LoadedBaseline, load
+from acceptance.baseline import BaselineStore, LoadedBaseline, amended, load
 from acceptance.errors import BaselineError
 from acceptance.tools.dcgm import DcgmConditions
 from acceptance.tools.nccl import NcclConditions
@@ -27,6 +28,18 @@ def register(subparsers: Any) -> None:
     diff.add_argument("new", help="baseline file (or its name inside the cluster's folder)")
     diff.add_argument("--baselines-dir", type=Path, default=Path("baselines"), metavar="DIR")
     diff.set_defaults(func=_diff)
+    amend = actions.add_parser(
+        "amend",
+        help="agree new margins: write a new dated baseline with the profile's margins (the old file stays)",
+    )
+    amend.add_argument("name")
+    amend.add_argument(
+        "--margins-from-profile", action="store_true", required=True,
+        help="take the margins of baselines/NAME/cluster.yaml (the only amendment there is)",
+    )  # fmt: skip
+    amend.add_argument("--reason", required=True, help="why the agreed margins change (kept in the new baseline)")
+    amend.add_argument("--baselines-dir", type=Path, default=Path("baselines"), metavar="DIR")
+    amend.set_defaults(func=_amend)
 
 
 def _show(args: argparse.Namespace) -> int:
@@ -40,6 +53,11 @@ def _show(args: argparse.Namespace) -> int:
         + (" (SIMULATED cluster)" if b.simulated else "")
         + (f"; FORCED: {prov.get('force_reason')}" if prov.get("forced") else "")
     )
+    amendment = prov.get("amended")
+    if amendment:
+        changes = ", ".join(f"{k} {v['old']:g} -> {v['new']:g}" for k, v in amendment["margins"].items())
+        print(f"  margins amended {amendment['utc']} by {amendment['by']} from {amendment['from']}: {changes} "
+              f"({amendment['reason']})")  # fmt: skip
     spec = c.node_spec
     print(
         f"  {len(c.nodes)} nodes x {spec.gpus_per_node} {spec.gpu_product}, driver {spec.driver_version}, "
@@ -55,6 +73,23 @@ def _show(args: argparse.Namespace) -> int:
     steps = b.smoke_step_times
     if steps:
         print(f"  smoke: {len(steps)} step times")
+    return 0
+
+
+def _amend(args: argparse.Namespace) -> int:
+    from acceptance.criteria.recording import who
+    from acceptance.profile import load_profile
+
+    profile = load_profile(args.name, args.baselines_dir)
+    store = BaselineStore(profile.path.parent)
+    loaded = store.latest()
+    when = datetime.now(UTC)
+    changes = profile.margins.differences(loaded.baseline.margins)
+    path = store.write(amended(loaded, profile.margins, reason=args.reason, by=who(), when=when), when)
+    print(f"{path}: new baseline; {loaded.path.name} (sha256:{loaded.sha256[:12]}…) is kept unchanged")
+    for _, what, new, old in changes:
+        print(f"  {what}: {old} -> {new}")
+    print(f"  reason: {args.reason.strip()}")
     return 0
 
 

@@ -21,6 +21,7 @@ td:first-child{white-space:nowrap}
 .banner{background:#b8860b;color:#fff;font-weight:bold;font-size:1.3em;text-align:center;padding:.6em;letter-spacing:.1em}
 .unsigned{background:#8b0000;color:#fff;padding:.5em 1em;font-weight:bold}
 .signed{background:#e8f4ea;border:1px solid #9c9;padding:.5em 1em}
+.margin-note{background:#fff3cd;border:1px solid #d4a000;padding:.5em 1em;margin-top:.3em}
 .pass,.passed{background:#d4edda}.fail,.failed,.error{background:#f8d7da}
 .skip,.skipped,.warn,.inconclusive,.not-comparable{background:#fff3cd}
 .missing{background:#e2e3e5}
@@ -181,6 +182,8 @@ def render_html(data: ReportData, *, signing: str, signed: bool, files: Iterable
         else ""
     )
     sig_class = "signed" if signed else "unsigned"
+    differ = prov.get("margins_differ") or {}
+    notes = "".join(f'<div class="margin-note">{_e(line)}</div>' for line in differ.values())
     counts: dict[str, int] = {}
     for test in data.tests:
         counts[test.outcome] = counts.get(test.outcome, 0) + 1
@@ -195,7 +198,7 @@ def render_html(data: ReportData, *, signing: str, signed: bool, files: Iterable
 <body>{banner}<main>
 <h1>{_e(title)}</h1>
 <p>{_e(prov.get("start_utc", ""))} → {_e(prov.get("end_utc", ""))} · {_e(tally)}</p>
-<div class="{sig_class}">{_e(signing)}</div>
+<div class="{sig_class}">{_e(signing)}</div>{notes}
 <h2 id="summary">Summary</h2>{_summary(data.tests)}
 <h2 id="fabric">Fabric: busbw vs message size</h2>{_fabric(verdicts)}
 <h2 id="diagnostics">DCGM diagnostics: nodes × tests (GPUs that did not pass named)</h2>{_diagnostics(verdicts)}

@@ -1,0 +1,158 @@
+"""The one scheduler: a batch is submitted once per run whichever process asks, and a failing cluster is a result."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Mapping, Sequence
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+
+from acceptance import clusters
+from acceptance.clusters.base import (
+    ClusterEvent,
+    ClusterInventory,
+    DcgmWorkload,
+    Handle,
+    NcclWorkload,
+    NodeWorkload,
+    RunResult,
+    SmokeWorkload,
+    Workload,
+    workload_from_json,
+    workload_to_json,
+)
+from acceptance.criteria.runfolder import RunFolder
+from acceptance.criteria.scheduler import Batch, Scheduler
+from acceptance.errors import ClusterError, UsageError
+from acceptance.profile import load_profile_file
+from tests.suite_run import sim_cluster_folder
+
+NOW = datetime(2026, 12, 1, tzinfo=UTC)
+WORKLOADS: tuple[Workload, ...] = (
+    NcclWorkload("nccl-a", ("n1", "n2"), 8, ("all_reduce_perf", "-b", "8"), {"NCCL_DEBUG": "WARN"}, 60.0),
+    DcgmWorkload("dcgm-n1", "n1", 8, ("dcgmi", "diag", "-r", "3", "-j"), 900.0),
+    SmokeWorkload("train-smoke", ("n1",), 8, ("python", "train.py"), {}, 300.0),
+    NodeWorkload("ib-n1", "n1", ("ib_write_bw", "-d", "mlx5_0"), "perftest", gpus=0, rdma=True, deadline_s=30.0),
+)
+
+
+@pytest.mark.parametrize("workload", WORKLOADS, ids=lambda w: w.name)
+def test_workloads_and_handles_are_plain_data_both_ways(workload: Workload) -> None:
+    assert workload_from_json(workload_to_json(workload)) == workload
+    handle = Handle(workload, (("Job", "x-1"),), ({"kind": "Job", "metadata": {"name": "x-1"}},), NOW)
+    assert Handle.from_json(handle.to_json()) == handle
+
+
+class CountingCluster:
+    """A `Cluster` that runs every workload at once and counts submissions (our own seam, no server)."""
+
+    run_id = "r1"
+
+    def __init__(self, fail: str | None = None) -> None:
+        self.submitted: list[str] = []
+        self.fail = fail
+        self.lock = threading.Lock()
+
+    def describe(self) -> list[str]:
+        return ["counting"]
+
+    def attach_info(self) -> dict[str, str]:
+        return {}
+
+    def workload_env(self) -> Mapping[str, str]:
+        return {}
+
+    def inventory(self) -> ClusterInventory:
+        return ClusterInventory("v1", ())
+
+    def submit(self, workloads: Sequence[Workload]) -> list[Handle]:
+        if self.fail:
+            raise ClusterError(self.fail)
+        with self.lock:
+            self.submitted.extend(w.name for w in workloads)
+        return [Handle(w, (("Job", w.name),), (), NOW) for w in workloads]
+
+    def wait(self, handles: Sequence[Handle], deadline_s: float) -> list[RunResult]:
+        return [
+            RunResult(h.workload.name, "dcgm", f"output of {h.workload.name}\n", 0, "succeeded", "", NOW, NOW,
+                      {}, (), (), "")  # fmt: skip
+            for h in handles
+        ]
+
+    def events(self, nodes: Sequence[str], since: datetime) -> list[ClusterEvent]:
+        return []
+
+    def leftovers(self) -> list[str]:
+        return []
+
+    def remove_leftovers(self, older_than_s: float | None, dry_run: bool = False) -> list[str]:
+        return []
+
+    def cleanup(self) -> None:
+        pass
+
+    def close(self) -> None:
+        pass
+
+
+def _batch() -> Batch:
+    workloads = {node: DcgmWorkload(f"dcgm-{node}", node, 8, ("dcgmi",), 60.0) for node in ("n1", "n2", "n3")}
+    return Batch("dcgm", "dcgm", workloads, 60.0)
+
+
+def test_a_batch_is_submitted_once_whichever_process_asks_first(tmp_path: Path) -> None:
+    cluster = CountingCluster()
+    folder = RunFolder(tmp_path)
+    schedulers = [Scheduler(cluster, folder, None, budget_s=30) for _ in range(4)]  # four pytest processes
+    outputs: list[str] = []
+
+    def ask(scheduler: Scheduler) -> None:
+        outputs.append(scheduler.results(_batch())["n2"].output)
+
+    threads = [threading.Thread(target=ask, args=(s,)) for s in schedulers]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=30)
+    assert sorted(cluster.submitted) == ["dcgm-n1", "dcgm-n2", "dcgm-n3"]
+    assert outputs == ["output of dcgm-n2\n"] * 4
+    assert list(schedulers[0].results(_batch())) == ["n1", "n2", "n3"]
+
+
+def test_a_process_that_takes_over_adopts_the_submission_it_finds(tmp_path: Path) -> None:
+    """A process died after submitting: the next one waits for those objects, it does not submit again."""
+    cluster = CountingCluster()
+    folder = RunFolder(tmp_path)
+    batch = _batch()
+    earlier = [Handle(w, (("Job", w.name),), (), NOW).to_json() for w in batch.workloads.values()]
+    folder.once("dcgm.submitted", lambda: earlier)
+    results = Scheduler(cluster, folder, None, budget_s=30).results(batch)
+    assert cluster.submitted == []
+    assert results["n3"].ok
+
+
+def test_a_cluster_that_fails_the_batch_gives_results_with_its_reason(tmp_path: Path) -> None:
+    cluster = CountingCluster(fail="the cluster does not serve kubeflow.org/v2beta1 MPIJobs")
+    results = Scheduler(cluster, RunFolder(tmp_path), None, budget_s=30).results(_batch())
+    assert {results[n].status for n in results} == {"error"}
+    assert "does not serve kubeflow.org/v2beta1" in results["n1"].reason
+
+
+def test_open_refuses_what_it_cannot_honour(tmp_path: Path) -> None:
+    path = sim_cluster_folder(tmp_path) / "cluster.yaml"
+    text = path.read_text()
+    ssh = text.replace("backend: sim", "backend: ssh") + "ssh:\n  user: ops\n  hosts: {" + ", ".join(
+        f"sim-node-{i:02d}: 10.0.0.{i}" for i in range(1, 17)
+    ) + "}\n"  # fmt: skip
+    path.write_text(ssh)
+    with pytest.raises(UsageError, match="backend ssh is not available.*nothing was started"):
+        clusters.open(load_profile_file(path), "r1")
+    path.write_text(text.replace("backend: sim", "backend: kube"))
+    with pytest.raises(UsageError, match="--sim-fault needs a simulated cluster"):
+        clusters.open(load_profile_file(path), "r1", faults=("nic-down@sim-node-01",))
+    path.write_text(text.replace("backend: sim", "backend: kube").replace(
+        "  namespace: recovery-acceptance", f"  namespace: recovery-acceptance\n  kubeconfig: {tmp_path}/none"))  # fmt: skip
+    with pytest.raises(UsageError, match="cannot load Kubernetes credentials"):
+        clusters.open(load_profile_file(path), "r1")
