@@ -32,7 +32,9 @@ def test_profile_spellings_and_json_round_trip() -> None:
     assert (m.busbw_tolerance, m.busbw_min_size, m.probation_s) == (0.1, 64 << 20, 5400.0)
     assert Margins.from_json(m.to_json()) == m
     # a margin an older baseline did not record takes the default
-    assert Margins.from_json({"busbw_tolerance": 0.1, "busbw_min_size": 1, "step_time_tolerance": 0.02}).loss_spike_z == 6
+    assert (
+        Margins.from_json({"busbw_tolerance": 0.1, "busbw_min_size": 1, "step_time_tolerance": 0.02}).loss_spike_z == 6
+    )
 
 
 @pytest.mark.parametrize(

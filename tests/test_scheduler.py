@@ -75,9 +75,11 @@ class CountingCluster:
         return [Handle(w, (("Job", w.name),), (), NOW) for w in workloads]
 
     def wait(self, handles: Sequence[Handle], deadline_s: float) -> list[RunResult]:
+        out = f"output of {{}}\n"
         return [
-            RunResult(h.workload.name, "dcgm", f"output of {h.workload.name}\n", 0, "succeeded", "", NOW, NOW,
-                      {}, (), (), "")  # fmt: skip
+            RunResult(
+                h.workload.name, "dcgm", out.format(h.workload.name), 0, "succeeded", "", NOW, NOW, {}, (), (), ""
+            )
             for h in handles
         ]
 
@@ -143,16 +145,14 @@ def test_a_cluster_that_fails_the_batch_gives_results_with_its_reason(tmp_path: 
 def test_open_refuses_what_it_cannot_honour(tmp_path: Path) -> None:
     path = sim_cluster_folder(tmp_path) / "cluster.yaml"
     text = path.read_text()
-    ssh = text.replace("backend: sim", "backend: ssh") + "ssh:\n  user: ops\n  hosts: {" + ", ".join(
-        f"sim-node-{i:02d}: 10.0.0.{i}" for i in range(1, 17)
-    ) + "}\n"  # fmt: skip
-    path.write_text(ssh)
-    with pytest.raises(UsageError, match="backend ssh is not available.*nothing was started"):
+    hosts = ", ".join(f"sim-node-{i:02d}: 10.0.0.{i}" for i in range(1, 17))
+    path.write_text(text.replace("backend: sim", "backend: ssh") + f"ssh:\n  user: ops\n  hosts: {{{hosts}}}\n")
+    with pytest.raises(UsageError, match=r"backend ssh is not available.*nothing was started"):
         clusters.open(load_profile_file(path), "r1")
     path.write_text(text.replace("backend: sim", "backend: kube"))
     with pytest.raises(UsageError, match="--sim-fault needs a simulated cluster"):
         clusters.open(load_profile_file(path), "r1", faults=("nic-down@sim-node-01",))
-    path.write_text(text.replace("backend: sim", "backend: kube").replace(
-        "  namespace: recovery-acceptance", f"  namespace: recovery-acceptance\n  kubeconfig: {tmp_path}/none"))  # fmt: skip
+    missing = f"  namespace: recovery-acceptance\n  kubeconfig: {tmp_path}/none"
+    path.write_text(text.replace("backend: sim", "backend: kube").replace("  namespace: recovery-acceptance", missing))
     with pytest.raises(UsageError, match="cannot load Kubernetes credentials"):
         clusters.open(load_profile_file(path), "r1")
