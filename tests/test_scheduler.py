@@ -75,7 +75,7 @@ class CountingCluster:
         return [Handle(w, (("Job", w.name),), (), NOW) for w in workloads]
 
     def wait(self, handles: Sequence[Handle], deadline_s: float) -> list[RunResult]:
-        out = f"output of {{}}\n"
+        out = "output of {}\n"
         return [
             RunResult(
                 h.workload.name, "dcgm", out.format(h.workload.name), 0, "succeeded", "", NOW, NOW, {}, (), (), ""
