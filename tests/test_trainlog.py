@@ -307,7 +307,7 @@ def test_streaming_accepts_a_generator(tmp_path: Path):
 )
 def test_fast_path_gives_the_same_records(monkeypatch, name):
     """The bulk path for long logs (few kept columns) equals the line parser, chunk edges included."""
-    from acceptance.tools import trainlog_fast
+    from acceptance.tools.trainlog import fast as trainlog_fast
 
     monkeypatch.setattr(trainlog_fast, "CHUNK", 37)
     monkeypatch.setattr(trainlog_fast, "MIN_GROUP", 2)

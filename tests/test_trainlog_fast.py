@@ -1,4 +1,4 @@
-"""The bulk path for long Megatron logs (`trainlog_fast`) gives exactly the line parser's records."""
+"""The bulk path for long Megatron logs (`trainlog.fast`) gives exactly the line parser's records."""
 
 from __future__ import annotations
 
@@ -8,10 +8,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from acceptance.errors import ParseError
-from acceptance.tools import trainlog_fast
+from acceptance.tools.trainlog import fast as trainlog_fast
 from acceptance.tools.trainlog import parse, parse_file
-from acceptance.tools.trainlog_fast import parse_fast
-from acceptance.tools.trainlog_text import TextLogParser
+from acceptance.tools.trainlog.fast import parse_fast
+from acceptance.tools.trainlog.text import TextLogParser
 
 KEEP = ["step_time_s", "loss", "lr", "consumed_samples"]
 DEFAULTS = (trainlog_fast.CHUNK, trainlog_fast.MIN_GROUP, trainlog_fast.MIN_RUN)

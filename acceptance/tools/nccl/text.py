@@ -15,10 +15,10 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
-from acceptance.tools.nccl_layout import UNIFIED_PREAMBLE_WIDTH, Layout, layout_from_header
-from acceptance.tools.nccl_names import normalize_collective
-from acceptance.tools.nccl_records import NcclCapture, NcclError, NcclRank, NcclRun, capture_status
-from acceptance.tools.nccl_report import MAX_ERRORS, ReportBuilder
+from acceptance.tools.nccl.layout import UNIFIED_PREAMBLE_WIDTH, Layout, layout_from_header
+from acceptance.tools.nccl.names import normalize_collective
+from acceptance.tools.nccl.records import NcclCapture, NcclError, NcclRank, NcclRun, capture_status
+from acceptance.tools.nccl.report import MAX_ERRORS, ReportBuilder
 
 #: first characters of an INFO line that may carry a row preamble or a launcher tag before it
 _MAYBE_GLUED = frozenset(" 0123456789[")

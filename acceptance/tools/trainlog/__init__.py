@@ -17,17 +17,17 @@ from pathlib import Path
 from typing import Any
 
 from acceptance.errors import ParseError
-from acceptance.tools import trainlog_fast
-from acceptance.tools.trainlog_model import CANONICAL, Event, RankTimer, StepTable, TrainLog
-from acceptance.tools.trainlog_patterns import ANSI, DETECTORS, MEGATRON, TEXT_FORMATS, subformat
-from acceptance.tools.trainlog_struct import (
+from acceptance.tools.trainlog import fast as trainlog_fast
+from acceptance.tools.trainlog.model import CANONICAL, Event, RankTimer, StepTable, TrainLog
+from acceptance.tools.trainlog.patterns import ANSI, DETECTORS, MEGATRON, TEXT_FORMATS, subformat
+from acceptance.tools.trainlog.struct import (
     STRUCT_FORMATS,
     UNIT_TARGETS,
     parse_csv,
     parse_json_document,
     parse_jsonl,
 )
-from acceptance.tools.trainlog_text import TextLogParser
+from acceptance.tools.trainlog.text import TextLogParser
 
 __all__ = [
     "FORMATS",

@@ -10,10 +10,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from acceptance.tools.nccl_infer import infer_collective
-from acceptance.tools.nccl_layout import Layout
-from acceptance.tools.nccl_names import collective_of, decode_nccl_code
-from acceptance.tools.nccl_records import NcclError, NcclRank, NcclRow, NcclRun, RunStatus
+from acceptance.tools.nccl.infer import infer_collective
+from acceptance.tools.nccl.layout import Layout
+from acceptance.tools.nccl.names import collective_of, decode_nccl_code
+from acceptance.tools.nccl.records import NcclError, NcclRank, NcclRow, NcclRun, RunStatus
 
 MAX_ERRORS = 1000
 

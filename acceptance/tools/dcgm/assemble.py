@@ -6,7 +6,7 @@ import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import replace
 
-from acceptance.tools.dcgm_model import (
+from acceptance.tools.dcgm.model import (
     ERROR,
     FAIL,
     PASS,

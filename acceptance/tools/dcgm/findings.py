@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import re
 
-from acceptance.tools.dcgm_model import DcgmMessage
-from acceptance.tools.dcgm_names import (
+from acceptance.tools.dcgm.model import DcgmMessage
+from acceptance.tools.dcgm.names import (
     ERROR_NAMES,
     SEVERITY_CONFIG,
     SEVERITY_ISOLATE,

@@ -12,9 +12,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from acceptance.tools.nccl_command import NcclTest
-from acceptance.tools.nccl_names import fmt_bytes
-from acceptance.tools.nccl_records import NcclRun
+from acceptance.tools.nccl.command import NcclTest
+from acceptance.tools.nccl.names import fmt_bytes
+from acceptance.tools.nccl.records import NcclRun
 
 #: options already compared as the size range
 _SIZE_OPTIONS = ("minbytes", "maxbytes")

@@ -6,7 +6,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from acceptance.tools.dcgm_names import SOFTWARE
+from acceptance.tools.dcgm.names import SOFTWARE
 
 PASS, FAIL, SKIP, WARN, ERROR = "pass", "fail", "skip", "warn", "error"
 

@@ -13,8 +13,8 @@ import re
 from dataclasses import dataclass, field
 
 from acceptance.errors import ParseError
-from acceptance.tools.dcgm_assemble import build_report, merge_tests, worst_of_checks
-from acceptance.tools.dcgm_model import (
+from acceptance.tools.dcgm.assemble import build_report, merge_tests, worst_of_checks
+from acceptance.tools.dcgm.model import (
     FAIL,
     PASS,
     SKIP,
@@ -25,7 +25,7 @@ from acceptance.tools.dcgm_model import (
     GpuDevice,
     ReportError,
 )
-from acceptance.tools.dcgm_names import SOFTWARE_CHECKS, category_of, gpu_in_message, normalize_test_name
+from acceptance.tools.dcgm.names import SOFTWARE_CHECKS, category_of, gpu_in_message, normalize_test_name
 
 _STATUS = {"Pass": PASS, "Fail": FAIL, "Skip": SKIP, "Warn": WARN, "": SKIP}
 _BORDER = re.compile(r"^\+[-=]{20,}\+[-=]{20,}\+$")

@@ -12,9 +12,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from acceptance.tools.nccl_layout import Layout
-from acceptance.tools.nccl_names import COLLECTIVES, REDOPS, TYPE_SIZES
-from acceptance.tools.nccl_records import NcclRow
+from acceptance.tools.nccl.layout import Layout
+from acceptance.tools.nccl.names import COLLECTIVES, REDOPS, TYPE_SIZES
+from acceptance.tools.nccl.records import NcclRow
 
 _BY_KEYS: dict[tuple[str, ...], set[str]] = {
     ("size", "count", "type"): {"all_gather", "sendrecv"},

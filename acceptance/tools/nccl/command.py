@@ -15,7 +15,7 @@ from typing import Any
 
 from acceptance import units
 from acceptance.errors import UsageError
-from acceptance.tools.nccl_names import REDOPS, TYPE_SIZES, collective_of
+from acceptance.tools.nccl.names import REDOPS, TYPE_SIZES, collective_of
 
 #: canonical name → (short flag, kind); kinds: size, int, op, type, path
 OPTIONS: dict[str, tuple[str, str]] = {

@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from acceptance.tools.nccl_records import NcclHalf, NcclRow
+from acceptance.tools.nccl.records import NcclHalf, NcclRow
 
 #: header name → field of NcclHalf (None: the value goes to `extras` under that key)
 _HALF_FIELDS: dict[str, str] = {

@@ -15,8 +15,8 @@ from pathlib import Path
 from typing import Any
 
 from acceptance.errors import ParseError, UsageError
-from acceptance.tools.dcgm_json import parse_json
-from acceptance.tools.dcgm_model import (
+from acceptance.tools.dcgm.json_report import parse_json
+from acceptance.tools.dcgm.model import (
     PASS,
     DcgmConditions,
     DcgmMessage,
@@ -25,7 +25,7 @@ from acceptance.tools.dcgm_model import (
     GpuDevice,
     ReportError,
 )
-from acceptance.tools.dcgm_text import _ERROR_LINE, looks_like_table_row, parse_text
+from acceptance.tools.dcgm.text import _ERROR_LINE, looks_like_table_row, parse_text
 
 __all__ = [
     "DcgmConditions",

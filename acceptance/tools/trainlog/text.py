@@ -13,8 +13,8 @@ import contextlib
 import math
 from collections.abc import Collection, Iterable
 
-from acceptance.tools.trainlog_model import Event, RankTimer, StepTable, TrainLog
-from acceptance.tools.trainlog_patterns import (
+from acceptance.tools.trainlog.model import Event, RankTimer, StepTable, TrainLog
+from acceptance.tools.trainlog.patterns import (
     ANSI,
     DS_STEP,
     DS_TIMER,

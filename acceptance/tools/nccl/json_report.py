@@ -13,8 +13,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from acceptance.errors import ParseError
-from acceptance.tools.nccl_names import collective_of, decode_nccl_code, normalize_collective
-from acceptance.tools.nccl_records import (
+from acceptance.tools.nccl.names import collective_of, decode_nccl_code, normalize_collective
+from acceptance.tools.nccl.records import (
     NcclCapture,
     NcclError,
     NcclHalf,

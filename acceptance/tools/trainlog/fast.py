@@ -2,7 +2,7 @@
 
 Lines are taken in chunks joined into one byte buffer (`parse_fast`), or read from the file
 in blocks of bytes with text-mode semantics (`parse_binary`, no line objects at all). Lines of
-the most frequent lengths are matched against templates (`trainlog_bulk`: a line's skeleton that the line
+the most frequent lengths are matched against templates (`trainlog.bulk`: a line's skeleton that the line
 parser reads as one plain record) and their fields computed from their digit bytes with
 numpy. Every other line (events, rank prefixes, timers, colours, noise, glued or cut records),
 and every record with non-zero skipped/NaN counts or a non-finite loss, goes through the line
@@ -18,10 +18,10 @@ from typing import BinaryIO
 import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
 
-from acceptance.tools.trainlog_bulk import LINE, UNTRIED, Chunk, Template, build_template, matches
-from acceptance.tools.trainlog_model import TrainLog
-from acceptance.tools.trainlog_patterns import ANSI, MEGATRON
-from acceptance.tools.trainlog_text import TextLogParser
+from acceptance.tools.trainlog.bulk import LINE, UNTRIED, Chunk, Template, build_template, matches
+from acceptance.tools.trainlog.model import TrainLog
+from acceptance.tools.trainlog.patterns import ANSI, MEGATRON
+from acceptance.tools.trainlog.text import TextLogParser
 
 FAST_COLUMNS = frozenset(
     {"step", "step_time_s", "loss", "lr", "consumed_samples", "global_batch_size", "grad_norm", "loss_scale"}

@@ -1,6 +1,6 @@
 """nccl-tests: command builder, parser of its text and `-J` JSON output, run conditions.
 
-The entry module: `parse`, `parse_text`, `parse_file`, the records, `NcclTest`,
+The façade of `acceptance.tools.nccl`: `parse`, `parse_text`, `parse_file`, the records, `NcclTest`,
 `NcclConditions`, and the hooks of `acceptance parse nccl`.
 """
 
@@ -15,12 +15,12 @@ from pathlib import Path
 from typing import Any
 
 from acceptance.errors import ParseError
-from acceptance.tools.nccl_command import NcclTest, parse_size
-from acceptance.tools.nccl_conditions import NcclConditions
-from acceptance.tools.nccl_json import parse_json_report
-from acceptance.tools.nccl_names import COLLECTIVES, collective_of, fmt_bytes, normalize_collective
-from acceptance.tools.nccl_parse import TextParser
-from acceptance.tools.nccl_records import NcclCapture, NcclError, NcclHalf, NcclRank, NcclRow, NcclRun
+from acceptance.tools.nccl.command import NcclTest, parse_size
+from acceptance.tools.nccl.conditions import NcclConditions
+from acceptance.tools.nccl.json_report import parse_json_report
+from acceptance.tools.nccl.names import COLLECTIVES, collective_of, fmt_bytes, normalize_collective
+from acceptance.tools.nccl.records import NcclCapture, NcclError, NcclHalf, NcclRank, NcclRow, NcclRun
+from acceptance.tools.nccl.text import TextParser
 
 __all__ = [
     "COLLECTIVES",

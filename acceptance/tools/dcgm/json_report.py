@@ -15,8 +15,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from acceptance.errors import ParseError
-from acceptance.tools.dcgm_assemble import build_report, merge_tests, worst_of_checks
-from acceptance.tools.dcgm_model import (
+from acceptance.tools.dcgm.assemble import build_report, merge_tests, worst_of_checks
+from acceptance.tools.dcgm.model import (
     FAIL,
     PASS,
     SKIP,
@@ -27,7 +27,7 @@ from acceptance.tools.dcgm_model import (
     GpuDevice,
     ReportError,
 )
-from acceptance.tools.dcgm_names import SOFTWARE_CHECKS, category_of, gpu_in_message, normalize_test_name
+from acceptance.tools.dcgm.names import SOFTWARE_CHECKS, category_of, gpu_in_message, normalize_test_name
 
 ROOT_KEYS = ("DCGM Diagnostic", "DCGM GPU Diagnostic")
 EXPECTED_DOC = 'a dcgmi diag -j document (root key "DCGM Diagnostic" or "DCGM GPU Diagnostic")'

@@ -1,4 +1,4 @@
-"""Templates of Megatron iteration lines for the bulk path (`trainlog_fast`).
+"""Templates of Megatron iteration lines for the bulk path (`trainlog.fast`).
 
 A template is a line *skeleton* (the line with every ASCII digit as '0') that the line
 parser reads as exactly one plain record. Every regex of the line parser treats all ASCII
@@ -18,8 +18,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from acceptance.tools.trainlog_patterns import FIELDS, KV, MEGATRON, PREFIX
-from acceptance.tools.trainlog_text import TextLogParser
+from acceptance.tools.trainlog.patterns import FIELDS, KV, MEGATRON, PREFIX
+from acceptance.tools.trainlog.text import TextLogParser
 
 _SHAPE = re.compile(r"([+-]?)(0*)(?:\.(0*))?(?:[eE]([+-]?)(0+))?")
 _CHECKS = ("loss", "skipped", "nan")  # read even when not kept: they decide NaN/skip events

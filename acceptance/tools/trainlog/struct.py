@@ -11,7 +11,7 @@ from collections.abc import Collection, Iterable, Iterator, Mapping
 from typing import Any
 
 from acceptance.errors import ParseError
-from acceptance.tools.trainlog_model import CANONICAL, Event, StepTable, TrainLog
+from acceptance.tools.trainlog.model import CANONICAL, Event, StepTable, TrainLog
 
 STRUCT_FORMATS = ("hf-trainer-state", "megatron-golden-json", "lightning-csv", "jsonl", "csv")
 
