@@ -1,23 +1,28 @@
 """DCGM diagnostics: the `dcgmi diag` command, its exit status, and its output (JSON or text).
 
-Pure: text in, records out. `parse` recognises the JSON of DCGM 2.x–4.x (`-j`) and
-the text tables of 2.x–4.x, and reports test names as DCGM 4.x plugin ids.
+The façade of `acceptance.tools.dcgm`. Pure: text in, records out (the caller reads the
+file; `acceptance parse dcgm` lives in `acceptance.cmd.parse_dcgm`). `parse` recognises the JSON
+of DCGM 2.x–4.x (`-j`) and the text tables of 2.x–4.x, and reports test names as DCGM 4.x
+plugin ids.
 """
 
 from __future__ import annotations
 
-import argparse
 import re
-import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from acceptance.errors import ParseError, UsageError
+from acceptance.tools.dcgm.findings import action, cause, codes, xid_of
 from acceptance.tools.dcgm.json_report import parse_json
 from acceptance.tools.dcgm.model import (
+    ERROR,
+    FAIL,
     PASS,
+    SKIP,
+    WARN,
     DcgmConditions,
     DcgmMessage,
     DcgmReport,
@@ -25,9 +30,27 @@ from acceptance.tools.dcgm.model import (
     GpuDevice,
     ReportError,
 )
+from acceptance.tools.dcgm.names import (
+    SEVERITY_ISOLATE,
+    SEVERITY_NAMES,
+    SEVERITY_NONE,
+    SEVERITY_RESET,
+    SOFTWARE,
+    normalize_test_name,
+)
 from acceptance.tools.dcgm.text import _ERROR_LINE, looks_like_table_row, parse_text
 
 __all__ = [
+    "ERROR",
+    "FAIL",
+    "PASS",
+    "SEVERITY_ISOLATE",
+    "SEVERITY_NAMES",
+    "SEVERITY_NONE",
+    "SEVERITY_RESET",
+    "SKIP",
+    "SOFTWARE",
+    "WARN",
     "DcgmConditions",
     "DcgmDiag",
     "DcgmMessage",
@@ -36,11 +59,13 @@ __all__ = [
     "ExitMeaning",
     "GpuDevice",
     "ReportError",
-    "add_parse_options",
+    "action",
+    "cause",
+    "codes",
     "interpret_exit",
+    "normalize_test_name",
     "parse",
-    "parse_cli",
-    "parse_file",
+    "xid_of",
 ]
 
 _LEVEL_ALIASES = {"short": 1, "quick": 1, "medium": 2, "long": 3, "xlong": 4}
@@ -194,26 +219,3 @@ def _without_timestamps(text: str) -> str:
     """Drop the RFC 3339 prefix `kubectl logs --timestamps` puts on every line, when the capture has it."""
     first = next((line for line in text.splitlines() if line.strip()), "")
     return _TIMESTAMP.sub("", text) if _TIMESTAMP.match(first) else text
-
-
-def parse_file(path: str | Path) -> DcgmReport:
-    path = Path(path)
-    return parse(path.read_text(encoding="utf-8", errors="replace"), str(path))
-
-
-def add_parse_options(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "--exit-code",
-        type=int,
-        metavar="N",
-        help="dcgmi's exit status when known: anything but 0 makes the run a failure",
-    )
-
-
-def parse_cli(path: Path, args: argparse.Namespace) -> tuple[dict[str, Any], int]:
-    report = parse(sys.stdin.read(), "<stdin>") if str(path) == "-" else parse_file(path)
-    clean = report.status == PASS and not report.incomplete
-    exit_code = getattr(args, "exit_code", None)
-    if exit_code is not None and not interpret_exit(exit_code).passed:
-        clean = False
-    return report.to_json(), 0 if clean else 1

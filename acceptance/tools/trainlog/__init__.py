@@ -1,23 +1,24 @@
-"""Training logs: detect the format, parse it into a `TrainLog`, and the `parse trainlog` CLI.
+"""Training logs: detect the format and parse it into a `TrainLog`.
 
 Formats: Megatron-LM, Megatron-DeepSpeed, GPT-NeoX, NeMo 2, torchtitan, nanoGPT, DeepSpeed
 engine lines, HF Trainer (trainer_state.json and printed dicts), Megatron CI golden-values
 JSON, Lightning CSVLogger metrics.csv, Megatron straggler lines, and generic JSON lines or
-CSV with a column mapping. Pure: text in, records out (`parse_file` only opens the file).
+CSV with a column mapping.
+
+The façade of `acceptance.tools.trainlog`. Pure: text in, records out. The caller opens the
+file; `parse_binary` reads a long Megatron log from a binary file object the caller opened
+(`acceptance parse trainlog` and its file reader live in `acceptance.cmd.parse_trainlog`).
 """
 
 from __future__ import annotations
 
-import argparse
 import itertools
 import json
-import sys
 from collections.abc import Collection, Iterable, Iterator, Mapping
-from pathlib import Path
-from typing import Any
+from typing import BinaryIO
 
 from acceptance.errors import ParseError
-from acceptance.tools.trainlog import fast as trainlog_fast
+from acceptance.tools.trainlog import fast
 from acceptance.tools.trainlog.model import CANONICAL, Event, RankTimer, StepTable, TrainLog
 from acceptance.tools.trainlog.patterns import ANSI, DETECTORS, MEGATRON, TEXT_FORMATS, subformat
 from acceptance.tools.trainlog.struct import (
@@ -30,16 +31,17 @@ from acceptance.tools.trainlog.struct import (
 from acceptance.tools.trainlog.text import TextLogParser
 
 __all__ = [
+    "CANONICAL",
     "FORMATS",
+    "UNIT_TARGETS",
     "Event",
     "RankTimer",
     "StepTable",
     "TrainLog",
-    "add_parse_options",
+    "bulk_usable",
+    "detect",
     "parse",
-    "parse_cli",
-    "parse_columns",
-    "parse_file",
+    "parse_binary",
 ]
 
 FORMATS: tuple[str, ...] = TEXT_FORMATS + STRUCT_FORMATS
@@ -75,8 +77,8 @@ def parse(
         return parse_jsonl(stream, source, columns, keep)
     if format in ("csv", "lightning-csv"):
         return parse_csv(stream, source, columns, keep, lightning=format == "lightning-csv")
-    if keep is not None and trainlog_fast.usable(format, keep):
-        log = trainlog_fast.parse_fast(stream, format, source, keep)
+    if keep is not None and fast.usable(format, keep):
+        log = fast.parse_fast(stream, format, source, keep)
     else:
         log = TextLogParser(format, source, keep).run(stream)
     if len(log) == 0 and not log.timers and not log.events:
@@ -141,69 +143,27 @@ def _structured(line: str, columns: Mapping[str, str] | None) -> str | None:
     return None
 
 
-def parse_file(
-    path: str | Path,
-    format: str | None = None,
-    columns: Mapping[str, str] | None = None,
-    *,
-    keep: Collection[str] | None = None,
-) -> TrainLog:
-    """Open and parse one log file (`-` reads standard input)."""
-    if str(path) == "-":
-        return parse(sys.stdin, "<stdin>", format, columns, keep=keep)
-    try:
-        if keep is not None:
-            log = _parse_file_fast(path, format, columns, keep)
-            if log is not None:
-                return log
-        with open(path, encoding="utf-8", errors="replace") as handle:
-            return parse(handle, str(path), format, columns, keep=keep)
-    except OSError as exc:
-        raise ParseError(str(path), 0, "", f"a readable file ({exc.strerror})") from exc
+def detect(lines: Iterable[str], source: str = "<text>", columns: Mapping[str, str] | None = None) -> str:
+    """The format of a log from its first lines (reads no further than it must); ParseError if none."""
+    format, _ = _detect(iter(lines), source, columns)
+    return format
 
 
-def _parse_file_fast(
-    path: str | Path, format: str | None, columns: Mapping[str, str] | None, keep: Collection[str]
-) -> TrainLog | None:
-    """The bulk path straight from the file's bytes (no line objects); None when it does not apply."""
-    if format is None:
-        with open(path, encoding="utf-8", errors="replace") as handle:
-            format, _ = _detect(iter(handle), str(path), columns)
-    if not trainlog_fast.usable(format, keep):
-        return None
-    with open(path, "rb") as raw:
-        log = trainlog_fast.parse_binary(raw, format, str(path), keep)
+def bulk_usable(format: str, keep: Collection[str] | None) -> bool:
+    """Whether `parse_binary` can read a log of this format with these kept columns."""
+    return fast.usable(format, keep)
+
+
+def parse_binary(raw: BinaryIO, source: str, format: str, *, keep: Collection[str]) -> TrainLog:
+    """The bulk path straight from bytes (no line objects) for a long Megatron log.
+
+    `raw` is a log the caller opened in binary mode; it is read to its end in large blocks.
+    The records are those `parse` gives for the same log read in text mode (UTF-8 with
+    replacement, universal newlines). Only for `bulk_usable(format, keep)`.
+    """
+    if not fast.usable(format, keep):
+        raise ValueError(f"the bulk path does not read {format} logs keeping {sorted(keep)}")
+    log = fast.parse_binary(raw, format, source, keep)
     if len(log) == 0 and not log.timers and not log.events:
-        raise ParseError(str(path), 0, "", f"at least one {format} record")
+        raise ParseError(source, 0, "", f"at least one {format} record")
     return log
-
-
-# ---------------------------------------------------------------------- CLI
-def parse_columns(items: Iterable[str] | None) -> dict[str, str] | None:
-    """`--column name=field` options → mapping; None when none given."""
-    if not items:
-        return None
-    out: dict[str, str] = {}
-    allowed = [c for c in (*CANONICAL, *UNIT_TARGETS) if c != "segment"]
-    for item in items:
-        name, sep, fieldname = item.partition("=")
-        if not sep or not fieldname or name not in allowed:
-            raise ParseError("--column", 0, item, "NAME=FIELD with NAME among " + ", ".join(allowed))
-        out[name] = fieldname
-    return out
-
-
-def add_parse_options(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--format", choices=FORMATS, default=None, help="skip detection: the log's format")
-    parser.add_argument(
-        "--column",
-        action="append",
-        default=None,
-        metavar="NAME=FIELD",
-        help="generic JSONL/CSV: which field holds a column (e.g. step=iteration, step_time_ms=dt)",
-    )
-
-
-def parse_cli(path: Path, args: argparse.Namespace) -> tuple[dict[str, Any], int]:
-    log = parse_file(path, getattr(args, "format", None), parse_columns(getattr(args, "column", None)))
-    return log.to_json(), 0 if log.status() == "ok" else 1

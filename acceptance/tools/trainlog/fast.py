@@ -1,7 +1,8 @@
 """Fast path for long Megatron logs when the caller keeps only a few columns.
 
-Lines are taken in chunks joined into one byte buffer (`parse_fast`), or read from the file
-in blocks of bytes with text-mode semantics (`parse_binary`, no line objects at all). Lines of
+Lines are taken in chunks joined into one byte buffer (`parse_fast`), or read in blocks of
+bytes from a binary file object the caller opened, with text-mode semantics (`parse_binary`,
+no line objects at all). Lines of
 the most frequent lengths are matched against templates (`trainlog.bulk`: a line's skeleton that the line
 parser reads as one plain record) and their fields computed from their digit bytes with
 numpy. Every other line (events, rank prefixes, timers, colours, noise, glued or cut records),
@@ -241,7 +242,7 @@ def _text_lines(block: bytes) -> list[str]:
 
 
 def parse_binary(raw: BinaryIO, fmt: str, source: str, keep: Collection[str]) -> TrainLog:
-    """Parse a log file opened in binary mode: the same records as the line parser reading it
+    """Parse a log the caller opened in binary mode: the same records as the line parser reading it
     in text mode (UTF-8 with replacement, universal newlines), read in blocks of BLOCK bytes."""
     fast = FastParser(fmt, source, keep)
     lineno = 1
