@@ -16,9 +16,7 @@ from dataclasses import dataclass
 import pandas as pd
 
 from acceptance.judge.verdict import Figure, Status, Verdict
-from acceptance.tools.nccl.conditions import NcclConditions
-from acceptance.tools.nccl.names import fmt_bytes
-from acceptance.tools.nccl.records import NcclRow, NcclRun
+from acceptance.tools.nccl import NcclConditions, NcclRow, NcclRun, fmt_bytes
 
 MINUS = "\u2212"
 

@@ -19,7 +19,7 @@ import pandas as pd
 
 from acceptance.judge.loss_exact import exact_checks, per_step, restore_point
 from acceptance.judge.verdict import Figure, Status, Verdict
-from acceptance.tools.trainlog.model import TrainLog
+from acceptance.tools.trainlog import TrainLog
 
 __all__ = ["LossPolicy", "judge_loss"]
 
