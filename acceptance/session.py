@@ -31,7 +31,7 @@ from acceptance.profile import Profile, load_profile
 from acceptance.report.folder import ReportFolder
 from acceptance.report.session import worker_report_folder
 from acceptance.runs import Runs
-from acceptance.simcluster import SimulatedCluster
+from acceptance.sim.embedded import SimulatedCluster
 from acceptance.training import LogSources
 
 

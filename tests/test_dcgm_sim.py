@@ -11,10 +11,10 @@ from acceptance.judge.diagnostics import DiagnosticsPolicy, judge_node
 from acceptance.judge.verdict import Status
 from acceptance.tools.dcgm import parse
 
-sim_cluster = pytest.importorskip("acceptance.sim.cluster")
-sim_faults = pytest.importorskip("acceptance.sim.faults")
-dcgmmodel = pytest.importorskip("acceptance.sim.dcgmmodel")
-dcgmrender = pytest.importorskip("acceptance.sim.dcgmrender")
+sim_cluster = pytest.importorskip("acceptance.sim.model.cluster")
+sim_faults = pytest.importorskip("acceptance.sim.model.faults")
+dcgmmodel = pytest.importorskip("acceptance.sim.model.dcgmmodel")
+dcgmrender = pytest.importorskip("acceptance.sim.model.dcgmrender")
 
 
 def _run(level: int, fault: str | None = None):  # type: ignore[no-untyped-def]

@@ -21,8 +21,8 @@ from acceptance.clusters.kube import KubeCluster, dcgm_workloads
 from acceptance.clusters.kube_client import KubeApiError
 from acceptance.clusters.kube_settings import ApiRetry, KubeSettings
 from acceptance.cmd.cleanup import cleanup_cluster
-from acceptance.sim.controller_faults import Faults
 from acceptance.sim.kubeapi import EmulatedApi
+from acceptance.sim.kubeapi.faults import Faults
 from tests.kube_tool_double import CannedRunner, node_names
 
 NODES = tuple(node_names(16))

@@ -9,11 +9,11 @@ import pytest
 
 from acceptance.cli import main
 from acceptance.errors import UsageError
-from acceptance.sim.cluster import build_cluster
-from acceptance.sim.faults import KINDS, parse_fault
-from acceptance.sim.runner import SimRunner
-from acceptance.sim.scenario import SCENARIO_DIR, available, load_scenario, scenario_from_dict
-from acceptance.sim.timescale import TimeScale
+from acceptance.sim.kubeapi.timescale import TimeScale
+from acceptance.sim.model.cluster import build_cluster
+from acceptance.sim.model.faults import KINDS, parse_fault
+from acceptance.sim.model.runner import SimRunner
+from acceptance.sim.model.scenario import SCENARIO_DIR, available, load_scenario, scenario_from_dict
 from tests.test_sim_support import make_runner
 
 

@@ -13,8 +13,8 @@ import random
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 
-from acceptance.sim.ncclargs import NcclArgs
-from acceptance.sim.ncclperf import Row, bus_factor
+from acceptance.sim.model.ncclargs import NcclArgs
+from acceptance.sim.model.ncclperf import Row, bus_factor
 
 CAPTION = (
     "#                                                              out-of-place"

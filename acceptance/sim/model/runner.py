@@ -8,7 +8,7 @@
   ``-H host:slots,...`` (host names = node names), else the first nodes of the cluster;
 - ``all_reduce_perf ...`` and siblings without mpirun -- one process on `node`;
 - ``dcgmi diag -r LEVEL [-j] [-i 0,1,...]`` -- DCGM 4.x JSON or text for `node` (its GPUs, or those listed);
-- the training command of `acceptance.sim.training` (on the hosts' nodes, else every ready node);
+- the training command of `acceptance.sim.model.training` (on the hosts' nodes, else every ready node);
 - ``bash -c "a; b && c"`` -- each command in turn, stopping at the first failure;
   ``echo``/``export``/``set``/``sleep``/``hostname`` and similar shell chores print nothing or the obvious.
 
@@ -26,14 +26,14 @@ import threading
 from collections.abc import Mapping, Sequence
 
 from acceptance.errors import UsageError
-from acceptance.sim import dcgmmodel, dcgmrender, ncclperf, nccltext
-from acceptance.sim.cluster import GPU_NAME, GPUS_PER_NODE, SimCluster, Versions, derive_seed, node_spec, rng
-from acceptance.sim.faults import FaultSet
-from acceptance.sim.ncclargs import NcclArgs, collective_of, parse_mpirun, parse_nccl_args
+from acceptance.sim.model import dcgmmodel, dcgmrender, ncclperf, nccltext
+from acceptance.sim.model.cluster import GPU_NAME, GPUS_PER_NODE, SimCluster, Versions, derive_seed, node_spec, rng
+from acceptance.sim.model.faults import FaultSet
+from acceptance.sim.model.ncclargs import NcclArgs, collective_of, parse_mpirun, parse_nccl_args
+from acceptance.sim.model.scenario import Scenario
+from acceptance.sim.model.shell import shell_chore, split_shell, strip_prefixes
+from acceptance.sim.model.training import is_training, run_training
 from acceptance.sim.runtime import Host, NodeSpec, ToolRun
-from acceptance.sim.scenario import Scenario
-from acceptance.sim.shell import shell_chore, split_shell, strip_prefixes
-from acceptance.sim.training import is_training, run_training
 
 MPI_LAUNCHERS = {"mpirun", "mpiexec", "prterun", "orterun"}
 DCGM_LEVELS = {"short": 1, "medium": 2, "long": 3, "xlong": 4}

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from acceptance.sim.controller_store import Obj
+from acceptance.sim.kubeapi.store import Obj
 
 SERVER_VERSION = {
     "major": "1",

@@ -27,9 +27,9 @@ import random
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from acceptance.sim.cluster import GPU_FREE_BYTES, GPUS_PER_NODE
-from acceptance.sim.faults import Fabric
-from acceptance.sim.ncclargs import OPS, TYPE_SIZES, NcclArgs
+from acceptance.sim.model.cluster import GPU_FREE_BYTES, GPUS_PER_NODE
+from acceptance.sim.model.faults import Fabric
+from acceptance.sim.model.ncclargs import OPS, TYPE_SIZES, NcclArgs
 
 _INTER_CURVE = ((1, 368.0), (2, 355.0), (3, 342.0), (4, 330.0), (5, 315.0), (6, 300.0), (10, 296.0))
 _INTRA = {

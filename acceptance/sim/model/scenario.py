@@ -7,7 +7,7 @@
     nodes: 16                # 2..1024
     nodes_per_leaf: 8        # optional; default 8 up to 64 nodes, 16 beyond
     seed: 1
-    versions: {nccl: 2.26.5} # optional overrides of acceptance.sim.cluster.Versions
+    versions: {nccl: 2.26.5} # optional overrides of acceptance.sim.model.cluster.Versions
     faults:
       - nic-degraded@sim-node-07:3          # compact form
       - {fault: bad-restore, mode: step-off} # with parameters
@@ -23,10 +23,10 @@ from typing import Any
 import yaml
 
 from acceptance.errors import UsageError
-from acceptance.sim.cluster import SimCluster, Versions, build_cluster
-from acceptance.sim.faults import FaultSet, parse_fault
+from acceptance.sim.model.cluster import SimCluster, Versions, build_cluster
+from acceptance.sim.model.faults import FaultSet, parse_fault
 
-SCENARIO_DIR = Path(__file__).resolve().parents[2] / "fixtures" / "scenarios"
+SCENARIO_DIR = Path(__file__).resolve().parents[3] / "fixtures" / "scenarios"
 DEFAULT_SCENARIO = "healthy-16"
 _KEYS = {"name", "description", "nodes", "nodes_per_leaf", "seed", "versions", "faults"}
 

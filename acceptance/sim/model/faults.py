@@ -38,7 +38,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from acceptance.errors import UsageError
-from acceptance.sim.cluster import GPUS_PER_NODE, SimCluster, Versions
+from acceptance.sim.model.cluster import GPUS_PER_NODE, SimCluster, Versions
 
 # kind -> (target: "none" | "node", one-line meaning)
 KINDS: dict[str, tuple[str, str]] = {

@@ -14,11 +14,11 @@ import re
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from acceptance.sim.controller_store import ApiError, Obj, now_iso
+from acceptance.sim.kubeapi.store import ApiError, Obj, now_iso
 from acceptance.sim.runtime import Host
 
 if TYPE_CHECKING:
-    from acceptance.sim.controller import Controller
+    from acceptance.sim.kubeapi.controller import Controller
 
 OPERATOR = "mpi-operator"
 _DNS1035 = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")
@@ -59,7 +59,7 @@ class JobControllers:
         return sorted(pods, key=lambda p: p["metadata"]["creationTimestamp"] + p["metadata"]["name"])
 
     def _new_job_pod(self, job: Obj, attempt: int) -> None:
-        from acceptance.sim.controller import owner_ref, pod_suffix
+        from acceptance.sim.kubeapi.controller import owner_ref, pod_suffix
 
         meta, template = job["metadata"], copy.deepcopy(job["spec"]["template"])
         uid, name = meta["uid"], meta["name"]
@@ -210,7 +210,7 @@ class JobControllers:
         return sorted(owned, key=lambda p: int(p["metadata"]["labels"].get("training.kubeflow.org/replica-index", 0)))
 
     def _replica_template(self, mj: Obj, role: str, index: int | None) -> Obj:
-        from acceptance.sim.controller import owner_ref
+        from acceptance.sim.kubeapi.controller import owner_ref
 
         name, ns = mj["metadata"]["name"], mj["metadata"]["namespace"]
         rspec = mj["spec"]["mpiReplicaSpecs"][role]
@@ -247,7 +247,7 @@ class JobControllers:
         return {"metadata": meta, "spec": spec}
 
     def _create_children(self, mj: Obj) -> None:
-        from acceptance.sim.controller import owner_ref
+        from acceptance.sim.kubeapi.controller import owner_ref
 
         name, ns = mj["metadata"]["name"], mj["metadata"]["namespace"]
         slots = mj["spec"].get("slotsPerWorker", 1)
@@ -271,7 +271,7 @@ class JobControllers:
                 continue
 
     def _create_launcher(self, mj: Obj) -> None:
-        from acceptance.sim.controller import owner_ref
+        from acceptance.sim.kubeapi.controller import owner_ref
 
         name, ns = mj["metadata"]["name"], mj["metadata"]["namespace"]
         template = self._replica_template(mj, "Launcher", None)

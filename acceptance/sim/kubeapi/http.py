@@ -1,6 +1,6 @@
 """The HTTP side of the Kubernetes API emulator: routing, list/get/create/delete, logs, watches.
 
-Requests are answered from the `EmulatedApi` (``kubeapi.py``) they are served for;
+Requests are answered from the `EmulatedApi` (``server.py``) they are served for;
 watches stream its store's changes from a resourceVersion (chunked JSON lines, with
 bookmarks, ``ERROR`` 410 when the version is too old, and early ends when asked to).
 """
@@ -16,11 +16,11 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qs, urlsplit
 
-from acceptance.sim import controller_discovery as disc
-from acceptance.sim.controller_store import ApiError, Gone, Obj, parse_field_selector, parse_label_selector
+from acceptance.sim.kubeapi import discovery as disc
+from acceptance.sim.kubeapi.store import ApiError, Gone, Obj, parse_field_selector, parse_label_selector
 
 if TYPE_CHECKING:
-    from acceptance.sim.kubeapi import EmulatedApi
+    from acceptance.sim.kubeapi.server import EmulatedApi
 
 MAX_WATCH_S = 1800.0
 

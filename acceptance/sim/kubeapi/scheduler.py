@@ -11,7 +11,7 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from acceptance.sim.controller_store import Obj, parse_label_selector
+from acceptance.sim.kubeapi.store import Obj, parse_label_selector
 
 HOSTNAME = "kubernetes.io/hostname"
 GPU = "nvidia.com/gpu"

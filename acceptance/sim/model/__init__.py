@@ -7,16 +7,16 @@
 Where things live: `cluster` (nodes, GPUs, NICs, leaf groups, versions, NodeSpec), `faults`
 (kinds, `KIND[@NODE[:INDEX]]` syntax, effects), `scenario` (fixtures/scenarios/*.yaml),
 `ncclperf`/`nccltext` (nccl-tests model and text), `dcgmmodel`/`dcgmrender` (DCGM 4.x),
-`training` (Megatron log), `runner` (the `ToolRunner` of `runtime`), `timescale`.
+`training` (Megatron log), `runner` (the `ToolRunner` of `acceptance.sim.runtime`). Simulated
+time becomes wall time in the emulator (`acceptance.sim.kubeapi.timescale`).
 """
 
 from __future__ import annotations
 
-from acceptance.sim.cluster import SimCluster, Versions, build_cluster, node_spec
-from acceptance.sim.faults import KINDS, Fault, FaultSet, parse_fault, parse_faults
-from acceptance.sim.runner import SimRunner
-from acceptance.sim.scenario import Scenario, available, load_scenario
-from acceptance.sim.timescale import TimeScale
+from acceptance.sim.model.cluster import SimCluster, Versions, build_cluster, node_spec
+from acceptance.sim.model.faults import KINDS, Fault, FaultSet, parse_fault, parse_faults
+from acceptance.sim.model.runner import SimRunner
+from acceptance.sim.model.scenario import Scenario, available, load_scenario
 
 __all__ = [
     "KINDS",
@@ -25,7 +25,6 @@ __all__ = [
     "Scenario",
     "SimCluster",
     "SimRunner",
-    "TimeScale",
     "Versions",
     "available",
     "build_cluster",

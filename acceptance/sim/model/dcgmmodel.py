@@ -14,8 +14,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 from acceptance.errors import UsageError
-from acceptance.sim.cluster import Node
-from acceptance.sim.faults import Fault
+from acceptance.sim.model.cluster import Node
+from acceptance.sim.model.faults import Fault
 
 CATEGORY_ORDER = ("Deployment", "Hardware", "Integration", "Stress")
 LEVEL_TESTS: dict[int, tuple[tuple[str, str], ...]] = {

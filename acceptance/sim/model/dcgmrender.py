@@ -10,8 +10,8 @@ import json
 from collections.abc import Callable
 from typing import Any
 
-from acceptance.sim.cluster import GPU_DEVICE_ID
-from acceptance.sim.dcgmmodel import CATEGORY_ORDER, DiagRun, TestResult
+from acceptance.sim.model.cluster import GPU_DEVICE_ID
+from acceptance.sim.model.dcgmmodel import CATEGORY_ORDER, DiagRun, TestResult
 
 BORDER = "+---------------------------+------------------------------------------------+"
 HEADER = "| Diagnostic                | Result                                         |"

@@ -36,8 +36,8 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from acceptance.errors import UsageError
-from acceptance.sim.cluster import GPUS_PER_NODE, SimCluster, rng
-from acceptance.sim.faults import FaultSet
+from acceptance.sim.model.cluster import GPUS_PER_NODE, SimCluster, rng
+from acceptance.sim.model.faults import FaultSet
 
 SCRIPT_SUFFIX = ".py"
 _INT_FLAGS = {

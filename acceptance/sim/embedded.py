@@ -1,5 +1,8 @@
 """``--cluster=sim``: the simulated cluster behind its Kubernetes API emulator, for one session.
 
+Joins the two systems of `acceptance.sim`: the cluster model (`sim.model`) runs the tools,
+the emulator (`sim.kubeapi`) serves it as a Kubernetes API.
+
 The real Kubernetes backend talks to it through a generated kubeconfig, unchanged.
 """
 
@@ -12,8 +15,7 @@ from pathlib import Path
 from acceptance.errors import ProfileError
 from acceptance.profile import Profile
 from acceptance.sim.kubeapi import EmulatedApi
-from acceptance.sim.runner import SimRunner
-from acceptance.sim.scenario import load_scenario
+from acceptance.sim.model import SimRunner, load_scenario
 
 
 @dataclass

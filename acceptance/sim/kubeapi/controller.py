@@ -1,7 +1,7 @@
 """The emulator's controllers: scheduler, kubelet and node lifecycle on one work thread.
 
-Jobs and MPIJobs (``controller_jobs``) create pods; this module places them
-(``controller_scheduler``), "runs" their containers through the simulator's
+Jobs and MPIJobs (``jobs``) create pods; this module places them
+(``scheduler``), "runs" their containers through the simulator's
 `ToolRunner` on a time scale, writes logs, and applies the injected faults.
 """
 
@@ -18,9 +18,9 @@ from collections import deque
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from acceptance.sim.controller_faults import IMAGE_PULL_FAILS, Faults
-from acceptance.sim.controller_scheduler import Placement
-from acceptance.sim.controller_store import Change, Obj, Store, now_iso
+from acceptance.sim.kubeapi.faults import IMAGE_PULL_FAILS, Faults
+from acceptance.sim.kubeapi.scheduler import Placement
+from acceptance.sim.kubeapi.store import Change, Obj, Store, now_iso
 from acceptance.sim.runtime import Host, NodeSpec, ToolRun, ToolRunner
 
 Task = tuple[str, str, str]  # (what, namespace, name)
@@ -116,7 +116,7 @@ class Controller:
     """Runs on its own thread; reacts to store changes and to its own timers."""
 
     def __init__(self, store: Store, runner: ToolRunner, time_scale: float, faults: Faults) -> None:
-        from acceptance.sim.controller_jobs import JobControllers
+        from acceptance.sim.kubeapi.jobs import JobControllers
 
         self.store = store
         self.runner = runner

@@ -5,7 +5,8 @@ exactly as to a real cluster: discovery, nodes, namespaces, pods and their logs,
 events, configmaps, ``batch/v1`` Jobs and ``kubeflow.org/v2beta1`` MPIJobs, with
 label/field selectors, watches from a resourceVersion (410 Gone when it is too old),
 deletion with propagation, and 422 for malformed objects. The controllers live in
-``controller*.py``; faults to inject in ``controller_faults.py``.
+``controller.py``, ``jobs.py`` and ``scheduler.py`` (objects in ``store.py``, requests in
+``http.py``, admission in ``validate.py``); faults to inject in ``faults.py``.
 
 Built on the standard library's ``ThreadingHTTPServer``: ``kmock`` was evaluated and
 not used (it needs aiohttp, has no label/field selectors, resourceVersions or 410s,
@@ -27,18 +28,18 @@ from typing import Any
 
 import yaml
 
-from acceptance.sim import controller_discovery as disc
-from acceptance.sim.controller import Controller
-from acceptance.sim.controller_faults import Faults
-from acceptance.sim.controller_http import Handler, Server
-from acceptance.sim.controller_store import (
+from acceptance.sim.kubeapi import discovery as disc
+from acceptance.sim.kubeapi.controller import Controller
+from acceptance.sim.kubeapi.faults import Faults
+from acceptance.sim.kubeapi.http import Handler, Server
+from acceptance.sim.kubeapi.store import (
     ApiError,
     Obj,
     Store,
     parse_field_selector,
     parse_label_selector,
 )
-from acceptance.sim.controller_validate import validate
+from acceptance.sim.kubeapi.validate import validate
 from acceptance.sim.runtime import ToolRunner
 
 
