@@ -11,9 +11,10 @@ import pytest
 from acceptance.errors import UsageError
 from acceptance.sim.model import ncclperf
 from acceptance.sim.model.faults import Fabric
-from acceptance.sim.model.ncclargs import parse_mpirun, parse_nccl_args, parse_size
+from acceptance.sim.model.ncclargs import parse_mpirun, parse_nccl_args
 from acceptance.sim.model.nccltext import fstr
 from acceptance.tools import nccl
+from acceptance.units import parse_size
 from tests.shared import CORPUS, needs_shared
 from tests.test_sim_support import ALL_REDUCE, hosts_for, make_runner, mpirun_nccl, node_names
 

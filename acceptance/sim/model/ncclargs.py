@@ -1,4 +1,10 @@
-"""Command lines of nccl-tests and of the `mpirun` that launches them, as the simulator reads them."""
+"""Command lines of nccl-tests and of the `mpirun` that launches them, as the simulator reads them.
+
+nccl-tests' own options are read through the tools' table (`acceptance.tools.nccl.NcclTest`,
+the one parser of nccl-tests argv in the project). The simulator's own: the `mpirun`
+command line, which binaries it simulates, and the `NcclArgs` a run uses (with the defaults
+its header prints when an option is not given).
+"""
 
 from __future__ import annotations
 
@@ -6,25 +12,8 @@ import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from acceptance import units
 from acceptance.errors import UsageError
-
-COLLECTIVES = ("all_reduce", "all_gather", "reduce_scatter", "alltoall", "broadcast", "reduce", "sendrecv")
-TYPE_SIZES = {
-    "int8": 1,
-    "uint8": 1,
-    "int32": 4,
-    "uint32": 4,
-    "int64": 8,
-    "uint64": 8,
-    "half": 2,
-    "float": 4,
-    "double": 8,
-    "bfloat16": 2,
-    "f8e4m3": 1,
-    "f8e5m2": 1,
-}
-OPS = ("sum", "prod", "min", "max", "avg")
+from acceptance.tools.nccl import COLLECTIVES, NcclTest, collective_of
 
 # mpirun options by number of arguments they take (Open MPI 4/5 spellings the launchers use)
 _MPI_ONE = {
@@ -69,75 +58,43 @@ class MpiLaunch:
     program: tuple[str, ...]
 
 
-def parse_size(text: str) -> int:
-    """nccl-tests sizes: ``8``, ``1K``, ``32M``, ``16G`` (powers of 1024)."""
-    try:
-        return units.parse_size(text)
-    except ValueError:
-        raise UsageError(f"bad size {text!r}: expected e.g. 8, 1K, 32M or 16G") from None
+#: nccl-tests' canonical option names → the NcclArgs fields the simulator uses (others: accepted, no effect)
+_FIELDS = {
+    "nthreads": "nthreads",
+    "ngpus": "ngpus",
+    "minbytes": "min_bytes",
+    "maxbytes": "max_bytes",
+    "stepfactor": "step_factor",
+    "stepbytes": "step_bytes",
+    "warmup_iters": "warmup",
+    "iters": "iters",
+    "agg_iters": "agg",
+    "check": "check",
+    "cudagraph": "graph",
+    "datatype": "dtype",
+    "op": "op",
+    "root": "root",
+    "blocking": "blocking",
+}
 
 
-def collective_of(program: str) -> str | None:
-    base = os.path.basename(program).removesuffix("_mpi")
-    if not base.endswith("_perf"):
-        return None
-    name = base.removesuffix("_perf")
+def simulated_collective(program: str) -> str | None:
+    """The collective of an nccl-tests binary the simulator runs (nccl-tests' own seven), else None."""
+    name = collective_of(os.path.basename(program))
     return name if name in COLLECTIVES else None
 
 
 def parse_nccl_args(argv: Sequence[str]) -> NcclArgs:
     """argv[0] is the binary (``all_reduce_perf``, ``/opt/nccl-tests/build/alltoall_perf_mpi``...)."""
     program = os.path.basename(argv[0])
-    collective = collective_of(program)
+    collective = simulated_collective(program)
     if collective is None:
         raise UsageError(f"{argv[0]!r} is not an nccl-tests binary ({', '.join(c + '_perf' for c in COLLECTIVES)})")
-    values: dict[str, object] = {}
-    ints = {
-        "-t": "nthreads", "--nthreads": "nthreads", "-g": "ngpus", "--ngpus": "ngpus", "-w": "warmup",
-        "--warmup_iters": "warmup", "-n": "iters", "--iters": "iters", "-m": "agg", "--agg_iters": "agg",
-        "-c": "check", "--check": "check", "-G": "graph", "--cudagraph": "graph", "-r": "root",
-        "--root": "root", "-z": "blocking", "--blocking": "blocking",
-    }  # fmt: skip
-    sizes = {"-b": "min_bytes", "--minbytes": "min_bytes", "-e": "max_bytes", "--maxbytes": "max_bytes"}
-    ignored = {"-a", "--average", "-p", "--parallel_init", "-C", "--report_cputime", "-T", "--timeout",
-               "-R", "--local_register", "-N", "--run_cycles", "-u", "--unalign", "-S",
-               "--report_timestamps"}  # fmt: skip
-    i = 1
-    while i < len(argv):
-        opt = argv[i]
-        val = None
-        if "=" in opt and opt.startswith("--"):
-            opt, val = opt.split("=", 1)
-        elif opt.startswith("-") and len(opt) > 2 and not opt.startswith("--"):
-            opt, val = opt[:2], opt[2:]
-        if val is None:
-            if i + 1 >= len(argv):
-                raise UsageError(f"{program}: option {opt} needs a value")
-            val = argv[i + 1]
-            i += 2
-        else:
-            i += 1
-        try:
-            if opt in ints:
-                values[ints[opt]] = int(val)
-            elif opt in sizes:
-                values[sizes[opt]] = parse_size(val)
-            elif opt in ("-f", "--stepfactor"):
-                values["step_factor"] = int(val)
-            elif opt in ("-i", "--stepbytes"):
-                values["step_bytes"] = parse_size(val)
-            elif opt in ("-d", "--datatype"):
-                if val not in TYPE_SIZES and val != "all":
-                    raise UsageError(f"{program}: datatype {val!r} not one of {', '.join(TYPE_SIZES)}")
-                values["dtype"] = val
-            elif opt in ("-o", "--op"):
-                if val not in OPS and val != "all":
-                    raise UsageError(f"{program}: op {val!r} not one of {', '.join(OPS)}")
-                values["op"] = val
-            elif opt not in ignored:
-                raise UsageError(f"{program}: unknown option {opt}")
-        except ValueError as exc:
-            raise UsageError(f"{program}: bad value {val!r} for {opt}") from exc
+    try:
+        test = NcclTest.from_argv(argv)
+    except UsageError as exc:
+        raise UsageError(f"{program}: {exc}") from None
+    values = {_FIELDS[name]: value for name, value in test.options if name in _FIELDS}
     args = NcclArgs(program=program, collective=collective, **values)  # type: ignore[arg-type]
     if args.min_bytes > args.max_bytes:
         raise UsageError(f"{program}: minBytes {args.min_bytes} > maxBytes {args.max_bytes}")

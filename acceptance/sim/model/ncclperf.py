@@ -29,7 +29,8 @@ from dataclasses import dataclass
 
 from acceptance.sim.model.cluster import GPU_FREE_BYTES, GPUS_PER_NODE
 from acceptance.sim.model.faults import Fabric
-from acceptance.sim.model.ncclargs import OPS, TYPE_SIZES, NcclArgs
+from acceptance.sim.model.ncclargs import NcclArgs
+from acceptance.tools.nccl import REDOPS, TYPE_SIZES
 
 _INTER_CURVE = ((1, 368.0), (2, 355.0), (3, 342.0), (4, 330.0), (5, 315.0), (6, 300.0), (10, 296.0))
 _INTRA = {
@@ -46,6 +47,8 @@ TYPE_ORDER = ("int8", "uint8", "int32", "uint32", "int64", "uint64", "half", "fl
               "f8e4m3", "f8e5m2")  # fmt: skip
 TYPE_SPEED = {"int8": 0.80, "uint8": 0.80, "int32": 0.93, "uint32": 0.93, "int64": 0.90, "uint64": 0.90,
               "half": 0.99, "bfloat16": 0.99, "double": 0.95, "f8e4m3": 0.75, "f8e5m2": 0.75}  # fmt: skip
+# `-o all` order: NCCL's built-in reductions (PreMulSum takes a scalar; the simulated tool skips it)
+OP_ORDER = tuple(op for op in REDOPS if op != "mulsum")
 
 
 @dataclass(frozen=True)
@@ -157,7 +160,7 @@ def simulate_rows(
     reducing = args.collective in ("all_reduce", "reduce_scatter", "reduce")
     for dtype in TYPE_ORDER if args.dtype == "all" else (args.dtype,):
         speed = TYPE_SPEED.get(dtype, 1.0) if reducing else 1.0
-        for op in OPS if args.op == "all" else (args.op,):
+        for op in OP_ORDER if args.op == "all" else (args.op,):
             for requested in sizes(args, max_bytes):
                 count, size = count_and_size(args.collective, requested, nranks, TYPE_SIZES[dtype])
                 sigma = 0.002 + 0.05 / (1 + size / (64 << 10)) + fabric.jitter

@@ -29,7 +29,7 @@ from acceptance.errors import UsageError
 from acceptance.sim.model import dcgmmodel, dcgmrender, ncclperf, nccltext
 from acceptance.sim.model.cluster import GPU_NAME, GPUS_PER_NODE, SimCluster, Versions, derive_seed, node_spec, rng
 from acceptance.sim.model.faults import FaultSet
-from acceptance.sim.model.ncclargs import NcclArgs, collective_of, parse_mpirun, parse_nccl_args
+from acceptance.sim.model.ncclargs import NcclArgs, parse_mpirun, parse_nccl_args, simulated_collective
 from acceptance.sim.model.scenario import Scenario
 from acceptance.sim.model.shell import shell_chore, split_shell, strip_prefixes
 from acceptance.sim.model.training import is_training, run_training
@@ -123,7 +123,7 @@ class SimRunner:
         mpirun: bool,
     ) -> ToolRun:
         prog = os.path.basename(argv[0])
-        if collective_of(prog):
+        if simulated_collective(prog):
             return self._nccl(argv, env, node, hosts, np, seed=seed, mpirun=mpirun)
         if prog == "dcgmi":
             return self._dcgm(argv, node, seed)

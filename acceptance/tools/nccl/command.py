@@ -72,11 +72,11 @@ def _value(name: str, kind: str, text: str, flag: str) -> int | str:
             raise UsageError(f"{flag} {text!r}: expected an integer") from None
     if kind == "op":
         if text not in (*REDOPS, "all"):
-            raise UsageError(f"{flag} {text!r}: expected one of {', '.join((*REDOPS, 'all'))}")
+            raise UsageError(f"{flag} {text!r}: expected a reduction op, one of {', '.join((*REDOPS, 'all'))}")
         return text
     if kind == "type":
         if text not in (*TYPE_SIZES, "all"):
-            raise UsageError(f"{flag} {text!r}: expected one of {', '.join((*TYPE_SIZES, 'all'))}")
+            raise UsageError(f"{flag} {text!r}: expected a datatype, one of {', '.join((*TYPE_SIZES, 'all'))}")
         return text
     if not text:
         raise UsageError(f"{flag}: expected a file name")
