@@ -155,7 +155,7 @@ def main() -> int:
         _child(args.child)
         return 0
 
-    from acceptance.tools.nccl import parse_file
+    from acceptance.cmd.parse_nccl import read_nccl
 
     base = 100_000 if args.quick else 1_000_000
     with tempfile.TemporaryDirectory() as tmp:
@@ -171,9 +171,9 @@ def main() -> int:
                 for _ in handle:
                     pass
 
-        result = parse_file(path)
+        result = read_nccl(path)
         plain_s = _best(plain, 3)
-        parse_s = _best(lambda: parse_file(path), 3)
+        parse_s = _best(lambda: read_nccl(path), 3)
     rows = sum(len(r.rows) for r in result.runs)
     runs = len(result.runs)
     print(
@@ -182,7 +182,7 @@ def main() -> int:
     )
     print(f"plain line iteration: {plain_s:.3f} s ({size_mb / plain_s:.0f} MB/s)")
     rate = n_lines / parse_s / 1e6
-    print(f"parse_file:           {parse_s:.3f} s ({size_mb / parse_s:.1f} MB/s, {rate:.2f} M lines/s)")
+    print(f"read_nccl:            {parse_s:.3f} s ({size_mb / parse_s:.1f} MB/s, {rate:.2f} M lines/s)")
     print(f"ratio parse / plain iteration: {parse_s / plain_s:.2f}x (target <= 5x)")
     print(f"peak RSS, fresh process per size (interpreter + imports alone: {_baseline_rss():.1f} MiB):")
     for scale in (1, 10, 100):

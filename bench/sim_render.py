@@ -11,9 +11,9 @@ import argparse
 import time
 from collections.abc import Callable
 
-from acceptance.sim.runner import SimRunner
+from acceptance.sim.model.runner import SimRunner
+from acceptance.sim.model.scenario import Scenario
 from acceptance.sim.runtime import Host
-from acceptance.sim.scenario import Scenario
 
 
 def best_of(repeat: int, fn: Callable[[], object]) -> tuple[float, object]:

@@ -3,15 +3,15 @@
     python bench/trainlog.py                 # 10,000,000 steps
     python bench/trainlog.py --steps 1000000
     python bench/trainlog.py --memory        # peak memory vs kept columns at 1,000,000 steps
-    python bench/trainlog.py --file /tmp     # also parse_file() on the log written there (3.5 GB)
+    python bench/trainlog.py --file /tmp     # also read_trainlog() on the log written there (3.5 GB)
 
 The log is synthetic but in Megatron-LM's real iteration-line format (timestamp, consumed
 samples, elapsed time (ms), throughput, learning rate, batch size, lm loss, loss scale, grad
 norm, skipped and NaN counts), with a checkpoint save every 1000 steps. It is streamed from a
 generator (no 3 GB file on disk); the generator's own cost is measured and subtracted. With
-`--file DIR` the same log is also written to DIR once and read back with `parse_file` (the
-path a user takes). Each measurement runs in a fresh subprocess so that peak RSS (ru_maxrss)
-is its own.
+`--file DIR` the same log is also written to DIR once and read back with `read_trainlog` of
+`acceptance.cmd.parse_trainlog` (the path a user takes). Each measurement runs in a fresh subprocess so
+that peak RSS (ru_maxrss) is its own.
 """
 
 from __future__ import annotations
@@ -50,13 +50,13 @@ def _peak_mib() -> float:
 
 
 def child_file(path: str, keep: list[str] | None) -> dict[str, object]:
-    """parse_file on a log on disk (runs in its own process)."""
-    from acceptance.tools.trainlog import parse_file
+    """read_trainlog on a log on disk (runs in its own process)."""
+    from acceptance.cmd.parse_trainlog import read_trainlog
 
     start = time.perf_counter()
-    log = parse_file(path, keep=keep)
+    log = read_trainlog(path, keep=keep)
     parse_s = time.perf_counter() - start
-    return {"file": path, "parse_file_s": round(parse_s, 2), "rows": len(log), "peak_rss_mib": round(_peak_mib(), 1)}
+    return {"file": path, "read_s": round(parse_s, 2), "rows": len(log), "peak_rss_mib": round(_peak_mib(), 1)}
 
 
 def write_log(directory: str, steps: int) -> str:
@@ -127,7 +127,7 @@ def main() -> None:
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--judge", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--keep", default="null", help=argparse.SUPPRESS)
-    parser.add_argument("--file", default=None, metavar="DIR", help="also time parse_file on the log written to DIR")
+    parser.add_argument("--file", default=None, metavar="DIR", help="also time read_trainlog on the log written to DIR")
     parser.add_argument("--read", default=None, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
@@ -163,7 +163,7 @@ def main() -> None:
         keep = json.dumps(["step_time_s", "loss", "lr", "consumed_samples"])
         argv = [sys.executable, __file__, "--read", path, "--keep", keep]
         f = json.loads(subprocess.run(argv, capture_output=True, text=True, check=True).stdout)
-        print(f"parse_file {path}: {f['parse_file_s']} s for {f['rows']:,} steps, peak RSS {f['peak_rss_mib']} MiB")
+        print(f"read_trainlog {path}: {f['read_s']} s for {f['rows']:,} steps, peak RSS {f['peak_rss_mib']} MiB")
 
 
 if __name__ == "__main__":

@@ -11,8 +11,9 @@ from pathlib import Path
 import pytest
 
 from acceptance.cli import main
+from acceptance.cmd.parse_dcgm import read_dcgm
 from acceptance.errors import ParseError
-from acceptance.tools.dcgm import DcgmReport, parse_file
+from acceptance.tools.dcgm import DcgmReport
 from tests.shared import CORPUS, FIXTURES, corpus_files, needs_shared
 
 
@@ -349,10 +350,10 @@ FIXTURE_EXPECT: dict[str, Expect] = {
 def _check(path: Path, expect: Expect) -> None:
     if expect.status is None:
         with pytest.raises(ParseError) as info:
-            parse_file(path)
+            read_dcgm(path)
         assert str(path) in str(info.value)
         return
-    report = parse_file(path)
+    report = read_dcgm(path)
     assert report.status == expect.status
     assert report.dcgm_version == expect.version
     if expect.driver:

@@ -9,8 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from acceptance.errors import ParseError
-from acceptance.tools.dcgm import DcgmConditions, parse
-from acceptance.tools.dcgm_names import normalize_test_name
+from acceptance.tools.dcgm import DcgmConditions, normalize_test_name, parse
 from tests.shared import CORPUS, FIXTURES, SHARED
 
 BORDER = "+---------------------------+------------------------------------------------+"

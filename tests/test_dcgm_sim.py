@@ -6,14 +6,15 @@ import random
 
 import pytest
 
+from acceptance.cmd.parse_dcgm import read_dcgm
 from acceptance.judge.diagnostics import DiagnosticsPolicy, judge_node
 from acceptance.judge.verdict import Status
-from acceptance.tools.dcgm import parse, parse_file
+from acceptance.tools.dcgm import parse
 
-sim_cluster = pytest.importorskip("acceptance.sim.cluster")
-sim_faults = pytest.importorskip("acceptance.sim.faults")
-dcgmmodel = pytest.importorskip("acceptance.sim.dcgmmodel")
-dcgmrender = pytest.importorskip("acceptance.sim.dcgmrender")
+sim_cluster = pytest.importorskip("acceptance.sim.model.cluster")
+sim_faults = pytest.importorskip("acceptance.sim.model.faults")
+dcgmmodel = pytest.importorskip("acceptance.sim.model.dcgmmodel")
+dcgmrender = pytest.importorskip("acceptance.sim.model.dcgmrender")
 
 
 def _run(level: int, fault: str | None = None):  # type: ignore[no-untyped-def]
@@ -54,7 +55,7 @@ def test_fixture_and_simulator_agree_on_the_shape() -> None:
     """Our 4.x fixture and the simulator's JSON produce the same test names in the same order."""
     from tests.shared import FIXTURES
 
-    fixture = parse_file(FIXTURES / "dcgm" / "dcgm-4.4.1-r3-json-8gpu-h200-pass.json")
+    fixture = read_dcgm(FIXTURES / "dcgm" / "dcgm-4.4.1-r3-json-8gpu-h200-pass.json")
     _, run = _run(3)
     simulated = parse(dcgmrender.render_json(run))
     assert sorted(t.name for t in simulated.tests) == sorted(t.name for t in fixture.tests)

@@ -6,16 +6,17 @@ import dataclasses
 
 import pytest
 
+from acceptance.cmd.parse_dcgm import read_dcgm
 from acceptance.judge.diagnostics import DiagnosticsPolicy, judge_node
 from acceptance.judge.verdict import Status
-from acceptance.tools.dcgm import DcgmReport, parse_file
+from acceptance.tools.dcgm import DcgmReport
 from tests.shared import CORPUS, FIXTURES, needs_shared
 
 POLICY = DiagnosticsPolicy()
 
 
 def fx(name: str) -> DcgmReport:
-    return parse_file(FIXTURES / "dcgm" / name)
+    return read_dcgm(FIXTURES / "dcgm" / name)
 
 
 PASS8 = "dcgm-4.4.1-r3-json-8gpu-h200-pass.json"
@@ -98,7 +99,7 @@ def test_overall_fail_with_every_gpu_row_pass_fails_the_node() -> None:
 
 @needs_shared
 def test_overall_fail_without_any_gpu_row_fails_the_node() -> None:
-    report = parse_file(CORPUS / "dcgm" / "dcgm-4.4.1-r2-text-v100-pcie-fail-internal-error-elided.txt")
+    report = read_dcgm(CORPUS / "dcgm" / "dcgm-4.4.1-r2-text-v100-pcie-fail-internal-error-elided.txt")
     v = judge_node("v100-node", report, None, [], POLICY)
     assert v.status is Status.FAIL
     assert v.summary.startswith("v100-node: pcie failed with no GPU row failing (There was an internal error")
@@ -188,7 +189,7 @@ def test_exit_226_with_a_clean_output_fails() -> None:
 
 @needs_shared
 def test_persistence_mode_is_a_node_setting_not_an_rma() -> None:
-    report = parse_file(CORPUS / "dcgm" / "dcgm-4.2.3-r1-json-gb10-software-fail-persistence-mode.json")
+    report = read_dcgm(CORPUS / "dcgm" / "dcgm-4.2.3-r1-json-gb10-software-fail-persistence-mode.json")
     v = judge_node("spark", report, None, 1, POLICY, exit_code=226, level=1)
     assert v.status is Status.FAIL
     assert v.summary.endswith("— DCGM 4.2.3 r1; fix the node setting and rerun the diagnostic")

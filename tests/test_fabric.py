@@ -6,10 +6,11 @@ import dataclasses
 
 import pytest
 
+from acceptance.cmd.parse_nccl import read_nccl
 from acceptance.judge.fabric import judge_fabric
 from acceptance.judge.verdict import Status
 from acceptance.margins import Margins
-from acceptance.tools.nccl import NcclConditions, NcclRun, parse_file
+from acceptance.tools.nccl import NcclConditions, NcclRun
 from tests.shared import CORPUS, FIXTURES, needs_shared
 
 EIGHTY = CORPUS / "nccl" / "nccl-tests-2.17.8-5colls-10node-80rank-h100-double-ok.txt"
@@ -19,7 +20,7 @@ GIB = 1 << 30
 
 
 def _baseline() -> NcclRun:
-    return parse_file(SRUN).runs[0]
+    return read_nccl(SRUN).runs[0]
 
 
 def _scale(run: NcclRun, size: int, factor: float, wrong: float | None = None) -> NcclRun:
@@ -115,7 +116,7 @@ def test_missing_size_fails_naming_it() -> None:
 
 
 def test_failed_run_quotes_the_error_lines() -> None:
-    hang = parse_file(HANG).runs[0]
+    hang = read_nccl(HANG).runs[0]
     base = _baseline()
     verdict = judge_fabric(hang, NcclConditions.of(hang), base, NcclConditions.of(base), Margins())
     assert verdict.status is Status.FAIL
@@ -134,7 +135,7 @@ def test_incomplete_run_is_an_error() -> None:
 
 @needs_shared
 def test_corpus_eighty_rank_run_against_itself_and_degraded() -> None:
-    run = parse_file(EIGHTY).run("all_reduce")
+    run = read_nccl(EIGHTY).run("all_reduce")
     status, _ = _judge(run, run)
     assert status is Status.PASS
     status, summary = _judge(_scale(run, GIB, 0.758), run)

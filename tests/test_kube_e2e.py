@@ -20,8 +20,8 @@ from acceptance.clusters.base import DcgmWorkload, NcclWorkload, RunResult
 from acceptance.clusters.kube.client import KubeApiError
 from acceptance.clusters.kube.cluster import KubeCluster
 from acceptance.clusters.kube.settings import ApiRetry, KubeSettings
-from acceptance.sim.controller_faults import Faults
 from acceptance.sim.kubeapi import EmulatedApi
+from acceptance.sim.kubeapi.faults import Faults
 from tests.kube_tool_double import CannedRunner, node_names
 
 NODES = tuple(node_names(16))

@@ -8,9 +8,10 @@ import numpy as np
 import pytest
 
 from acceptance.cli import main
+from acceptance.cmd.parse_trainlog import read_trainlog
 from acceptance.judge.loss import LossPolicy, judge_loss, theil_sen
 from acceptance.judge.verdict import Status
-from acceptance.tools.trainlog import TrainLog, parse, parse_file
+from acceptance.tools.trainlog import TrainLog, parse
 from tests.shared import FIXTURES
 
 TL = FIXTURES / "trainlogs"
@@ -71,14 +72,14 @@ def test_single_early_spike_fails_and_names_its_step():
 
 
 def test_exact_checks_on_megatron_fixtures():
-    pre = parse_file(TL / "megatron_lm_pre_incident.log")
-    ok = judge_loss(pre, parse_file(TL / "megatron_lm_resumed_ok.log"), None, LossPolicy())
+    pre = read_trainlog(TL / "megatron_lm_pre_incident.log")
+    ok = judge_loss(pre, read_trainlog(TL / "megatron_lm_resumed_ok.log"), None, LossPolicy())
     assert ok.status is Status.PASS, ok.message()
     assert ok.figures["restore_step"] == 400
-    wrong = judge_loss(pre, parse_file(TL / "megatron_lm_resumed_wrong_step.log"), None, LossPolicy())
+    wrong = judge_loss(pre, read_trainlog(TL / "megatron_lm_resumed_wrong_step.log"), None, LossPolicy())
     assert wrong.status is Status.FAIL
     assert wrong.summary.startswith("first step after restore is 402, expected 401 (checkpoint step 400 + 1)")
-    shifted = judge_loss(pre, parse_file(TL / "megatron_lm_resumed_shifted.log"), None, LossPolicy())
+    shifted = judge_loss(pre, read_trainlog(TL / "megatron_lm_resumed_shifted.log"), None, LossPolicy())
     assert shifted.status is Status.FAIL
     assert "shifted up" in shifted.summary
 
@@ -131,7 +132,7 @@ def test_one_log_across_the_restart_is_split_at_the_resume():
 
 
 def test_restore_step_from_the_last_checkpoint_save_before_the_restart():
-    pre = parse_file(TL / "megatron_lm_pre_incident.log")
+    pre = read_trainlog(TL / "megatron_lm_pre_incident.log")
     after = parse([_meg(s, s * 128, 1e-4) for s in range(301, 310)])
     v = judge_loss(pre, after, None, LossPolicy(lr_override=True))
     assert v.figures["restore_step"] == 300

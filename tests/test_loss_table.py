@@ -9,7 +9,7 @@ from acceptance.judge.loss import LossPolicy, judge_loss
 from acceptance.judge.verdict import Status
 from acceptance.report.data import verdict_payload
 from acceptance.report.plots_training import loss_plot, steptime_plot
-from acceptance.tools.trainlog_model import TrainLog
+from acceptance.tools.trainlog import TrainLog
 
 SIGMA = 0.01
 

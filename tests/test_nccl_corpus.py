@@ -7,7 +7,8 @@ from dataclasses import dataclass, field
 
 import pytest
 
-from acceptance.tools.nccl import NcclCapture, parse_file
+from acceptance.cmd.parse_nccl import read_nccl
+from acceptance.tools.nccl import NcclCapture
 from tests.shared import CORPUS, corpus_files, needs_shared
 
 
@@ -300,7 +301,7 @@ def test_every_corpus_file_has_an_expectation() -> None:
 @pytest.mark.parametrize("name", sorted(EXPECTED))
 def test_corpus_file_parses_as_read(name: str) -> None:
     expect = EXPECTED[name]
-    capture = parse_file(CORPUS / "nccl" / name)
+    capture = read_nccl(CORPUS / "nccl" / name)
     assert capture.status == expect.status
     got = [(r.collective, r.status, r.nranks, len(r.hosts), len(r.rows)) for r in capture.runs]
     assert got == expect.runs
@@ -310,7 +311,7 @@ def test_corpus_file_parses_as_read(name: str) -> None:
 @needs_shared
 @pytest.mark.parametrize("name", sorted(EXPECTED))
 def test_corpus_json_round_trips(name: str) -> None:
-    capture = parse_file(CORPUS / "nccl" / name)
+    capture = read_nccl(CORPUS / "nccl" / name)
     again = NcclCapture.from_json(capture.to_json())
     assert again == capture
     assert again.to_json() == capture.to_json()
@@ -318,14 +319,14 @@ def test_corpus_json_round_trips(name: str) -> None:
 
 @needs_shared
 def test_old_alltoall_blank_redop_is_null() -> None:
-    capture = parse_file(CORPUS / "nccl" / "nccl-tests-v2-old-alltoall-8gpu-1proc-a100-c0-superbench.txt")
+    capture = read_nccl(CORPUS / "nccl" / "nccl-tests-v2-old-alltoall-8gpu-1proc-a100-c0-superbench.txt")
     assert {r.redop for r in capture.runs[0].rows} == {None}
     assert {r.root for r in capture.runs[0].rows} == {None}
 
 
 @needs_shared
 def test_frame_has_one_row_per_size_and_float_columns() -> None:
-    capture = parse_file(CORPUS / "nccl" / "nccl-tests-2.17.8-allreduce-sendrecv-2node-smoke-inplace-NA.txt")
+    capture = read_nccl(CORPUS / "nccl" / "nccl-tests-2.17.8-allreduce-sendrecv-2node-smoke-inplace-NA.txt")
     frame = capture.run("sendrecv").frame()
     assert list(frame.columns) == [
         "size",

@@ -9,15 +9,16 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from acceptance.cmd.parse_nccl import read_nccl
 from acceptance.errors import ParseError
-from acceptance.tools.nccl import NcclCapture, NcclTest, parse, parse_file, parse_text
+from acceptance.tools.nccl import NcclCapture, NcclTest, parse, parse_text
 from tests.shared import CORPUS, FIXTURES, corpus_files, needs_shared
 
 NCCL_FIXTURES = FIXTURES / "nccl"
 
 
 def test_per_iteration_columns_go_to_extras() -> None:
-    capture = parse_file(NCCL_FIXTURES / "nccl-tests-2.19.2-allreduce-2node-16rank-per-iteration-I1.txt")
+    capture = read_nccl(NCCL_FIXTURES / "nccl-tests-2.19.2-allreduce-2node-16rank-per-iteration-I1.txt")
     run = capture.runs[0]
     assert capture.status == "ok"
     assert run.collective == "all_reduce"
@@ -39,7 +40,7 @@ def test_per_iteration_columns_go_to_extras() -> None:
 
 
 def test_timeout_hang_is_a_failure_with_the_timeout_line() -> None:
-    capture = parse_file(NCCL_FIXTURES / "nccl-tests-2.17.8-allreduce-2node-timeout-T30-hang.txt")
+    capture = read_nccl(NCCL_FIXTURES / "nccl-tests-2.17.8-allreduce-2node-timeout-T30-hang.txt")
     run = capture.runs[0]
     assert capture.status == "failed"
     assert run.status == "failed"
@@ -51,7 +52,7 @@ def test_timeout_hang_is_a_failure_with_the_timeout_line() -> None:
 
 
 def test_split_rows_warn_and_srun_labels() -> None:
-    capture = parse_file(NCCL_FIXTURES / "nccl-tests-2.17.8-allreduce-srun-label-warn-mid-table-split-rows.txt")
+    capture = read_nccl(NCCL_FIXTURES / "nccl-tests-2.17.8-allreduce-srun-label-warn-mid-table-split-rows.txt")
     run = capture.runs[0]
     assert capture.status == "ok"
     assert [r.size for r in run.rows] == [1 << k for k in range(20, 31)]
@@ -68,7 +69,7 @@ def test_split_rows_warn_and_srun_labels() -> None:
 
 
 def test_json_report() -> None:
-    capture = parse_file(NCCL_FIXTURES / "nccl-tests-2.17.8-allreduce-J-report.json")
+    capture = read_nccl(NCCL_FIXTURES / "nccl-tests-2.17.8-allreduce-J-report.json")
     run = capture.runs[0]
     assert capture.status == "ok"
     assert run.collective == "all_reduce"
@@ -84,7 +85,7 @@ def test_json_report() -> None:
 
 
 def test_json_report_cut_short_is_incomplete() -> None:
-    capture = parse_file(NCCL_FIXTURES / "nccl-tests-2.17.8-allreduce-J-report-cut-short.json")
+    capture = read_nccl(NCCL_FIXTURES / "nccl-tests-2.17.8-allreduce-J-report-cut-short.json")
     assert capture.status == "incomplete"
     assert len(capture.runs[0].rows) == 3
 
@@ -106,7 +107,7 @@ def test_caller_names_the_collective_when_output_does_not() -> None:
     path = CORPUS / "nccl" / "nccl-tests-pre2.17-allreduce-2node-16rank-a100-unhandled-system-error-prterun.txt"
     if not path.exists():
         pytest.skip("../shared is absent")
-    run = parse_file(path, collective="all_reduce_perf").runs[0]
+    run = read_nccl(path, collective="all_reduce_perf").runs[0]
     assert (run.collective, run.params["collective_from"]) == ("all_reduce", "caller")
 
 

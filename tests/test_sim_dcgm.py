@@ -7,7 +7,7 @@ import re
 
 import pytest
 
-from acceptance.sim.dcgmrender import jsoncpp
+from acceptance.sim.model.dcgmrender import jsoncpp
 from acceptance.tools import dcgm
 from tests.shared import CORPUS, needs_shared
 from tests.test_sim_support import make_runner

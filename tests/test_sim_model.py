@@ -9,11 +9,11 @@ import pytest
 
 from acceptance.cli import main
 from acceptance.errors import UsageError
-from acceptance.sim.cluster import build_cluster
-from acceptance.sim.faults import KINDS, parse_fault
-from acceptance.sim.runner import SimRunner
-from acceptance.sim.scenario import SCENARIO_DIR, available, load_scenario, scenario_from_dict
-from acceptance.sim.timescale import TimeScale
+from acceptance.sim.kubeapi.timescale import TimeScale
+from acceptance.sim.model.cluster import build_cluster
+from acceptance.sim.model.faults import KINDS, parse_fault
+from acceptance.sim.model.runner import SimRunner
+from acceptance.sim.model.scenario import SCENARIO_DIR, available, load_scenario, scenario_from_dict
 from tests.test_sim_support import make_runner
 
 
@@ -137,8 +137,25 @@ def test_shell_wrapped_commands_run_in_turn_and_stop_at_a_failure() -> None:
     tolerated = runner.run(["bash", "-c", "dcgmi diag -r 1 || true; echo after"], {}, "sim-node-01", [])
     assert tolerated.exit_code == 0
     assert tolerated.stdout.endswith("after\n")
-    missing = runner.run(["ib_write_bw"], {}, "sim-node-01", [])
+    missing = runner.run(["ib_send_lat"], {}, "sim-node-01", [])
     assert missing.exit_code == 127
+
+
+def test_ib_write_bw_measures_the_rail_its_fault_slows_and_fails_on_a_rail_that_is_down() -> None:
+    from examples.site_checks.conftest import parse_ib_write_bw
+
+    runner = make_runner(["nic-degraded@sim-node-07:3", "nic-down@sim-node-02:5"])
+    argv = ["ib_write_bw", "-d", "mlx5_3", "-F", "--report_gbits", "-D", "2", "localhost"]
+    healthy = parse_ib_write_bw(runner.run(argv, {}, "sim-node-01", []).stdout)
+    slow = parse_ib_write_bw(runner.run(argv, {}, "sim-node-07", []).stdout)
+    assert 385 < healthy["mlx5_3"] < 397
+    assert 0.6 < slow["mlx5_3"] / healthy["mlx5_3"] < 0.64
+    other = parse_ib_write_bw(runner.run([*argv[:2], "mlx5_4", *argv[3:]], {}, "sim-node-07", []).stdout)
+    assert other["mlx5_4"] > 385
+    down = runner.run(["ib_write_bw", "-d", "mlx5_5", "localhost"], {}, "sim-node-02", [])
+    assert down.exit_code == 1
+    assert "Port number 1 state is Down" in down.stdout
+    assert runner.run(["ib_write_bw", "-d", "eth0"], {}, "sim-node-01", []).exit_code == 2
 
 
 def test_cli_prints_the_tool_output_and_exits_with_its_status(capsys: pytest.CaptureFixture[str]) -> None:

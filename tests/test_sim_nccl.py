@@ -9,11 +9,12 @@ import statistics
 import pytest
 
 from acceptance.errors import UsageError
-from acceptance.sim import ncclperf
-from acceptance.sim.faults import Fabric
-from acceptance.sim.ncclargs import parse_mpirun, parse_nccl_args, parse_size
-from acceptance.sim.nccltext import fstr
+from acceptance.sim.model import ncclperf
+from acceptance.sim.model.faults import Fabric
+from acceptance.sim.model.ncclargs import parse_mpirun, parse_nccl_args
+from acceptance.sim.model.nccltext import fstr
 from acceptance.tools import nccl
+from acceptance.units import parse_size
 from tests.shared import CORPUS, needs_shared
 from tests.test_sim_support import ALL_REDUCE, hosts_for, make_runner, mpirun_nccl, node_names
 
@@ -273,7 +274,7 @@ def test_nic_down_slows_its_node_and_drops_the_rail_from_ncclinfo() -> None:
 
 def test_gpu_xid_hang_mode_prints_the_rank_list_and_nothing_more() -> None:
     runner = make_runner()
-    from acceptance.sim.faults import FaultSet, parse_fault
+    from acceptance.sim.model.faults import FaultSet, parse_fault
 
     runner.faults = FaultSet((parse_fault("gpu-xid@sim-node-02:1", runner.cluster, {"mode": "hang"}),))
     result = mpirun_nccl(runner, node_names(2))

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from acceptance.sim.runner import SimRunner
+from acceptance.sim.model.runner import SimRunner
+from acceptance.sim.model.scenario import Scenario
 from acceptance.sim.runtime import Host, ToolRun
-from acceptance.sim.scenario import Scenario
 
 ALL_REDUCE = ["all_reduce_perf", "-b", "8", "-e", "16G", "-f", "2", "-g", "1"]
 

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from acceptance.errors import UsageError
-from acceptance.sim.training import parse_train_args
+from acceptance.sim.model.training import parse_train_args
 from acceptance.tools import trainlog
 from tests.shared import CORPUS, needs_shared
 from tests.test_sim_support import hosts_for, make_runner, node_names
@@ -94,7 +94,7 @@ def test_bad_restore_jumps_the_loss_after_the_restored_step() -> None:
 
 def test_bad_restore_step_off_resumes_at_the_wrong_iteration() -> None:
     runner = make_runner()
-    from acceptance.sim.faults import FaultSet, parse_fault
+    from acceptance.sim.model.faults import FaultSet, parse_fault
 
     runner.faults = FaultSet((parse_fault("bad-restore", runner.cluster, {"mode": "step-off"}),))
     text = runner.run(["mpirun", *RESUME], {}, "l", hosts_for(node_names(16))).stdout

@@ -10,9 +10,10 @@ import pandas as pd
 import pytest
 
 from acceptance.cli import main
+from acceptance.cmd.parse_trainlog import read_trainlog
 from acceptance.judge.steptime import StepTimePolicy, judge_steptime
 from acceptance.judge.verdict import Status
-from acceptance.tools.trainlog import TrainLog, parse_file
+from acceptance.tools.trainlog import TrainLog
 from tests.shared import FIXTURES
 
 TL = FIXTURES / "trainlogs"
@@ -80,20 +81,20 @@ def test_not_enforceable_margin_is_flagged_but_does_not_decide():
 
 
 def test_outliers_and_event_steps_are_dropped_and_listed():
-    pre = parse_file(TL / "megatron_lm_pre_incident.log")
-    ok = parse_file(TL / "megatron_lm_resumed_ok.log")
+    pre = read_trainlog(TL / "megatron_lm_pre_incident.log")
+    ok = read_trainlog(TL / "megatron_lm_resumed_ok.log")
     v = judge_steptime(pre, ok, StepTimePolicy())
     assert v.status is Status.PASS, v.message()
     assert v.figures["baseline_dropped_events"] == 8  # saves at 100..400 and the step after each
     assert v.figures["smoke_dropped_after_restore"] == 5
     assert any("first after a restore" in e and "401" in e for e in v.evidence)
-    slow = judge_steptime(pre, parse_file(TL / "megatron_lm_resumed_slow.log"), StepTimePolicy())
+    slow = judge_steptime(pre, read_trainlog(TL / "megatron_lm_resumed_slow.log"), StepTimePolicy())
     assert slow.status is Status.FAIL
     assert "+10." in slow.summary
 
 
 def test_throughput_only_logs_compare_time_per_token():
-    log = parse_file(TL / "torchtitan_resume.log")
+    log = read_trainlog(TL / "torchtitan_resume.log")
     v = judge_steptime(log, log, StepTimePolicy(min_steps=5))
     assert v.figures["unit"] == "s/token"
     assert v.figures["ratio"] == pytest.approx(1.0)
@@ -178,9 +179,9 @@ def test_verdict_input_from_trainlog_built_in_memory():
 def test_step_times_is_the_raw_sample_a_baseline_stores():
     from acceptance.judge.steptime import step_times
 
-    sample = step_times(parse_file(TL / "megatron_lm_pre_incident.log"))
+    sample = step_times(read_trainlog(TL / "megatron_lm_pre_incident.log"))
     assert len(sample) == 430
     assert sample.index[0] == 1
     assert sample.iloc[0] == pytest.approx(14.8)
-    v = judge_steptime(sample, parse_file(TL / "megatron_lm_resumed_slow.log"), StepTimePolicy())
+    v = judge_steptime(sample, read_trainlog(TL / "megatron_lm_resumed_slow.log"), StepTimePolicy())
     assert v.status is Status.FAIL

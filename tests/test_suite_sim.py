@@ -131,8 +131,8 @@ def test_bad_restore_fails_loss_continuity_only(pytester: pytest.Pytester) -> No
 
 
 def test_logs_handed_in_are_judged_without_running_the_job(pytester: pytest.Pytester) -> None:
-    from acceptance.sim.runner import SimRunner
-    from acceptance.sim.scenario import load_scenario
+    from acceptance.sim.model.runner import SimRunner
+    from acceptance.sim.model.scenario import load_scenario
 
     runner = SimRunner.from_scenario(load_scenario("bad-restore-step-off"), seed=20261129)
     base = "python pretrain_gpt.py --train-iters 1200 --log-interval 1 --save-interval 200 --eval-interval 500"

@@ -10,8 +10,9 @@ import numpy as np
 import pytest
 
 from acceptance.cli import main
+from acceptance.cmd.parse_trainlog import read_trainlog
 from acceptance.errors import ParseError
-from acceptance.tools.trainlog import FORMATS, parse, parse_file
+from acceptance.tools.trainlog import FORMATS, parse
 from tests.shared import CORPUS, FIXTURES, corpus_files, needs_shared
 
 TL = FIXTURES / "trainlogs"
@@ -70,7 +71,7 @@ def test_every_corpus_trainlog_has_expectations():
 def test_corpus_trainlog(name):
     """Each real log parses into the records its .source describes."""
     expect = CORPUS_EXPECT[name]
-    log = parse_file(CORPUS / "trainlogs" / name)
+    log = read_trainlog(CORPUS / "trainlogs" / name)
     frame = log.frame()
     assert log.format == expect["format"]
     assert len(log) == expect["n"]
@@ -109,7 +110,7 @@ def test_corpus_trainlog(name):
 
 # ---------------------------------------------------------------------- fixtures
 def test_megatron_pre_incident_log():
-    log = parse_file(TL / "megatron_lm_pre_incident.log")
+    log = read_trainlog(TL / "megatron_lm_pre_incident.log")
     frame = log.frame()
     assert log.format == "megatron-lm"
     assert list(frame["step"]) == list(range(1, 431))
@@ -125,7 +126,7 @@ def test_megatron_pre_incident_log():
 
 
 def test_megatron_resume_line_gives_the_checkpoint_step():
-    log = parse_file(TL / "megatron_lm_resumed_ok.log")
+    log = read_trainlog(TL / "megatron_lm_resumed_ok.log")
     assert _events(log) == [("resume", 400)]
     assert log.frame()["step"].iloc[0] == 401
     assert (log.frame()["segment"] == 1).all()
@@ -133,7 +134,7 @@ def test_megatron_resume_line_gives_the_checkpoint_step():
 
 def test_megatron_multirank_interleaved_glued_and_cut_records():
     """Four ranks printing one record give one row; glued and cut records are recovered."""
-    log = parse_file(TL / "megatron_lm_multirank.log")
+    log = read_trainlog(TL / "megatron_lm_multirank.log")
     frame = log.frame()
     assert list(frame["step"]) == list(range(1, 13))
     assert frame["loss"].tolist()[8:11] == pytest.approx([4.1, 4.0, 3.9])
@@ -193,21 +194,21 @@ def test_per_rank_records_that_differ_are_kept_with_their_rank():
     ],
 )
 def test_fixture_formats(name, fmt, n, events, column, first_value):
-    log = parse_file(TL / name)
+    log = read_trainlog(TL / name)
     assert (log.format, len(log), _events(log)) == (fmt, n, events)
     assert log.frame()[column].dropna().iloc[0] == pytest.approx(first_value)
     # the format can also be forced
-    assert len(parse_file(TL / name, format=fmt)) == n
+    assert len(read_trainlog(TL / name, format=fmt)) == n
 
 
 def test_hf_console_curly_quotes_and_notes():
-    log = parse_file(TL / "hf_trainer_console.log")
+    log = read_trainlog(TL / "hf_trainer_console.log")
     assert log.frame()["loss"].tolist() == pytest.approx([2.4977, 2.1159, 1.498])
     assert any("train_runtime 75.0" in note for note in log.notes)
 
 
 def test_lightning_epoch_time_becomes_per_step_time_and_rows_merge():
-    frame = parse_file(TL / "lightning_metrics.csv").frame()
+    frame = read_trainlog(TL / "lightning_metrics.csv").frame()
     timed = frame.dropna(subset=["step_time_s"])
     assert timed["step"].tolist() == [39, 79, 119]
     assert timed["step_time_s"].tolist() == pytest.approx([40.0 / 40, 10.1 / 40, 10.2 / 40])
@@ -215,8 +216,10 @@ def test_lightning_epoch_time_becomes_per_step_time_and_rows_merge():
 
 def test_generic_jsonl_needs_and_uses_a_column_mapping():
     with pytest.raises(ParseError, match="step field"):
-        parse_file(TL / "generic_custom.jsonl")
-    log = parse_file(TL / "generic_custom.jsonl", columns={"step": "it", "loss": "train/loss", "step_time_ms": "dt_ms"})
+        read_trainlog(TL / "generic_custom.jsonl")
+    log = read_trainlog(
+        TL / "generic_custom.jsonl", columns={"step": "it", "loss": "train/loss", "step_time_ms": "dt_ms"}
+    )
     frame = log.frame()
     assert list(frame["step"]) == list(range(1, 21))  # the eval record is not a step
     assert frame["step_time_s"].iloc[0] == pytest.approx(0.251)
@@ -231,7 +234,7 @@ def test_nan_strings_in_json_are_nan_events():
 
 def test_unrecognised_input_names_file_line_and_expectation():
     with pytest.raises(ParseError) as info:
-        parse_file(TL / "not_a_trainlog.txt")
+        read_trainlog(TL / "not_a_trainlog.txt")
     assert info.value.line == 1
     assert info.value.text == "hello"
     assert "megatron-lm" in info.value.expected
@@ -242,12 +245,12 @@ def test_unrecognised_input_names_file_line_and_expectation():
 
 
 def test_keep_restricts_columns():
-    log = parse_file(TL / "megatron_lm_pre_incident.log", keep=["step_time_s"])
+    log = read_trainlog(TL / "megatron_lm_pre_incident.log", keep=["step_time_s"])
     assert set(log.columns) == {"step", "step_time_s"}
 
 
 def test_to_json_shape():
-    doc = parse_file(TL / "nanogpt.log").to_json()
+    doc = read_trainlog(TL / "nanogpt.log").to_json()
     assert doc["kind"] == "trainlog"
     assert doc["format"] == "nanogpt"
     assert doc["status"] == "failed"
@@ -307,7 +310,7 @@ def test_streaming_accepts_a_generator(tmp_path: Path):
 )
 def test_fast_path_gives_the_same_records(monkeypatch, name):
     """The bulk path for long logs (few kept columns) equals the line parser, chunk edges included."""
-    from acceptance.tools import trainlog_fast
+    from acceptance.tools.trainlog import fast as trainlog_fast
 
     monkeypatch.setattr(trainlog_fast, "CHUNK", 37)
     monkeypatch.setattr(trainlog_fast, "MIN_GROUP", 2)
@@ -322,8 +325,8 @@ def test_fast_path_gives_the_same_records(monkeypatch, name):
 
     monkeypatch.setattr(trainlog_fast.FastParser, "_bulk", spy)
     keep = ["step_time_s", "loss", "consumed_samples"]
-    slow = parse_file(TL / name)
-    fast = parse_file(TL / name, keep=keep)
+    slow = read_trainlog(TL / name)
+    fast = read_trainlog(TL / name, keep=keep)
     if name != "megatron_lm_multirank.log":  # every record there has a rank prefix
         assert sum(bulk_rows) > len(slow) // 2
     assert trainlog_fast.usable(fast.format, keep)

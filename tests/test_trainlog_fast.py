@@ -1,4 +1,4 @@
-"""The bulk path for long Megatron logs (`trainlog_fast`) gives exactly the line parser's records."""
+"""The bulk path for long Megatron logs (`trainlog.fast`) gives exactly the line parser's records."""
 
 from __future__ import annotations
 
@@ -7,11 +7,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from acceptance.cmd.parse_trainlog import read_trainlog
 from acceptance.errors import ParseError
-from acceptance.tools import trainlog_fast
-from acceptance.tools.trainlog import parse, parse_file
-from acceptance.tools.trainlog_fast import parse_fast
-from acceptance.tools.trainlog_text import TextLogParser
+from acceptance.tools.trainlog import fast as trainlog_fast
+from acceptance.tools.trainlog import parse
+from acceptance.tools.trainlog.fast import parse_fast
+from acceptance.tools.trainlog.text import TextLogParser
 
 KEEP = ["step_time_s", "loss", "lr", "consumed_samples"]
 DEFAULTS = (trainlog_fast.CHUNK, trainlog_fast.MIN_GROUP, trainlog_fast.MIN_RUN)
@@ -198,7 +199,7 @@ def test_files_read_in_binary_blocks_give_the_text_mode_records(tmp_path, monkey
     path.write_bytes(FILES[name])
     with open(path, encoding="utf-8", errors="replace") as handle:
         slow = TextLogParser("megatron-lm", str(path), KEEP).run(handle)
-    fast = parse_file(path, keep=KEEP)
+    fast = read_trainlog(path, keep=KEEP)
     assert set(fast.columns) == set(slow.columns)
     for column in slow.columns:
         np.testing.assert_array_equal(fast.columns[column], slow.columns[column], err_msg=column)
@@ -211,14 +212,14 @@ def test_files_read_in_binary_blocks_give_the_text_mode_records(tmp_path, monkey
 def test_parse_file_falls_back_for_other_formats_and_reports_empty_logs(tmp_path):
     path = tmp_path / "nano.log"
     path.write_text("iter 1: loss 2.5000, time 100.00ms, mfu 1.00%\n")
-    assert parse_file(path, keep=["loss"]).columns["loss"].tolist() == [2.5]
+    assert read_trainlog(path, keep=["loss"]).columns["loss"].tolist() == [2.5]
     path.write_text(" [2025-03-20] iteration        1/      10 | lm loss: nan |\n")
-    assert parse_file(path, keep=["loss"]).status() == "failed"
+    assert read_trainlog(path, keep=["loss"]).status() == "failed"
     path.write_text("nothing\n" * 40)
     with pytest.raises(ParseError, match="at least one megatron-lm record"):
-        parse_file(path, format="megatron-lm", keep=["loss"])
+        read_trainlog(path, format="megatron-lm", keep=["loss"])
     with pytest.raises(ParseError, match="a training log"):
-        parse_file(path, keep=["loss"])
+        read_trainlog(path, keep=["loss"])
 
 
 def test_a_repeated_step_less_resume_line_then_a_record():

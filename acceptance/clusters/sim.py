@@ -13,7 +13,7 @@ from collections.abc import Mapping, Sequence
 from acceptance.clusters.kube import KubeCluster, KubeSettings
 from acceptance.errors import AcceptanceError, ClusterError, UsageError
 from acceptance.profile import Profile
-from acceptance.simcluster import SimulatedCluster
+from acceptance.sim.embedded import SimulatedCluster
 
 
 class EmbeddedSimCluster(KubeCluster):

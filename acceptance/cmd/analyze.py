@@ -15,11 +15,12 @@ from typing import Any
 
 import numpy as np
 
+from acceptance.cmd.parse_trainlog import parse_columns, read_trainlog
 from acceptance.errors import ParseError
 from acceptance.judge.loss import LossPolicy, judge_loss
 from acceptance.judge.steptime import StepTimePolicy, judge_steptime
 from acceptance.judge.verdict import Status, Verdict
-from acceptance.tools.trainlog import TrainLog, parse_columns, parse_file
+from acceptance.tools.trainlog import TrainLog
 
 EXIT = {Status.PASS: 0, Status.FAIL: 1, Status.INCONCLUSIVE: 3, Status.NOT_COMPARABLE: 1, Status.ERROR: 2}
 
@@ -94,7 +95,7 @@ def _read(path: Path, args: argparse.Namespace) -> TrainLog:
     label = "<stdin>" if str(path) == "-" else str(path)
     if label != "<stdin>" and not path.is_file():
         raise ParseError(label, 0, "", "an existing log file")
-    return parse_file(path, args.format, parse_columns(args.column))
+    return read_trainlog(path, args.format, parse_columns(args.column))
 
 
 def _combine(logs: list[TrainLog]) -> TrainLog:

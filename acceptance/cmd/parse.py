@@ -1,6 +1,7 @@
 """`acceptance parse KIND FILE`: print a tool's output as the stable JSON of DESIGN §4.3.
 
-Each kind is served by a module under `acceptance.tools` that exposes
+Each kind is served by a module `acceptance.cmd.parse_KIND` (the I/O side of the pure
+`acceptance.tools.KIND`: it reads the file, or standard input for `-`) that exposes
 `add_parse_options(parser)` and `parse_cli(path, args) -> (document, exit_status)`:
 exit 0 parsed and the tool's run was clean, 1 parsed but the run failed or is
 incomplete, 2 not recognised. A `ParseError` from the module also means 2.
@@ -18,9 +19,9 @@ from typing import Any
 from acceptance.errors import ParseError
 
 KINDS: dict[str, tuple[str, str]] = {
-    "nccl": ("acceptance.tools.nccl", "nccl-tests output (all_reduce_perf and siblings)"),
-    "dcgm": ("acceptance.tools.dcgm", "dcgmi diag output, JSON (-j) or text"),
-    "trainlog": ("acceptance.tools.trainlog", "a training log (Megatron, NeMo, torchtitan, HF, ...)"),
+    "nccl": ("acceptance.cmd.parse_nccl", "nccl-tests output (all_reduce_perf and siblings)"),
+    "dcgm": ("acceptance.cmd.parse_dcgm", "dcgmi diag output, JSON (-j) or text"),
+    "trainlog": ("acceptance.cmd.parse_trainlog", "a training log (Megatron, NeMo, torchtitan, HF, ...)"),
 }
 
 

@@ -19,9 +19,9 @@ from typing import Any
 
 from acceptance.errors import UsageError
 from acceptance.sim import kubeapi
-from acceptance.sim.faults import KINDS
-from acceptance.sim.runner import SimRunner
-from acceptance.sim.scenario import DEFAULT_SCENARIO, available, load_scenario
+from acceptance.sim.model.faults import KINDS
+from acceptance.sim.model.runner import SimRunner
+from acceptance.sim.model.scenario import DEFAULT_SCENARIO, available, load_scenario
 
 
 def register(subparsers: Any) -> None:

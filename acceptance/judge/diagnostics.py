@@ -16,10 +16,26 @@ from dataclasses import dataclass, field
 import pandas as pd
 
 from acceptance.judge.verdict import Figure, Status, Verdict
-from acceptance.tools.dcgm import DcgmConditions, DcgmMessage, DcgmReport, DcgmTest, interpret_exit
-from acceptance.tools.dcgm_findings import action, cause, codes, xid_of
-from acceptance.tools.dcgm_model import FAIL, PASS, SKIP, WARN
-from acceptance.tools.dcgm_names import SEVERITY_ISOLATE, SEVERITY_NAMES, SEVERITY_NONE, SEVERITY_RESET, SOFTWARE
+from acceptance.tools.dcgm import (
+    FAIL,
+    PASS,
+    SEVERITY_ISOLATE,
+    SEVERITY_NAMES,
+    SEVERITY_NONE,
+    SEVERITY_RESET,
+    SKIP,
+    SOFTWARE,
+    WARN,
+    DcgmConditions,
+    DcgmMessage,
+    DcgmReport,
+    DcgmTest,
+    action,
+    cause,
+    codes,
+    interpret_exit,
+    xid_of,
+)
 
 
 @dataclass(frozen=True)

@@ -16,9 +16,7 @@ import pandas as pd
 
 from acceptance.judge.verdict import Figure, Status, Verdict
 from acceptance.margins import BELOW, Margins
-from acceptance.tools.nccl_conditions import NcclConditions
-from acceptance.tools.nccl_names import fmt_bytes
-from acceptance.tools.nccl_records import NcclRow, NcclRun
+from acceptance.tools.nccl import NcclConditions, NcclRow, NcclRun, fmt_bytes
 
 MINUS = "\u2212"
 

@@ -20,7 +20,7 @@ import pandas as pd
 from acceptance.judge.loss_exact import exact_checks, per_step, restore_point
 from acceptance.judge.verdict import Figure, Status, Verdict
 from acceptance.margins import Margins
-from acceptance.tools.trainlog_model import TrainLog
+from acceptance.tools.trainlog import TrainLog
 
 __all__ = ["LossPolicy", "judge_loss"]
 

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from acceptance.tools.trainlog_model import TrainLog
+from acceptance.tools.trainlog import TrainLog
 
 
 @dataclass(frozen=True)

@@ -21,7 +21,7 @@ from numpy.lib.stride_tricks import sliding_window_view
 from acceptance.judge.steptime_series import Steady, steady_series, step_times
 from acceptance.judge.verdict import Figure, Status, Verdict
 from acceptance.margins import ABOVE, Margins
-from acceptance.tools.trainlog_model import TrainLog
+from acceptance.tools.trainlog import TrainLog
 
 __all__ = ["Steady", "StepTimePolicy", "judge_steptime", "steady_series", "step_table", "step_times"]
 

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Protocol
 import numpy as np
 import pandas as pd
 
-from acceptance.tools.trainlog_model import TrainLog
+from acceptance.tools.trainlog import TrainLog
 
 if TYPE_CHECKING:
     from collections.abc import Mapping

@@ -1,0 +1,252 @@
+"""The HTTP side of the Kubernetes API emulator: routing, list/get/create/delete, logs, watches.
+
+Requests are answered from the `EmulatedApi` (``server.py``) they are served for;
+watches stream its store's changes from a resourceVersion (chunked JSON lines, with
+bookmarks, ``ERROR`` 410 when the version is too old, and early ends when asked to).
+"""
+
+from __future__ import annotations
+
+import json
+import select
+import socket
+import ssl
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import TYPE_CHECKING, Any
+from urllib.parse import parse_qs, urlsplit
+
+from acceptance.sim.kubeapi import discovery as disc
+from acceptance.sim.kubeapi.store import ApiError, Gone, Obj, parse_field_selector, parse_label_selector
+
+if TYPE_CHECKING:
+    from acceptance.sim.kubeapi.server import EmulatedApi
+
+MAX_WATCH_S = 1800.0
+
+
+class Server(ThreadingHTTPServer):
+    daemon_threads = True
+    allow_reuse_address = True
+    api: EmulatedApi
+
+
+class Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    disable_nagle_algorithm = True  # header and body are separate writes: no 40 ms delayed-ACK stalls
+    server: Server
+    _drained = False
+
+    def log_message(self, format: str, *args: Any) -> None:
+        return
+
+    # ------------------------------------------------------------ plumbing
+
+    def _send_json(self, code: int, body: Obj) -> None:
+        data = json.dumps(body, separators=(",", ":")).encode()
+        self.send_response(code)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        if code == 429:
+            self.send_header("Retry-After", "1")
+        self.end_headers()
+        self.wfile.write(data)
+
+    def _send_text(self, text: str) -> None:
+        data = text.encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "text/plain")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def _body(self) -> Obj:
+        length = int(self.headers.get("Content-Length") or 0)
+        raw = self.rfile.read(length) if length and not self._drained else b""
+        self._drained = True
+        if not raw:
+            return {}
+        try:
+            body = json.loads(raw)
+        except ValueError as exc:
+            raise ApiError(400, "BadRequest", f"the body of the request was in an unknown format: {exc}") from None
+        if not isinstance(body, dict):
+            raise ApiError(400, "BadRequest", "the body of the request must be an object")
+        return body
+
+    def _handle(self, method: str) -> None:
+        api = self.server.api
+        api.count(method)
+        self._drained = False
+        try:
+            url = urlsplit(self.path)
+            query = {k: v[-1] for k, v in parse_qs(url.query).items()}
+            if api.token and self.headers.get("Authorization") != f"Bearer {api.token}":
+                raise ApiError(401, "Unauthorized", "Unauthorized")
+            parts = [p for p in url.path.split("/") if p]
+            if api.faults.latency_s:
+                time.sleep(api.faults.latency_s)
+            if api.inject_error(parts):
+                code = api.rng_choice((500, 503, 429))
+                reason = {500: "InternalError", 503: "ServiceUnavailable", 429: "TooManyRequests"}[code]
+                raise ApiError(code, reason, f"injected fault: {reason} (emulator)")
+            self._route(method, parts, query)
+        except ApiError as exc:
+            if method != "GET" or "watch" not in self.path:
+                self._drain()
+            self._send_json(exc.code, exc.status())
+        except (BrokenPipeError, ConnectionResetError):
+            return
+
+    def _drain(self) -> None:
+        length = int(self.headers.get("Content-Length") or 0)
+        if length and not self._drained:
+            self.rfile.read(length)
+        self._drained = True
+
+    def do_GET(self) -> None:
+        self._handle("GET")
+
+    def do_POST(self) -> None:
+        self._handle("POST")
+
+    def do_DELETE(self) -> None:
+        self._handle("DELETE")
+
+    def do_PUT(self) -> None:
+        self._handle("PUT")
+
+    def do_PATCH(self) -> None:
+        self._handle("PATCH")
+
+    # ------------------------------------------------------------ routing
+
+    def _route(self, method: str, parts: list[str], query: dict[str, str]) -> None:
+        api = self.server.api
+        if method == "GET" and parts in (["version"], ["api"], ["apis"]):
+            doc = {
+                "version": disc.SERVER_VERSION,
+                "api": disc.api_versions(api.address),
+                "apis": disc.api_groups(),
+            }
+            self._send_json(200, doc[parts[0]])
+            return
+        if parts[:1] == ["api"] and len(parts) >= 2:
+            group, version, rest = "", parts[1], parts[2:]
+        elif parts[:1] == ["apis"] and len(parts) >= 3:
+            group, version, rest = parts[1], parts[2], parts[3:]
+        else:
+            raise ApiError(404, "NotFound", "the server could not find the requested resource")
+        if not rest:
+            listing = disc.resource_list(group, version)
+            if listing is None or method != "GET":
+                raise ApiError(404, "NotFound", "the server could not find the requested resource")
+            self._send_json(200, listing)
+            return
+        namespace: str | None = None
+        if rest[0] == "namespaces" and len(rest) >= 3:
+            namespace, rest = rest[1], rest[2:]
+        res = disc.find(group, version, rest[0])
+        if res is None:
+            raise ApiError(404, "NotFound", "the server could not find the requested resource")
+        name = rest[1] if len(rest) > 1 else None
+        sub = rest[2] if len(rest) > 2 else None
+        if res.namespaced and name is not None and namespace is None:
+            raise ApiError(404, "NotFound", "the server could not find the requested resource")
+        if method == "GET":
+            if name is None:
+                self._list_or_watch(res, namespace, query)
+            elif sub == "log" and res.name == "pods":
+                self._send_text(api.pod_log(namespace or "", name, query))
+            else:
+                self._send_json(200, api.store.require(res.name, namespace or "", name))
+        elif method == "POST" and name is None:
+            self._send_json(201, api.create(res, namespace, self._body()))
+        elif method == "DELETE":
+            body = self._body()
+            policy = query.get("propagationPolicy") or body.get("propagationPolicy") or "Background"
+            if name is None:
+                self._send_json(200, api.delete_collection(res, namespace, query, policy))
+            else:
+                self._send_json(200, api.delete(res, namespace or "", name, policy))
+        else:
+            raise ApiError(405, "MethodNotAllowed", f"the server does not allow this method on {res.name}")
+
+    def _list_or_watch(self, res: disc.Resource, namespace: str | None, query: dict[str, str]) -> None:
+        api = self.server.api
+        labels = parse_label_selector(query.get("labelSelector"))
+        fields = parse_field_selector(query.get("fieldSelector"))
+        if query.get("watch") in ("true", "1"):
+            self._watch(res, namespace, labels, fields, query)
+            return
+        items, rv = api.store.list(res.name, namespace, labels, fields)
+        if "as=Table" in (self.headers.get("Accept") or ""):
+            self._send_json(200, disc.table(res, items, rv))
+            return
+        self._send_json(200, {"kind": f"{res.kind}List", "apiVersion": res.api_version,
+                              "metadata": {"resourceVersion": str(rv)}, "items": items})  # fmt: skip
+
+    def _client_gone(self) -> bool:
+        """The client hung up (a watch it stopped reading): end now rather than at timeoutSeconds."""
+        sock = self.connection
+        if isinstance(sock, ssl.SSLSocket):
+            return False  # no MSG_PEEK on TLS sockets; the next write notices
+        try:
+            readable, _, _ = select.select([sock], [], [], 0)
+            return bool(readable) and sock.recv(1, socket.MSG_PEEK) == b""
+        except (OSError, ValueError):
+            return True
+
+    def _chunk(self, event: Obj) -> None:
+        data = json.dumps(event, separators=(",", ":")).encode() + b"\n"
+        self.wfile.write(f"{len(data):x}\r\n".encode() + data + b"\r\n")
+        self.wfile.flush()
+
+    def _watch(
+        self, res: disc.Resource, namespace: str | None, labels: Any, fields: Any, query: dict[str, str]
+    ) -> None:
+        api, store = self.server.api, self.server.api.store
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Transfer-Encoding", "chunked")
+        self.end_headers()
+        timeout = min(float(query.get("timeoutSeconds") or MAX_WATCH_S), MAX_WATCH_S)
+        if api.faults.watch_drop_s:
+            timeout = min(timeout, api.rng_uniform(0.01, api.faults.watch_drop_s))
+        end_at = time.monotonic() + timeout
+        bookmarks = query.get("allowWatchBookmarks") in ("true", "1")
+        start = query.get("resourceVersion") or ""
+
+        def wanted(obj: Obj) -> bool:
+            meta = obj["metadata"]
+            return bool((namespace is None or meta.get("namespace") == namespace) and \
+                labels(meta.get("labels") or {}) and fields(obj))  # fmt: skip
+
+        try:
+            if start in ("", "0"):
+                items, rv = store.list(res.name, namespace, labels, fields)
+                for obj in items:
+                    self._chunk({"type": "ADDED", "object": obj})
+            else:
+                rv = int(start)
+                if api.inject_gone():
+                    raise Gone(rv, store.oldest_rv())
+            while time.monotonic() < end_at and not store.stopped:
+                with store.cond:
+                    if store.rv <= rv:
+                        store.cond.wait(min(1.0, max(0.0, end_at - time.monotonic())))
+                if self._client_gone():
+                    return
+                for change in store.changes_since(rv):
+                    rv = change.rv
+                    if change.resource == res.name and wanted(change.obj):
+                        self._chunk({"type": change.type, "object": change.obj})
+            if bookmarks:
+                self._chunk({"type": "BOOKMARK", "object": {"kind": res.kind, "apiVersion": res.api_version,
+                                                            "metadata": {"resourceVersion": str(rv)}}})  # fmt: skip
+        except ApiError as exc:
+            self._chunk({"type": "ERROR", "object": exc.status()})
+        except (BrokenPipeError, ConnectionResetError):
+            return
+        self.wfile.write(b"0\r\n\r\n")
+        self.wfile.flush()

@@ -1,0 +1,307 @@
+"""A Kubernetes API server on loopback, backed by the simulator (``--cluster=sim``).
+
+The official client (and ``kubectl``) talk to it through a generated kubeconfig,
+exactly as to a real cluster: discovery, nodes, namespaces, pods and their logs,
+events, configmaps, ``batch/v1`` Jobs and ``kubeflow.org/v2beta1`` MPIJobs, with
+label/field selectors, watches from a resourceVersion (410 Gone when it is too old),
+deletion with propagation, and 422 for malformed objects. The controllers live in
+``controller.py``, ``jobs.py`` and ``scheduler.py`` (objects in ``store.py``, requests in
+``http.py``, admission in ``validate.py``); faults to inject in ``faults.py``.
+
+Built on the standard library's ``ThreadingHTTPServer``: ``kmock`` was evaluated and
+not used (it needs aiohttp, has no label/field selectors, resourceVersions or 410s,
+and the controllers would still have to be written).
+"""
+
+from __future__ import annotations
+
+import argparse
+import secrets
+import shutil
+import tempfile
+import threading
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+
+import yaml
+
+from acceptance.sim.kubeapi import discovery as disc
+from acceptance.sim.kubeapi.controller import Controller
+from acceptance.sim.kubeapi.faults import Faults
+from acceptance.sim.kubeapi.http import Handler, Server
+from acceptance.sim.kubeapi.store import (
+    ApiError,
+    Obj,
+    Store,
+    parse_field_selector,
+    parse_label_selector,
+)
+from acceptance.sim.kubeapi.validate import validate
+from acceptance.sim.runtime import ToolRunner
+
+
+class EmulatedApi:
+    """The emulated cluster: API server thread + controller thread. Use as a context manager."""
+
+    def __init__(
+        self,
+        runner: ToolRunner,
+        time_scale: float = 0.0,
+        faults: Faults | None = None,
+        namespaces: Sequence[str] = ("default", "recovery-acceptance"),
+        token: str | None = None,
+        history: int = 200_000,
+        tls: bool = False,
+    ) -> None:
+        import random
+
+        self.faults = faults or Faults()
+        self.tls = tls
+        self.token = token if token is not None else secrets.token_hex(16)
+        self.store = Store(history)
+        self.controller = Controller(self.store, runner, time_scale, self.faults)
+        self._runner = runner
+        self._namespaces = tuple(namespaces)
+        self._rng = random.Random(self.faults.seed + 1)
+        self._lock = threading.Lock()
+        self.requests_count = 0
+        self.requests_by_verb: dict[str, int] = {}
+        self._server: Server | None = None
+        self._thread: threading.Thread | None = None
+        self._dir: Path | None = None
+        self.kubeconfig_path = Path()
+        self.url = ""
+        self.address = ""
+
+    # ------------------------------------------------------------ lifecycle
+
+    def __enter__(self) -> EmulatedApi:
+        self.start()
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.close()
+
+    def start(self) -> None:
+        for ns in self._namespaces:
+            self.store.create("namespaces", {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns},
+                                             "status": {"phase": "Active"}})  # fmt: skip
+        self.controller.start(self._runner.nodes())
+        server = Server(("127.0.0.1", 0), Handler)
+        server.api = self
+        self._server = server
+        self._dir = Path(tempfile.mkdtemp(prefix="acceptance-kubeapi-"))
+        ca = None
+        if self.tls:
+            import ssl
+
+            ca, key = self_signed(self._dir)
+            context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+            context.load_cert_chain(ca, key)
+            server.socket = context.wrap_socket(server.socket, server_side=True)
+        self.address = f"127.0.0.1:{server.server_address[1]}"
+        self.url = f"{'https' if self.tls else 'http'}://{self.address}"
+        self._thread = threading.Thread(
+            target=server.serve_forever, kwargs={"poll_interval": 0.05}, name="kubeapi-http", daemon=True
+        )
+        self._thread.start()
+        self.kubeconfig_path = write_kubeconfig(
+            self._dir / "kubeconfig", self.url, self.token, self._namespaces[-1], ca
+        )
+
+    def close(self) -> None:
+        with self.store.cond:
+            self.store.stopped = True
+            self.store.cond.notify_all()
+        if self._server is not None:
+            self._server.shutdown()
+            self._server.server_close()
+            self._server = None
+        self.controller.stop()
+        if self._dir is not None:
+            shutil.rmtree(self._dir, ignore_errors=True)
+            self._dir = None
+
+    def api_client(self) -> Any:
+        """An official-client ``ApiClient`` for this server (tests, bench)."""
+        from kubernetes import config
+
+        return config.new_client_from_config(config_file=str(self.kubeconfig_path))  # type: ignore[no-untyped-call]
+
+    # ------------------------------------------------------------ faults and counters
+
+    def count(self, verb: str) -> None:
+        with self._lock:
+            self.requests_count += 1
+            self.requests_by_verb[verb] = self.requests_by_verb.get(verb, 0) + 1
+
+    def inject_error(self, parts: list[str]) -> bool:
+        if not self.faults.error_rate or parts in (["version"], ["api"], ["apis"]) or len(parts) <= 3:
+            return False
+        with self._lock:
+            return bool(self._rng.random() < self.faults.error_rate)
+
+    def inject_gone(self) -> bool:
+        if not self.faults.watch_gone_rate:
+            return False
+        with self._lock:
+            return self._rng.random() < self.faults.watch_gone_rate
+
+    def rng_choice(self, options: Sequence[int]) -> int:
+        with self._lock:
+            return self._rng.choice(list(options))
+
+    def rng_uniform(self, low: float, high: float) -> float:
+        with self._lock:
+            return self._rng.uniform(low, high)
+
+    # ------------------------------------------------------------ verbs
+
+    def create(self, res: disc.Resource, namespace: str | None, body: Obj) -> Obj:
+        if body.get("apiVersion") != res.api_version or body.get("kind") != res.kind:
+            raise ApiError(400, "BadRequest", f"the API version in the data ({body.get('apiVersion')}) and kind "
+                           f"({body.get('kind')}) do not match the expected {res.api_version} {res.kind}")  # fmt: skip
+        meta = body.setdefault("metadata", {})
+        if not isinstance(meta, dict):
+            raise ApiError(400, "BadRequest", "metadata must be an object")
+        if res.namespaced:
+            if meta.get("namespace") not in (None, namespace):
+                raise ApiError(400, "BadRequest", "the namespace of the provided object does not match the "
+                               "namespace sent on the request")  # fmt: skip
+            if self.store.get("namespaces", "", namespace or "") is None:
+                raise ApiError(404, "NotFound", f'namespaces "{namespace}" not found')
+            meta["namespace"] = namespace
+        if not meta.get("name") and meta.get("generateName"):
+            meta["name"] = meta["generateName"] + secrets.token_hex(3)[:5]
+        validate(res.name, body)
+        if res.name in ("jobs", "mpijobs", "pods"):
+            body["status"] = {"phase": "Pending"} if res.name == "pods" else {}
+        return self.store.create(res.name, body)
+
+    def delete(self, res: disc.Resource, namespace: str, name: str, policy: str) -> Obj:
+        if policy not in ("Foreground", "Background", "Orphan"):
+            raise ApiError(422, "Invalid", f'propagationPolicy: Unsupported value: "{policy}"')
+        obj = self.store.delete(res.name, namespace, name, policy)
+        if policy == "Foreground":
+            return obj
+        return {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success",
+                "details": {"name": name, "kind": res.name, "uid": obj["metadata"]["uid"]}}  # fmt: skip
+
+    def delete_collection(self, res: disc.Resource, namespace: str | None, query: dict[str, str], policy: str) -> Obj:
+        labels = parse_label_selector(query.get("labelSelector"))
+        fields = parse_field_selector(query.get("fieldSelector"))
+        items, _ = self.store.list(res.name, namespace, labels, fields)
+        deleted = []
+        for obj in items:
+            meta = obj["metadata"]
+            try:
+                deleted.append(self.store.delete(res.name, meta.get("namespace", ""), meta["name"], policy))
+            except ApiError:
+                continue
+        return {"kind": f"{res.kind}List", "apiVersion": res.api_version, "metadata": {}, "items": deleted}
+
+    def pod_log(self, namespace: str, name: str, query: dict[str, str]) -> str:
+        pod = self.store.require("pods", namespace, name)
+        text = self.controller.logs.get((namespace, name))
+        if text is None:
+            statuses = pod["status"].get("containerStatuses") or ()
+            waiting = [s["state"]["waiting"] for s in statuses if "waiting" in s.get("state", {})]
+            container = pod["spec"]["containers"][0]["name"]
+            if pod["status"].get("phase") == "Pending":
+                why = waiting[0].get("reason", "ContainerCreating") if waiting else "ContainerCreating"
+                raise ApiError(400, "BadRequest",
+                               f'container "{container}" in pod "{name}" is waiting to start: {why}')  # fmt: skip
+            text = ""
+        tail = query.get("tailLines")
+        if tail is not None:
+            lines = text.splitlines(keepends=True)
+            text = "".join(lines[-int(tail) :]) if int(tail) > 0 else ""
+        return text
+
+
+def self_signed(folder: Path) -> tuple[Path, Path]:
+    """A throwaway certificate for 127.0.0.1 (kubectl sends tokens only over TLS)."""
+    import datetime as dt
+    import ipaddress
+
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import NameOID
+
+    key = ec.generate_private_key(ec.SECP256R1())
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "recovery-acceptance-kubeapi")])
+    now = dt.datetime.now(dt.UTC)
+    cert = (
+        x509.CertificateBuilder().subject_name(name).issuer_name(name).public_key(key.public_key())
+        .serial_number(x509.random_serial_number()).not_valid_before(now - dt.timedelta(minutes=5))
+        .not_valid_after(now + dt.timedelta(days=2))
+        .add_extension(x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address("127.0.0.1")),
+                                                    x509.DNSName("localhost")]), critical=False)
+        .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
+        .sign(key, hashes.SHA256())
+    )  # fmt: skip
+    cert_path, key_path = folder / "server.crt", folder / "server.key"
+    cert_path.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
+    key_path.touch(mode=0o600)
+    key_path.write_bytes(key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
+                                           serialization.NoEncryption()))  # fmt: skip
+    return cert_path, key_path
+
+
+def write_kubeconfig(path: Path, url: str, token: str, namespace: str, ca: Path | None = None) -> Path:
+    """A kubeconfig with token auth for the emulator (mode 0600: it holds the token)."""
+    import base64
+
+    cluster: dict[str, str] = {"server": url}
+    if ca is not None:
+        cluster["certificate-authority-data"] = base64.b64encode(ca.read_bytes()).decode()
+    doc = {
+        "apiVersion": "v1",
+        "kind": "Config",
+        "clusters": [{"name": "sim", "cluster": cluster}],
+        "users": [{"name": "sim-admin", "user": {"token": token}}],
+        "contexts": [{"name": "sim", "context": {"cluster": "sim", "user": "sim-admin", "namespace": namespace}}],
+        "current-context": "sim",
+        "preferences": {},
+    }
+    path.touch(mode=0o600)
+    path.write_text(yaml.safe_dump(doc, sort_keys=False))
+    return path
+
+
+def serve(runner: ToolRunner, time_scale: float, faults: Faults | None = None, out: Any = None) -> int:
+    """Run the emulator until Ctrl-C, printing its kubeconfig path (``acceptance sim serve``)."""
+    import sys
+
+    stream = out or sys.stdout
+    with EmulatedApi(runner, time_scale, faults, tls=True) as api:
+        print(
+            f"Kubernetes API emulator at {api.url} (simulated cluster, {len(runner.nodes())} nodes)",
+            file=stream,
+        )
+        print(f"kubeconfig: {api.kubeconfig_path}", file=stream)
+        print(f"try: kubectl --kubeconfig {api.kubeconfig_path} get nodes,pods,jobs,mpijobs", file=stream)
+        stream.flush()
+        try:
+            while True:
+                time.sleep(3600)
+        except KeyboardInterrupt:
+            print("stopped", file=stream)
+    return 0
+
+
+def serve_from_args(runner: ToolRunner, args: argparse.Namespace) -> int:
+    """`acceptance sim serve`: the options of `add_serve_options` → `serve`."""
+    return serve(runner, args.time_scale, Faults(error_rate=args.error_rate))
+
+
+def add_serve_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--time-scale", type=float, default=0.002,
+                        help="wall seconds per simulated second (default 0.002)")  # fmt: skip
+    parser.add_argument("--error-rate", type=float, default=0.0, help="share of API answers that are 5xx/429")

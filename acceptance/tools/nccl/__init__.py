@@ -1,0 +1,70 @@
+"""nccl-tests: command builder, parser of its text and `-J` JSON output, run conditions.
+
+The façade of `acceptance.tools.nccl`: `parse`, `parse_text`, the records, `NcclTest`,
+`NcclConditions` and the names (collectives, types, ops). Pure: text in, records out; the
+caller opens files (`acceptance parse nccl` lives in `acceptance.cmd.parse_nccl`).
+"""
+
+from __future__ import annotations
+
+import io
+import itertools
+from collections.abc import Iterable
+
+from acceptance.tools.nccl.command import OPTIONS, NcclTest, parse_size
+from acceptance.tools.nccl.conditions import NcclConditions
+from acceptance.tools.nccl.json_report import parse_json_report
+from acceptance.tools.nccl.names import (
+    COLLECTIVES,
+    REDOPS,
+    TYPE_SIZES,
+    collective_of,
+    fmt_bytes,
+    normalize_collective,
+)
+from acceptance.tools.nccl.records import NcclCapture, NcclError, NcclHalf, NcclRank, NcclRow, NcclRun
+from acceptance.tools.nccl.text import TextParser
+
+__all__ = [
+    "COLLECTIVES",
+    "OPTIONS",
+    "REDOPS",
+    "TYPE_SIZES",
+    "NcclCapture",
+    "NcclConditions",
+    "NcclError",
+    "NcclHalf",
+    "NcclRank",
+    "NcclRow",
+    "NcclRun",
+    "NcclTest",
+    "collective_of",
+    "fmt_bytes",
+    "normalize_collective",
+    "parse",
+    "parse_size",
+    "parse_text",
+]
+
+
+def parse(lines: Iterable[str], source: str = "<text>", collective: str | None = None) -> NcclCapture:
+    """Parse a capture line by line (text, or nccl-tests' `-J` JSON document).
+
+    `collective` names the collective for reports that do not name it themselves.
+    Raises ParseError only for nccl-tests lines that do not have their documented shape.
+    """
+    it = iter(lines)
+    head: list[str] = []
+    for line in it:
+        head.append(line)
+        if line.strip():
+            break
+    if head and head[-1].lstrip().startswith("{"):
+        return parse_json_report("".join(itertools.chain(head, it)), source, collective)
+    parser = TextParser(source, collective)
+    parser.feed(itertools.chain(head, it))
+    return parser.finish()
+
+
+def parse_text(text: str, source: str = "<text>", collective: str | None = None) -> NcclCapture:
+    return parse(io.StringIO(text), source, collective)

@@ -1,0 +1,178 @@
+"""nccl-tests' own JSON report (`-J file`, 2.17.3+; shape from nccl-tests src/util.cu).
+
+The writer emits one line, closes the document only at exit, writes NaN as "nan",
+booleans as the strings "true"/"false" and `root` as a `%6i`-padded string. A
+document cut short (the process died) is closed at its last complete member and
+read as an incomplete run.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import Any
+
+from acceptance.errors import ParseError
+from acceptance.tools.nccl.names import collective_of, decode_nccl_code, normalize_collective
+from acceptance.tools.nccl.records import (
+    NcclCapture,
+    NcclError,
+    NcclHalf,
+    NcclRank,
+    NcclRow,
+    NcclRun,
+    RunStatus,
+    capture_status,
+)
+
+_PER_ITER = {"min_us": "i_min_us", "max_us": "i_max_us", "p99_us": "i_p99_us", "cv_pct": "i_cv_pct"}
+_CONFIG = {
+    "nthreads": "nthreads",
+    "ngpus": "ngpus",
+    "minimum_bytes": "min_bytes",
+    "maximum_bytes": "max_bytes",
+    "step_factor": "step_factor",
+    "step_bytes": "step_bytes",
+    "warmup_iters": "warmup_iters",
+    "iterations": "iters",
+    "aggregated_iterations": "agg_iters",
+    "validation": "validation",
+    "graph": "graph",
+}
+
+
+def _close_truncated(text: str) -> str | None:
+    """The longest prefix cut at a top-level-safe comma, with its brackets closed; None if none."""
+    stack: list[str] = []
+    in_string = escaped = False
+    best: str | None = None
+    for i, ch in enumerate(text):
+        if in_string:
+            if escaped:
+                escaped = False
+            elif ch == "\\":
+                escaped = True
+            elif ch == '"':
+                in_string = False
+        elif ch == '"':
+            in_string = True
+        elif ch in "{[":
+            stack.append("}" if ch == "{" else "]")
+        elif ch in "}]":
+            if stack:
+                stack.pop()
+        elif ch == "," and stack:
+            best = text[:i] + "".join(reversed(stack))
+    return best
+
+
+def _float(value: Any) -> float | None:
+    if value is None:
+        return None
+    if isinstance(value, str):
+        return float("nan") if value.strip().lower() == "nan" else float(value)
+    return float(value)
+
+
+def _half(doc: Mapping[str, Any] | None, per_iter: Mapping[str, Any] | None) -> NcclHalf | None:
+    if doc is None:
+        return None
+    extras: dict[str, float | None] = {}
+    if per_iter:
+        extras = {ours: _float(per_iter.get(theirs)) for theirs, ours in _PER_ITER.items()}
+    if isinstance(doc.get("bitwise"), Mapping):
+        extras["bitdiff"] = _float(doc["bitwise"].get("different_bits"))
+    time = doc.get("time", doc.get("cpu_time"))
+    return NcclHalf(
+        _float(time), _float(doc.get("alg_bw")), _float(doc.get("bus_bw")), _float(doc.get("nwrong")), extras
+    )
+
+
+def _row(doc: Mapping[str, Any]) -> NcclRow:
+    root = doc.get("root")
+    return NcclRow(
+        size=int(doc["size"]),
+        count=int(doc["count"]),
+        type=str(doc["type"]),
+        redop=doc.get("redop"),
+        root=None if root is None else int(str(root).strip()),
+        oop=_half(doc.get("out_of_place"), doc.get("out_of_place_per_iter")),
+        ip=_half(doc.get("in_place"), doc.get("in_place_per_iter")),
+    )
+
+
+def parse_json_report(text: str, source: str = "<text>", collective: str | None = None) -> NcclCapture:
+    truncated = False
+    try:
+        doc = json.loads(text)
+    except json.JSONDecodeError as exc:
+        repaired = _close_truncated(text)
+        try:
+            doc = json.loads(repaired) if repaired else None
+        except json.JSONDecodeError:
+            doc = None
+        if doc is None:
+            raise ParseError(source, exc.lineno, text[:80], "an nccl-tests -J JSON document") from None
+        truncated = True
+    if not isinstance(doc, dict) or not ({"config", "results", "nccl_version"} & doc.keys()):
+        raise ParseError(source, 1, text[:80], "an nccl-tests -J JSON document (config, results, nccl_version)")
+    try:
+        return _capture(doc, truncated, source, collective)
+    except (KeyError, TypeError, ValueError) as exc:
+        raise ParseError(source, 1, str(exc), "the fields nccl-tests writes in its -J report") from None
+
+
+def _capture(doc: Mapping[str, Any], truncated: bool, source: str, collective: str | None) -> NcclCapture:
+    args = [str(a) for a in doc.get("args", [])]
+    program = args[0].rsplit("/", 1)[-1] if args else None
+    config = doc.get("config") or {}
+    params: dict[str, Any] = {ours: config[theirs] for theirs, ours in _CONFIG.items() if theirs in config}
+    if args:
+        params["argv"] = args
+    name = collective_of(program) if program else None
+    origin = "output" if name else None
+    if name is None and collective:
+        name, origin = normalize_collective(collective), "caller"
+    params["collective_from"] = origin
+    if program:
+        params["program"] = program
+    ranks = tuple(
+        NcclRank(
+            int(d["rank"]),
+            str(d["hostname"]),
+            int(d["device"]),
+            str(d.get("device_hex", "")),
+            str(d.get("device_info", "")),
+            None if d.get("pid") is None else int(d["pid"]),
+        )
+        for d in config.get("devices", [])
+    )
+    results = doc.get("results", [])
+    if truncated:  # the last result may be cut inside its object
+        results = [r for r in results if {"size", "count", "type", "in_place"} <= r.keys()]
+    rows = tuple(_row(r) for r in results)
+    oob_doc = doc.get("out_of_bounds")
+    avg_doc = doc.get("average_bus_bandwidth")
+    oob = int(oob_doc["count"]) if isinstance(oob_doc, Mapping) else None
+    avg = _float(avg_doc.get("bandwidth")) if isinstance(avg_doc, Mapping) else None
+    errors = [NcclError(1, str(e)) for e in doc.get("errors", []) if str(e).strip()]
+    status: RunStatus = "ok"
+    if (oob or 0) > 0 or (isinstance(avg_doc, Mapping) and avg_doc.get("okay") in (False, "false")):
+        status = "failed"
+    elif truncated or oob_doc is None or avg is None or not rows:
+        status = "incomplete"
+    code = doc.get("nccl_version")
+    run = NcclRun(
+        collective=name,
+        nccl_tests_version=None,
+        nccl_version=decode_nccl_code(int(code)) if code else None,
+        cuda_version=None,
+        ranks=ranks,
+        params=params,
+        rows=rows,
+        avg_busbw=avg,
+        out_of_bounds=oob,
+        status=status,
+        errors=tuple(errors),
+    )
+    return NcclCapture(capture_status((run,), (), False), (run,), (), source)

@@ -1,0 +1,154 @@
+"""The column layout of one nccl-tests table, read from its header, and rows read through it.
+
+Rows are split on whitespace and read from both ends: the trailing tokens are the
+two halves (out-of-place, in-place) whose width the header gives; the leading ones
+are `size count type [redop] [root]`. Old all-to-all rows leave `redop` blank, so
+the leading part may be one token short; a token that does not fit makes the row
+unreadable instead of shifting columns.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from acceptance.tools.nccl.records import NcclHalf, NcclRow
+
+#: header name → field of NcclHalf (None: the value goes to `extras` under that key)
+_HALF_FIELDS: dict[str, str] = {
+    "time": "time_us",
+    "cputime": "time_us",
+    "algbw": "algbw",
+    "busbw": "busbw",
+    "#wrong": "wrong",
+    "error": "error",
+    "#bitdiff": "bitdiff",
+    "i_min": "i_min_us",
+    "i_max": "i_max_us",
+    "i_p99": "i_p99_us",
+    "i_cv%": "i_cv_pct",
+}
+_KEY_NAMES = ("size", "count", "type", "redop", "root")
+_WORD = re.compile(r"[A-Za-z][A-Za-z0-9_]*$")
+_INT = re.compile(r"-?\d+$")
+#: width of `"%12li  %12li  %8s  %6s  %6s"`, the unified row preamble (2.13+)
+UNIFIED_PREAMBLE_WIDTH = 52
+
+
+@dataclass(frozen=True)
+class Layout:
+    """Key columns, the columns of one half, and whether a timestamp closes the row."""
+
+    keys: tuple[str, ...]
+    half: tuple[str, ...]
+    timestamp: bool
+
+    @property
+    def need(self) -> int:
+        """Tokens after the key columns."""
+        return 2 * len(self.half) + (2 if self.timestamp else 0)
+
+    @property
+    def unified(self) -> bool:
+        return self.keys == _KEY_NAMES
+
+    @property
+    def old_error_column(self) -> bool:
+        return "error" in self.half
+
+    def preamble(self, tokens: list[str]) -> tuple[int, int, str, str | None, int | None] | None:
+        """`size count type [redop] [root]` from leading tokens, or None when they do not fit."""
+        if len(tokens) < 3 or len(tokens) > len(self.keys):
+            return None
+        size, count, kind = tokens[0], tokens[1], tokens[2]
+        if not (size.isdigit() and count.isdigit() and _WORD.match(kind)):
+            return None
+        redop: str | None = None
+        root: int | None = None
+        extra = tokens[3:]
+        names = self.keys[3:]
+        if len(extra) == len(names):
+            for name, tok in zip(names, extra, strict=True):
+                if name == "root":
+                    if not _INT.match(tok):
+                        return None
+                    root = int(tok)
+                elif name == "redop":
+                    if not _WORD.match(tok):
+                        return None
+                    redop = tok
+        else:  # a blank column (old alltoall redop): place each token by its kind
+            for tok in extra:
+                if "root" in names and _INT.match(tok) and root is None:
+                    root = int(tok)
+                elif "redop" in names and _WORD.match(tok) and redop is None:
+                    redop = tok
+                else:
+                    return None
+        return int(size), int(count), kind, redop, root
+
+    def halves(self, tokens: list[str]) -> tuple[NcclHalf, NcclHalf, str | None] | None:
+        """Both halves (and the timestamp) from exactly `need` tokens, or None."""
+        if len(tokens) != self.need:
+            return None
+        k = len(self.half)
+        try:
+            oop = _half(self.half, tokens[:k])
+            ip = _half(self.half, tokens[k : 2 * k])
+        except ValueError:
+            return None
+        stamp = " ".join(tokens[2 * k :]) if self.timestamp else None
+        return oop, ip, stamp
+
+    def row(self, tokens: list[str], line: int) -> NcclRow | None:
+        """A whole row from its tokens, or None when the tokens do not fit the layout."""
+        lead = len(tokens) - self.need
+        if lead < 3:
+            return None
+        pre = self.preamble(tokens[:lead])
+        if pre is None:
+            return None
+        return self.join(pre, tokens[lead:], line)
+
+    def join(self, pre: tuple[int, int, str, str | None, int | None], tokens: list[str], line: int) -> NcclRow | None:
+        body = self.halves(tokens)
+        if body is None:
+            return None
+        size, count, kind, redop, root = pre
+        return NcclRow(size, count, kind, redop, root, body[0], body[1], body[2], line)
+
+
+def _value(token: str) -> float | None:
+    if token == "N/A":
+        return None
+    return float(token)
+
+
+def _half(names: tuple[str, ...], tokens: list[str]) -> NcclHalf:
+    values: dict[str, float | None] = {}
+    for name, token in zip(names, tokens, strict=True):
+        values[_HALF_FIELDS[name]] = _value(token)
+    extras = {k: v for k, v in values.items() if k not in ("time_us", "algbw", "busbw", "wrong")}
+    return NcclHalf(values.get("time_us"), values.get("algbw"), values.get("busbw"), values.get("wrong"), extras)
+
+
+def layout_from_header(names: list[str]) -> Layout | None:
+    """The layout of a `#  size count type … time algbw busbw #wrong …` line, or None."""
+    if len(names) < 3 or names[:3] != ["size", "count", "type"]:
+        return None
+    timestamp = names[-1] == "timestamp"
+    if timestamp:
+        names = names[:-1]
+    first = next((i for i, n in enumerate(names) if n in ("time", "cputime")), None)
+    if first is None:
+        return None
+    keys = tuple(names[:first])
+    if any(k not in _KEY_NAMES for k in keys):
+        return None
+    rest = names[first:]
+    if len(rest) % 2:
+        return None
+    half = tuple(rest[: len(rest) // 2])
+    if tuple(rest[len(rest) // 2 :]) != half or any(n not in _HALF_FIELDS for n in half):
+        return None
+    return Layout(keys, half, timestamp)

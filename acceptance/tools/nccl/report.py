@@ -1,0 +1,112 @@
+"""One nccl-tests report while it is being read, and the run record it becomes.
+
+Holds the header facts, ranks, rows and trailer of one report; decides its status:
+failed (a `Test … failure`/`Test timeout` line, out-of-bounds values, a failed
+bandwidth or bitwise check), incomplete (no trailer, no "concluded" after a
+"starting", an unreadable or cut row, no rows), ok otherwise.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from acceptance.tools.nccl.infer import infer_collective
+from acceptance.tools.nccl.layout import Layout
+from acceptance.tools.nccl.names import collective_of, decode_nccl_code
+from acceptance.tools.nccl.records import NcclError, NcclRank, NcclRow, NcclRun, RunStatus
+
+MAX_ERRORS = 1000
+
+
+class ReportBuilder:
+    """A report being read."""
+
+    def __init__(self, start: int, hint: str | None, nccl: tuple[str | None, str | None]) -> None:
+        self.start = start
+        self.hint = hint
+        self.version: str | None = None
+        self.headers: int | None = None
+        self.library: int | None = None
+        self.program: str | None = None
+        self.params: dict[str, Any] = {}
+        self.ranks: list[NcclRank] = []
+        self.layout: Layout | None = None
+        self.rows: list[NcclRow] = []
+        self.pending: tuple[tuple[int, int, str, str | None, int | None], int] | None = None
+        self.oob: int | None = None
+        self.avg: float | None = None
+        self.avg_failed = False
+        self.bitwise = 0
+        self.trailer = False
+        self.concluded = False
+        self.header = False
+        self.errors: list[NcclError] = []
+        self.error_count = 0
+        self.failed = False
+        self.malformed = False
+        self.blank_redop = False
+        self.nccl_version, self.cuda_version = nccl
+
+    def error(self, line: int, text: str, failed: bool = False) -> None:
+        self.failed = self.failed or failed
+        self.error_count += 1
+        if len(self.errors) < MAX_ERRORS:
+            self.errors.append(NcclError(line, text.strip()))
+
+    @property
+    def complete(self) -> bool:
+        return self.trailer and (self.concluded or self.program is None)
+
+    def status(self) -> RunStatus:
+        if self.failed or (self.oob or 0) > 0 or self.avg_failed or self.bitwise > 0:
+            return "failed"
+        if not self.complete or self.malformed or not self.rows:
+            return "incomplete"
+        return "ok"
+
+    def finish(self, caller_collective: str | None) -> NcclRun:
+        params = dict(self.params)
+        collective: str | None = None
+        origin: str | None = None
+        if self.program:
+            params["program"] = self.program
+            collective, origin = collective_of(self.program), "output"
+        if collective is None and caller_collective:
+            collective, origin = caller_collective, "caller"
+        if collective is None and self.hint:
+            collective, origin = collective_of(self.hint), "command"
+        if collective is None:
+            collective = infer_collective(
+                self.layout,
+                self.rows,
+                len(self.ranks) or None,
+                self.blank_redop,
+                bool(params.get("validation", 1)),
+            )
+            origin = "inferred" if collective else None
+        params["collective_from"] = origin
+        if self.headers is not None:
+            params["nccl_headers"] = decode_nccl_code(self.headers)
+        if self.layout is not None:
+            params["columns"] = list(self.layout.keys) + list(self.layout.half)
+        if self.error_count > len(self.errors):
+            self.errors.append(
+                NcclError(
+                    self.errors[-1].line,
+                    f"... {self.error_count - len(self.errors)} more error lines not kept",
+                )
+            )
+        nccl_version = decode_nccl_code(self.library) if self.library else self.nccl_version
+        return NcclRun(
+            collective=collective,
+            nccl_tests_version=self.version,
+            nccl_version=nccl_version,
+            cuda_version=self.cuda_version,
+            ranks=tuple(self.ranks),
+            params=params,
+            rows=tuple(self.rows),
+            avg_busbw=self.avg,
+            out_of_bounds=self.oob,
+            status=self.status(),
+            errors=tuple(self.errors),
+        )

@@ -1,0 +1,169 @@
+"""Training logs: detect the format and parse it into a `TrainLog`.
+
+Formats: Megatron-LM, Megatron-DeepSpeed, GPT-NeoX, NeMo 2, torchtitan, nanoGPT, DeepSpeed
+engine lines, HF Trainer (trainer_state.json and printed dicts), Megatron CI golden-values
+JSON, Lightning CSVLogger metrics.csv, Megatron straggler lines, and generic JSON lines or
+CSV with a column mapping.
+
+The façade of `acceptance.tools.trainlog`. Pure: text in, records out. The caller opens the
+file; `parse_binary` reads a long Megatron log from a binary file object the caller opened
+(`acceptance parse trainlog` and its file reader live in `acceptance.cmd.parse_trainlog`).
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+from collections.abc import Collection, Iterable, Iterator, Mapping
+from typing import BinaryIO
+
+from acceptance.errors import ParseError
+from acceptance.tools.trainlog import fast
+from acceptance.tools.trainlog.model import CANONICAL, Event, RankTimer, StepTable, TrainLog
+from acceptance.tools.trainlog.patterns import ANSI, DETECTORS, MEGATRON, TEXT_FORMATS, subformat
+from acceptance.tools.trainlog.struct import (
+    STRUCT_FORMATS,
+    UNIT_TARGETS,
+    parse_csv,
+    parse_json_document,
+    parse_jsonl,
+)
+from acceptance.tools.trainlog.text import TextLogParser
+
+__all__ = [
+    "CANONICAL",
+    "FORMATS",
+    "UNIT_TARGETS",
+    "Event",
+    "RankTimer",
+    "StepTable",
+    "TrainLog",
+    "bulk_usable",
+    "detect",
+    "parse",
+    "parse_binary",
+]
+
+FORMATS: tuple[str, ...] = TEXT_FORMATS + STRUCT_FORMATS
+EXPECTED = "a training log (" + ", ".join(FORMATS) + ")"
+_CSV_STEP_NAMES = ("step", "global_step", "iteration", "iter", "_step")
+
+
+def parse(
+    lines: Iterable[str],
+    source: str = "<text>",
+    format: str | None = None,
+    columns: Mapping[str, str] | None = None,
+    *,
+    keep: Collection[str] | None = None,
+) -> TrainLog:
+    """Parse a training log given as lines (streamed; a whole-document JSON is read whole).
+
+    `format` forces a format (one of FORMATS) instead of detecting it; `columns` maps
+    canonical column names (step, loss, step_time_s, step_time_ms, lr, ...) to the fields
+    of a generic JSON-lines or CSV log; `keep` restricts the columns kept (memory).
+    Raises ParseError when nothing in the input is a recognised training-log record.
+    """
+    if format is not None and format not in FORMATS:
+        raise ParseError(source, 0, format, "a format among " + ", ".join(FORMATS))
+    it = iter(lines)
+    head: list[str] = []
+    if format is None:
+        format, head = _detect(it, source, columns)
+    stream: Iterator[str] = itertools.chain(head, it)
+    if format in ("hf-trainer-state", "megatron-golden-json") or format == "json":
+        return parse_json_document("".join(_with_newlines(stream)), source, keep)
+    if format == "jsonl":
+        return parse_jsonl(stream, source, columns, keep)
+    if format in ("csv", "lightning-csv"):
+        return parse_csv(stream, source, columns, keep, lightning=format == "lightning-csv")
+    if keep is not None and fast.usable(format, keep):
+        log = fast.parse_fast(stream, format, source, keep)
+    else:
+        log = TextLogParser(format, source, keep).run(stream)
+    if len(log) == 0 and not log.timers and not log.events:
+        raise ParseError(source, 0, "", f"at least one {format} record")
+    return log
+
+
+def _with_newlines(lines: Iterable[str]) -> Iterator[str]:
+    for line in lines:
+        yield line if line.endswith("\n") else line + "\n"
+
+
+def _detect(it: Iterator[str], source: str, columns: Mapping[str, str] | None) -> tuple[str, list[str]]:
+    """Read lines until one identifies the format; return it with the lines read so far."""
+    head: list[str] = []
+    first: tuple[int, str] | None = None
+    for raw in it:
+        head.append(raw)
+        line = ANSI.sub("", raw).strip() if "\x1b" in raw else raw.strip()
+        if not line:
+            continue
+        if first is None:
+            first = (len(head), line)
+            structured = _structured(line, columns)
+            if structured is not None:
+                return structured, head
+        for name, pattern in DETECTORS:
+            if pattern.search(line):
+                if name == "megatron-straggler":
+                    return _straggler_or_megatron(it, head)
+                return subformat(name, line), head
+    if first is None:
+        raise ParseError(source, 0, "", EXPECTED + "; the input is empty")
+    raise ParseError(source, first[0], first[1], EXPECTED)
+
+
+def _straggler_or_megatron(it: Iterator[str], head: list[str]) -> tuple[str, list[str]]:
+    """Straggler lines come from Megatron runs: a later iteration line makes it megatron-lm."""
+    for raw in it:
+        head.append(raw)
+        if MEGATRON.search(raw):
+            return subformat("megatron-lm", raw), head
+    return "megatron-straggler", head
+
+
+def _structured(line: str, columns: Mapping[str, str] | None) -> str | None:
+    if line.startswith("{"):
+        try:
+            record = json.loads(line)
+        except json.JSONDecodeError:
+            return "json"  # a document spread over lines (trainer_state.json)
+        if isinstance(record, dict) and (
+            "log_history" in record or any(isinstance(v, dict) and "values" in v for v in record.values())
+        ):
+            return "json"
+        return "jsonl"
+    if line.count(",") >= 1 and "|" not in line and ":" not in line:
+        header = [h.strip() for h in line.split(",")]
+        wanted = set(columns.values()) if columns else set(_CSV_STEP_NAMES)
+        if wanted & set(header):
+            return "lightning-csv" if "epoch" in header and "step" in header and not columns else "csv"
+    return None
+
+
+def detect(lines: Iterable[str], source: str = "<text>", columns: Mapping[str, str] | None = None) -> str:
+    """The format of a log from its first lines (reads no further than it must); ParseError if none."""
+    format, _ = _detect(iter(lines), source, columns)
+    return format
+
+
+def bulk_usable(format: str, keep: Collection[str] | None) -> bool:
+    """Whether `parse_binary` can read a log of this format with these kept columns."""
+    return fast.usable(format, keep)
+
+
+def parse_binary(raw: BinaryIO, source: str, format: str, *, keep: Collection[str]) -> TrainLog:
+    """The bulk path straight from bytes (no line objects) for a long Megatron log.
+
+    `raw` is a log the caller opened in binary mode; it is read to its end in large blocks.
+    The records are those `parse` gives for the same log read in text mode (UTF-8 with
+    replacement, universal newlines). Only for `bulk_usable(format, keep)`.
+    """
+    if not fast.usable(format, keep):
+        raise ValueError(f"the bulk path does not read {format} logs keeping {sorted(keep)}")
+    log = fast.parse_binary(raw, format, source, keep)
+    if len(log) == 0 and not log.timers and not log.events:
+        raise ParseError(source, 0, "", f"at least one {format} record")
+    return log
