@@ -17,6 +17,7 @@ import pytest
 import yaml
 
 from acceptance.clusters.kube.manifests import managed_selector
+from tests.served import served_cluster
 
 pytestmark = pytest.mark.slow
 
@@ -26,23 +27,8 @@ ROOT = Path(__file__).resolve().parents[1]
 @pytest.fixture
 def served(tmp_path: Path) -> Iterator[Path]:
     """A standalone emulated cluster; yields its kubeconfig."""
-    out = tmp_path / "serve.out"
-    with out.open("w") as handle:
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "acceptance", "sim", "serve", "--time-scale", "0.02"],
-            stdout=handle, stderr=subprocess.STDOUT, cwd=ROOT,
-        )  # fmt: skip
-    try:
-        deadline = time.monotonic() + 30
-        while "kubeconfig:" not in out.read_text():
-            assert proc.poll() is None, out.read_text()
-            assert time.monotonic() < deadline, "the emulator did not start"
-            time.sleep(0.1)
-        line = next(x for x in out.read_text().splitlines() if x.startswith("kubeconfig:"))
-        yield Path(line.split(":", 1)[1].strip())
-    finally:
-        proc.terminate()
-        proc.wait(timeout=30)
+    with served_cluster(tmp_path, "--time-scale", "0.02") as kubeconfig:
+        yield kubeconfig
 
 
 def kube_profile(base: Path, kubeconfig: Path) -> Path:

@@ -127,7 +127,7 @@ class Handler(BaseHTTPRequestHandler):
             doc = {
                 "version": disc.SERVER_VERSION,
                 "api": disc.api_versions(api.address),
-                "apis": disc.api_groups(),
+                "apis": disc.api_groups(mpi_operator=api.mpi_operator),
             }
             self._send_json(200, doc[parts[0]])
             return
@@ -136,6 +136,8 @@ class Handler(BaseHTTPRequestHandler):
         elif parts[:1] == ["apis"] and len(parts) >= 3:
             group, version, rest = parts[1], parts[2], parts[3:]
         else:
+            raise ApiError(404, "NotFound", "the server could not find the requested resource")
+        if group == "kubeflow.org" and not api.mpi_operator:
             raise ApiError(404, "NotFound", "the server could not find the requested resource")
         if not rest:
             listing = disc.resource_list(group, version)
@@ -153,6 +155,7 @@ class Handler(BaseHTTPRequestHandler):
         sub = rest[2] if len(rest) > 2 else None
         if res.namespaced and name is not None and namespace is None:
             raise ApiError(404, "NotFound", "the server could not find the requested resource")
+        api.audit(_rbac_verb(method, name, query), group, f"{res.name}/{sub}" if sub else res.name, namespace)
         if method == "GET":
             if name is None:
                 self._list_or_watch(res, namespace, query)
@@ -250,3 +253,14 @@ class Handler(BaseHTTPRequestHandler):
             return
         self.wfile.write(b"0\r\n\r\n")
         self.wfile.flush()
+
+
+def _rbac_verb(method: str, name: str | None, query: dict[str, str]) -> str:
+    """The verb Kubernetes RBAC checks for a request."""
+    if method == "GET":
+        if name is not None:
+            return "get"
+        return "watch" if query.get("watch") in ("true", "1") else "list"
+    if method == "DELETE":
+        return "delete" if name is not None else "deletecollection"
+    return {"POST": "create", "PUT": "update", "PATCH": "patch"}.get(method, method.lower())

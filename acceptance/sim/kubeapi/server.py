@@ -16,6 +16,7 @@ and the controllers would still have to be written).
 from __future__ import annotations
 
 import argparse
+import json
 import secrets
 import shutil
 import tempfile
@@ -55,7 +56,11 @@ class EmulatedApi:
         token: str | None = None,
         history: int = 200_000,
         tls: bool = False,
+        mpi_operator: bool = True,
+        audit_log: Path | None = None,
     ) -> None:
+        """`mpi_operator` False: the cluster serves no kubeflow.org MPIJobs (an operator not installed).
+        `audit_log`: each distinct access (RBAC verb, API group, resource, namespace) as a JSON line."""
         import random
 
         self.faults = faults or Faults()
@@ -69,6 +74,9 @@ class EmulatedApi:
         self._lock = threading.Lock()
         self.requests_count = 0
         self.requests_by_verb: dict[str, int] = {}
+        self.mpi_operator = mpi_operator
+        self.audit_log = audit_log
+        self.accesses: set[tuple[str, str, str, str]] = set()
         self._server: Server | None = None
         self._thread: threading.Thread | None = None
         self._dir: Path | None = None
@@ -139,6 +147,18 @@ class EmulatedApi:
         with self._lock:
             self.requests_count += 1
             self.requests_by_verb[verb] = self.requests_by_verb.get(verb, 0) + 1
+
+    def audit(self, verb: str, group: str, resource: str, namespace: str | None) -> None:
+        """Note one access as RBAC sees it (verb on group/resource in a namespace, or cluster-wide as "")."""
+        key = (verb, group, resource, namespace or "")
+        with self._lock:
+            if key in self.accesses:
+                return
+            self.accesses.add(key)
+            if self.audit_log is not None:
+                with self.audit_log.open("a", encoding="utf-8") as handle:
+                    handle.write(json.dumps(dict(zip(("verb", "group", "resource", "namespace"), key, strict=True))))
+                    handle.write("\n")
 
     def inject_error(self, parts: list[str]) -> bool:
         if not self.faults.error_rate or parts in (["version"], ["api"], ["apis"]) or len(parts) <= 3:
@@ -275,12 +295,20 @@ def write_kubeconfig(path: Path, url: str, token: str, namespace: str, ca: Path 
     return path
 
 
-def serve(runner: ToolRunner, time_scale: float, faults: Faults | None = None, out: Any = None) -> int:
+def serve(
+    runner: ToolRunner,
+    time_scale: float,
+    faults: Faults | None = None,
+    out: Any = None,
+    *,
+    mpi_operator: bool = True,
+    audit_log: Path | None = None,
+) -> int:
     """Run the emulator until Ctrl-C, printing its kubeconfig path (``acceptance sim serve``)."""
     import sys
 
     stream = out or sys.stdout
-    with EmulatedApi(runner, time_scale, faults, tls=True) as api:
+    with EmulatedApi(runner, time_scale, faults, tls=True, mpi_operator=mpi_operator, audit_log=audit_log) as api:
         print(
             f"Kubernetes API emulator at {api.url} (simulated cluster, {len(runner.nodes())} nodes)",
             file=stream,
@@ -298,10 +326,15 @@ def serve(runner: ToolRunner, time_scale: float, faults: Faults | None = None, o
 
 def serve_from_args(runner: ToolRunner, args: argparse.Namespace) -> int:
     """`acceptance sim serve`: the options of `add_serve_options` → `serve`."""
-    return serve(runner, args.time_scale, Faults(error_rate=args.error_rate))
+    return serve(runner, args.time_scale, Faults(error_rate=args.error_rate), mpi_operator=not args.no_mpi_operator,
+                 audit_log=args.audit_log)  # fmt: skip
 
 
 def add_serve_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--no-mpi-operator", action="store_true", help="serve no kubeflow.org MPIJob API")
+    parser.add_argument(
+        "--audit-log", type=Path, metavar="FILE", help="write each distinct API access (verb, group, resource) as JSON"
+    )
     parser.add_argument("--time-scale", type=float, default=0.002,
                         help="wall seconds per simulated second (default 0.002)")  # fmt: skip
     parser.add_argument("--error-rate", type=float, default=0.0, help="share of API answers that are 5xx/429")
