@@ -18,6 +18,7 @@ from acceptance.errors import AcceptanceError, UsageError
 
 # Order is the order of `acceptance --help`.
 COMMAND_MODULES: tuple[str, ...] = (
+    "acceptance.cmd.init",
     "acceptance.cmd.profile",
     "acceptance.cmd.baseline",
     "acceptance.cmd.parse",

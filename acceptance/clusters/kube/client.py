@@ -89,6 +89,7 @@ class KubeApi:
         self.batch = client.BatchV1Api(api_client)
         self.custom = client.CustomObjectsApi(api_client)
         self.version = client.VersionApi(api_client)
+        self.apis = client.ApisApi(api_client)
         self.calls = 0
         self.retries = 0
 
