@@ -182,7 +182,8 @@ def _build(doc: Document) -> Profile:
     try:
         margins = Margins.from_profile(data.get("margins", {}))
     except ValueError as exc:
-        bad(["margins"], str(exc).split(":", 1)[0], str(exc).split(": ", 1)[-1])
+        found, _, expected = str(exc).partition(": expected ")
+        bad(["margins"], found, expected or "margins as numbers, sizes and durations")
         margins = Margins()
 
     ssh = None
