@@ -23,6 +23,7 @@ if TYPE_CHECKING:
 SESSION: pytest.StashKey[AcceptanceSession] = pytest.StashKey()
 SUITE_DIR = Path(__file__).resolve().parent
 SITE_CHECKS_MODULE = SUITE_DIR / "test_site_checks.py"
+PREFLIGHT_SKIP = "preflight failed: "
 
 USAGE = (
     "the acceptance suite needs a cluster: `pytest acceptance/ --cluster=sim` runs it on the embedded "
@@ -183,7 +184,13 @@ class ActiveRun:
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
-        if not (self.session.controller and self.session.recording):
+        if not self.session.controller:
+            return
+        unusable = sum(n for reason, n in self.skips.items() if reason.startswith(PREFLIGHT_SKIP))
+        if unusable and session.exitstatus == 0:
+            # the preflight's own items may be deselected (-k fabric): an unusable cluster still fails the run
+            session.exitstatus = pytest.ExitCode.TESTS_FAILED
+        if not self.session.recording:
             return
         if session.testscollected == 0 or self.session.config.option.collectonly:
             return
@@ -206,6 +213,9 @@ class ActiveRun:
                 terminalreporter.write_line(f"FAILED {line}", red=True)
             for reason, count in self.skips.items():
                 terminalreporter.write_line(f"SKIPPED {count} item{'s' if count > 1 else ''}: {reason}", yellow=True)
+            if any(reason.startswith(PREFLIGHT_SKIP) for reason in self.skips):
+                terminalreporter.write_line("NOT ACCEPTED: the cluster is unusable (see the preflight); the run fails",
+                                            red=True)  # fmt: skip
         if self.record_message is not None:
             text, ok = self.record_message
             terminalreporter.section("handover baseline")

@@ -9,6 +9,7 @@ import pytest
 from acceptance.criteria.context import RunContext
 from acceptance.criteria.run import Run
 from acceptance.judge.verdict import Verdict
+from acceptance.plugin import PREFLIGHT_SKIP
 from acceptance.report.session import record_verdict
 from acceptance.session import AcceptanceSession
 
@@ -32,13 +33,13 @@ class Suite:
         """Skip with the preflight's reason rather than fail misleadingly on a broken cluster."""
         blocking = self.run.preflight.blocking
         if blocking:
-            pytest.skip(f"preflight failed: {blocking}")
+            pytest.skip(f"{PREFLIGHT_SKIP}{blocking}")
 
     def preflight(self, name: str) -> Verdict:
         """One of criterion 0's verdicts; a skip when the cluster did not answer at all."""
         verdicts = self.run.preflight.result().verdicts
         if name not in verdicts:
-            pytest.skip(f"preflight failed: {verdicts['cluster'].summary}")
+            pytest.skip(f"{PREFLIGHT_SKIP}{verdicts['cluster'].summary}")
         return verdicts[name]
 
     def check(self, verdict: Verdict) -> None:

@@ -85,6 +85,17 @@ def test_node_down_fails_preflight_and_the_rest_skip_with_its_reason(pytester: p
     run.result.stdout.fnmatch_lines(["SKIPPED 22 items: preflight failed: node set: sim-node-14: NotReady*"])
 
 
+def test_an_unusable_cluster_fails_the_run_even_when_the_preflight_items_are_deselected(
+    pytester: pytest.Pytester,
+) -> None:
+    """`-k fabric` on a cluster with a node down once gave "4 skipped" and exit 0."""
+    run = run_suite(pytester, "-k", "fabric", "--sim-fault=node-down@sim-node-05")
+    assert set(run.outcomes.values()) == {"skipped"}
+    assert len(run.outcomes) == len(FABRIC)
+    assert run.result.ret == 1
+    run.result.stdout.fnmatch_lines(["NOT ACCEPTED: the cluster is unusable (see the preflight); the run fails"])
+
+
 def test_xdist_gives_the_same_verdicts_and_objects_as_one_process(pytester: pytest.Pytester) -> None:
     one = run_suite(pytester, "--sim-fault=nic-degraded@sim-node-07", "-p", "no:xdist")
     one_outcomes, one_objects = one.outcomes, one.objects_created()
