@@ -7,9 +7,9 @@ Human summary by default, `--json` for scripts. Exit 0 pass, 1 fail, 3 inconclus
 from __future__ import annotations
 
 import argparse
-import math
 import dataclasses
 import json
+import math
 import sys
 from pathlib import Path
 from typing import Any
