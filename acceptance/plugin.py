@@ -48,18 +48,22 @@ def pytest_configure(config: pytest.Config) -> None:
         if _targets_suite(config):
             raise pytest.UsageError(USAGE)
         return
+    from acceptance.report.sign import SignOptions, check_signing
     from acceptance.session import AcceptanceSession
 
+    sign = SignOptions.from_options(
+        no_sign=settings["no_sign"].value, sign_key=settings["sign_key"].value, environ=os.environ
+    )
+    if sign.key is not None and not hasattr(config, "workerinput"):
+        problem = check_signing(sign)  # asked for a signature: know now, not after a six-hour run
+        if problem:
+            raise pytest.UsageError(f"--sign-key: {problem}")
     session = AcceptanceSession.open(config, settings)
     config.stash[SESSION] = session
     config.pluginmanager.register(ActiveRun(session), "recovery-acceptance-run")
     if session.controller and session.report_folder is not None:
         from acceptance.report.session import ReportingPlugin
-        from acceptance.report.sign import SignOptions
 
-        sign = SignOptions.from_options(
-            no_sign=session.value("no_sign"), sign_key=session.value("sign_key"), environ=os.environ
-        )
         reporting = ReportingPlugin(
             config, session.report_folder, sign, session.provenance(), simulated=session.simulated,
             started_utc=session.context.started,

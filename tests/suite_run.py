@@ -92,7 +92,8 @@ class SuiteRun:
 
 def run_suite(pytester: pytest.Pytester, *args: str, baselines: Path | None = None) -> SuiteRun:
     base = baselines or sim_cluster_folder(pytester.path).parent
-    report_dir = pytester.path / "report"
+    runs = sum(1 for _ in pytester.path.glob("report*"))
+    report_dir = pytester.path / ("report" if not runs else f"report-{runs + 1}")  # a report folder is never reused
     junit = pytester.path / "junit.xml"
     result = pytester.runpytest_subprocess(
         str(SUITE),

@@ -115,6 +115,12 @@ class ReportingPlugin:
             self.result = finalize(self.folder, junit_path(self.config), data, self.sign)
         except Exception as exc:  # reporting must never change the run's outcome
             self.error = f"the report could not be completed: {exc!r}"
+        asked = self.sign.enabled and self.sign.key is not None
+        if asked and (self.result is None or not self.result.signing.signed):
+            why = self.result.signing.problem if self.result is not None else self.error
+            self.error = f"the report is NOT signed although --sign-key was given: {why}; the run fails"
+            if session.exitstatus == 0:
+                session.exitstatus = pytest.ExitCode.TESTS_FAILED
         return outcome
 
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
