@@ -1,7 +1,9 @@
 """`acceptance verify FILE|DIR`: check a signed junit file or a whole report folder.
 
-Exit 0 verified, 1 verification failed (a changed file, a bad or missing signature,
-a signer the allowed-signers file does not allow), 2 unreadable input.
+Exit 0 verified against a trust list, 1 verification failed (a changed file, a bad or
+missing signature, a signer the allowed-signers file does not allow, a manifest entry
+outside the folder), 2 unreadable input, 3 consistent but the signer UNTRUSTED (no
+--allowed-signers: any key that re-signed the report would match its own signature).
 """
 
 from __future__ import annotations
@@ -21,8 +23,8 @@ def register(subparsers: Any) -> None:
         description=(
             "Check FILE against FILE.sig, or a report folder: MANIFEST.json.sig, every sha256 in "
             "MANIFEST.json and the junit signature. Without --allowed-signers the signature is "
-            "checked against the key embedded in it and the signer's fingerprint is printed, "
-            "unchecked against any trust list."
+            "checked against the key embedded in it, the signer's fingerprint is printed as "
+            "UNTRUSTED and the exit status is 3, never 0."
         ),
     )
     parser.add_argument("path", type=Path, metavar="FILE|DIR", help="a signed file or a report folder")

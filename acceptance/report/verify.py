@@ -8,6 +8,7 @@ and says what is wrong with it and which key signed.
 
 from __future__ import annotations
 
+import re
 import shutil
 import subprocess
 from dataclasses import dataclass
@@ -40,22 +41,34 @@ class VerifyResult:
 
     @property
     def exit_status(self) -> int:
-        """0 verified, 1 verification failed, 2 unreadable input."""
+        """0 verified against a trust list, 1 failed, 2 unreadable, 3 consistent but the signer UNTRUSTED.
+
+        Without a trust list a signature only proves that the files match *some* key: a report
+        re-signed with any key would pass, so that is never a plain success.
+        """
         if self.unreadable is not None:
             return 2
-        return 0 if self.ok else 1
+        if not self.ok:
+            return 1
+        return 0 if self.trusted else 3
 
     def lines(self) -> list[str]:
         out = [f"{'OK  ' if c.ok else 'FAIL'} {c.subject}: {c.detail}" for c in self.checks]
         if self.unreadable is not None:
             out.append(f"ERROR {self.unreadable}")
-        if self.checks and not self.trusted and self.unreadable is None:
+        if self.ok and not self.trusted:
+            signers = sorted({m.group(1) for c in self.checks if (m := _SIGNER.search(c.detail))})
             out.append(
-                "note: signers were NOT checked against a trust list; pass --allowed-signers FILE "
-                "to check that the key belongs to someone you trust"
+                f"UNTRUSTED signer {', '.join(signers) or '(unknown)'}: the signatures match, but the key was not "
+                "checked against a trust list; pass --allowed-signers FILE (both parties' keys)"
             )
+            out.append("consistent, signer UNTRUSTED")
+            return out
         out.append("verified" if self.ok else ("unreadable" if self.unreadable else "verification FAILED"))
         return out
+
+
+_SIGNER = re.compile(r"by \S+ key (SHA256:\S+)")
 
 
 class _Unreadable(Exception):
