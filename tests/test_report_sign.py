@@ -351,6 +351,6 @@ def test_a_manifest_entry_outside_the_report_folder_is_refused(tmp_path, key, al
     assert sign_files([folder / MANIFEST_NAME], SignOptions(key=key)).signed, "re-signed by the trusted key itself"
     result = verify(folder, allowed_signers)
     assert result.exit_status == 1
-    refused = [c for c in result.checks if c.subject == listed]
-    assert refused and not refused[0].ok
-    assert refused[0].detail.startswith("refused: ")
+    (refused,) = [c for c in result.checks if c.subject == listed]
+    assert not refused.ok
+    assert refused.detail.startswith("refused: ")
