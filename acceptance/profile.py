@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from acceptance import schemas
+from acceptance.clusters.base import EnvValue
 from acceptance.errors import ParseError, ProfileError, UsageError
 from acceptance.margins import Margins
 from acceptance.units import parse_duration
@@ -38,7 +39,7 @@ class SmokeSpec:
 
     command: tuple[str, ...]
     pre_incident_command: tuple[str, ...] | None
-    env: Mapping[str, str]
+    env: Mapping[str, EnvValue]
     format: str | None
     restore_step: int | None
     warmup_steps: int | None
@@ -91,6 +92,24 @@ class Profile:
             if test.name == name:
                 return test
         raise UsageError(f"{self.path}: no nccl test named {name!r} (have: {', '.join(self.test_names)})")
+
+    def secret_values(self) -> dict[str, str]:
+        """Credentials written in clear in the profile (env entries with a secret's name): name → value.
+
+        A report is searched for these before it is signed. The recommended way keeps them
+        out of the profile: ``NAME: {valueFrom: {secretKeyRef: {name: ..., key: ...}}}``.
+        """
+        from acceptance.report.secrets import is_secret_name
+
+        envs: list[Mapping[str, Any]] = [self.kube.get("env") or {}, *(t.env for t in self.nccl_tests)]
+        if self.smoke is not None:
+            envs.append(self.smoke.env)
+        return {
+            name: str(value)
+            for env in envs
+            for name, value in env.items()
+            if is_secret_name(name) and isinstance(value, str | int) and str(value)
+        }
 
     @property
     def test_names(self) -> tuple[str, ...]:
@@ -147,6 +166,11 @@ def _strings(values: Sequence[Any]) -> tuple[str, ...]:
 
 def _env(raw: Mapping[str, Any] | None) -> dict[str, str]:
     return {str(k): str(v) for k, v in (raw or {}).items()}
+
+
+def workload_env(raw: Mapping[str, Any] | None) -> dict[str, EnvValue]:
+    """A workload environment (`kube.env`, `smoke.env`): values as text, secret references as they are."""
+    return {str(k): dict(v) if isinstance(v, Mapping) else str(v) for k, v in (raw or {}).items()}
 
 
 def _build(doc: Document) -> Profile:
@@ -220,7 +244,7 @@ def _build(doc: Document) -> Profile:
         smoke = SmokeSpec(
             command=_strings(raw_smoke["command"]),
             pre_incident_command=_strings(pre) if pre else None,
-            env=_env(raw_smoke.get("env")),
+            env=workload_env(raw_smoke.get("env")),
             format=raw_smoke.get("format"),
             restore_step=raw_smoke.get("restore_step"),
             warmup_steps=raw_smoke.get("warmup_steps"),

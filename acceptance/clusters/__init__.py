@@ -8,10 +8,13 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from acceptance.clusters.base import Cluster
 from acceptance.errors import ClusterError, UsageError
-from acceptance.profile import Profile
+
+if TYPE_CHECKING:
+    from acceptance.profile import Profile
 
 __all__ = ["Cluster", "Draft", "draft_profile", "open"]
 

@@ -14,6 +14,9 @@ from datetime import datetime
 from typing import Any, Literal, Protocol
 
 WorkloadKind = Literal["nccl", "dcgm", "smoke", "node"]
+# An environment value: plain text, or a reference to where the cluster keeps it
+# (``{"valueFrom": {"secretKeyRef": {"name": ..., "key": ...}}}``): credentials never enter a manifest.
+EnvValue = str | Mapping[str, Any]
 RunStatus = Literal["succeeded", "failed", "timeout", "unschedulable", "error"]
 
 
@@ -52,7 +55,7 @@ class SmokeWorkload:
     nodes: tuple[str, ...]
     gpus_per_node: int
     argv: tuple[str, ...]
-    env: Mapping[str, str] = field(default_factory=dict)
+    env: Mapping[str, EnvValue] = field(default_factory=dict)
     deadline_s: float = 3600.0
 
 

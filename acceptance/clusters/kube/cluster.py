@@ -111,7 +111,8 @@ class KubeCluster:
         return {}
 
     def workload_env(self) -> Mapping[str, str]:
-        return self.settings.env
+        """The profile's plain values (a secret reference is the cluster's to resolve, not ours)."""
+        return {k: v for k, v in self.settings.env.items() if isinstance(v, str)}
 
     def close(self) -> None:
         self.api.close()

@@ -7,7 +7,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from acceptance.clusters.base import EnvValue
 from acceptance.errors import ProfileError
+from acceptance.profile import workload_env
 from acceptance.units import parse_duration
 
 MANAGED_BY_KEY = "app.kubernetes.io/managed-by"
@@ -42,7 +44,7 @@ class KubeSettings:
     gpu_resource: str = "nvidia.com/gpu"
     rdma_resources: Mapping[str, int] = field(default_factory=dict)
     tolerations: tuple[Mapping[str, Any], ...] = ()
-    env: Mapping[str, str] = field(default_factory=dict)
+    env: Mapping[str, EnvValue] = field(default_factory=dict)
     service_account: str | None = None
     ttl_seconds_after_finished: int = 600
     scheduling_timeout_s: float = 300.0
@@ -78,7 +80,7 @@ class KubeSettings:
             gpu_resource=str(data.get("gpu_resource", "nvidia.com/gpu")),
             rdma_resources={str(k): int(v) for k, v in dict(data.get("rdma_resources") or {}).items()},
             tolerations=tuple(dict(t) for t in data.get("tolerations") or ()),
-            env={str(k): str(v) for k, v in dict(data.get("env") or {}).items()},
+            env=workload_env(data.get("env")),
             service_account=data.get("service_account"),
             ttl_seconds_after_finished=int(data.get("ttl_seconds_after_finished", 600)),
             scheduling_timeout_s=_seconds(timeout, "scheduling_timeout", source),
