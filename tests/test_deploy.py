@@ -29,7 +29,6 @@ RARELY_USED = {
     ("batch", "jobs", "get"): "read back a Job whose create landed before a retried request",
     ("kubeflow.org", "mpijobs", "get"): "read back an MPIJob whose create landed before a retried request",
     ("", "pods", "delete"): "acceptance cleanup: a crashed run's pods",
-    ("", "configmaps", "delete"): "acceptance cleanup: a crashed run's ConfigMaps",
 }
 
 

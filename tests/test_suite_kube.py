@@ -31,12 +31,14 @@ def served(tmp_path: Path) -> Iterator[Path]:
         yield kubeconfig
 
 
-def kube_profile(base: Path, kubeconfig: Path) -> Path:
+def kube_profile(base: Path, kubeconfig: Path, lease: str | None = None) -> Path:
     data = yaml.safe_load((ROOT / "baselines" / "sim" / "cluster.yaml").read_text())
     data["cluster"] = "remote"
     data["backend"] = "kube"
     del data["sim"]
     data["kube"]["kubeconfig"] = str(kubeconfig)
+    if lease:
+        data["kube"]["lease"] = lease
     folder = base / "baselines" / "remote"
     folder.mkdir(parents=True)
     (folder / "cluster.yaml").write_text(yaml.safe_dump(data, sort_keys=False))
@@ -84,7 +86,9 @@ def test_ctrl_c_during_diagnostics_leaves_no_object_behind(served: Path, tmp_pat
 
 
 def test_a_killed_run_leaves_objects_that_preflight_reports_and_cleanup_removes(served: Path, tmp_path: Path) -> None:
-    folder = kube_profile(tmp_path, served)
+    """Once its lease has run out, a killed run's objects are leftovers: preflight names them and
+    `acceptance cleanup` removes them (a live run's objects are kept: tests/test_kube_e2e.py)."""
+    folder = kube_profile(tmp_path, served, lease="3s")
     common = [f"--baselines-dir={folder.parent}", "--no-sign", "-p", "no:cacheprovider", "--record-baseline"]
     proc = subprocess.Popen(
         [sys.executable, "-m", "pytest", str(ROOT / "acceptance"), "--cluster=remote", *common,
@@ -99,6 +103,8 @@ def test_a_killed_run_leaves_objects_that_preflight_reports_and_cleanup_removes(
     proc.wait(timeout=30)
     left = labelled_objects(served)
     assert left
+    assert any(name.startswith("configmap/ra-lease-") for name in left), "the run held a lease"
+    time.sleep(4)  # the lease runs out
 
     second = subprocess.run(
         [sys.executable, "-m", "pytest", str(ROOT / "acceptance"), "--cluster=remote", *common,

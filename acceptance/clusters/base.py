@@ -290,6 +290,23 @@ class NodeInfo:
 
 
 @dataclass(frozen=True)
+class Leftover:
+    """An object or process of another run of this harness (``kind/name``).
+
+    `live_until` is set when that run still holds its lease: it is running now (or crashed
+    less than a lease ago); None means its run is gone and the object is a leftover to remove.
+    """
+
+    object: str
+    run_id: str
+    live_until: datetime | None = None
+
+    def __str__(self) -> str:
+        state = f"live, lease until {self.live_until:%Y-%m-%dT%H:%M:%SZ}" if self.live_until else "run ended"
+        return f"{self.object} (run {self.run_id}, {state})"
+
+
+@dataclass(frozen=True)
 class ClusterInventory:
     server_version: str
     nodes: tuple[NodeInfo, ...]
@@ -332,12 +349,14 @@ class Cluster(Protocol):
 
     def events(self, nodes: Sequence[str], since: datetime) -> list[ClusterEvent]: ...
 
-    def leftovers(self) -> list[str]:
-        """Objects that earlier runs of this harness left behind (``kind/name``)."""
+    def leftovers(self) -> list[Leftover]:
+        """Objects of other runs of this harness: those of live runs (a lease) and those crashed runs left."""
         ...
 
-    def remove_leftovers(self, older_than_s: float | None, dry_run: bool = False) -> list[str]:
-        """Delete (or, dry, list) what runs of this harness left behind; what was found (``kind/name``)."""
+    def remove_leftovers(
+        self, older_than_s: float | None, dry_run: bool = False, include_live: bool = False
+    ) -> list[Leftover]:
+        """Delete (or, dry, list) what ended runs left behind; a live run's objects only with `include_live`."""
         ...
 
     def cleanup(self) -> None:

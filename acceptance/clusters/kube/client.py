@@ -118,6 +118,7 @@ class KubeApi:
             attempt += 1
             self.calls += 1
             try:
+                kwargs.setdefault("_request_timeout", self.retry.request_timeout)
                 resp = fn(*args, _preload_content=False, **kwargs)
                 data = resp.data
                 return json.loads(data) if data else {}
@@ -149,7 +150,9 @@ class KubeApi:
             self.calls += 1
             try:
                 kwargs: dict[str, Any] = {"tail_lines": tail_lines} if tail_lines is not None else {}
-                resp: Any = self.core.read_namespaced_pod_log(pod, namespace, _preload_content=False, **kwargs)
+                resp: Any = self.core.read_namespaced_pod_log(
+                    pod, namespace, _preload_content=False, _request_timeout=self.retry.request_timeout, **kwargs
+                )
                 return str(resp.data.decode(errors="replace"))
             except ApiException as exc:
                 if int(exc.status or 0) not in TRANSIENT or attempt == self.retry.attempts:

@@ -20,12 +20,14 @@ from acceptance.clusters.base import (
     ClusterEvent,
     ClusterInventory,
     Handle,
+    Leftover,
     NodeInfo,
     RunResult,
     Workload,
 )
-from acceptance.clusters.kube.cleanup import delete_labelled, delete_run, list_labelled, older_than
+from acceptance.clusters.kube.cleanup import delete_labelled, delete_run, list_labelled, live_runs, older_than
 from acceptance.clusters.kube.client import KubeApi, KubeApiError, build_api_client
+from acceptance.clusters.kube.lease import Lease
 from acceptance.clusters.kube.manifests import MPI_API_VERSION, label_value, manifest_for, run_selector
 from acceptance.clusters.kube.settings import KubeSettings
 from acceptance.clusters.kube.status import parse_time
@@ -67,6 +69,7 @@ class KubeCluster:
         self._mpi_checked = False
         self._previous: dict[int, Any] = {}
         self._cleaned = False
+        self.lease = Lease(self.api, settings.namespace, label_value(run_id), settings.lease_s)
         self.in_cluster = settings.kubeconfig is None and bool(os.environ.get("KUBERNETES_SERVICE_HOST"))
 
     @classmethod
@@ -115,6 +118,7 @@ class KubeCluster:
         return {k: v for k, v in self.settings.env.items() if isinstance(v, str)}
 
     def close(self) -> None:
+        self.lease.release()
         self.api.close()
 
     def inventory(self) -> ClusterInventory:
@@ -147,6 +151,7 @@ class KubeCluster:
         manifests = [manifest_for(self.settings, self.run_id, w) for w in workloads]
         if any(m["kind"] == "MPIJob" for m in manifests):
             self._check_mpi_operator()
+        self.lease.hold()
         handles = []
         for workload, manifest in zip(workloads, manifests, strict=True):
             self._create(manifest)
@@ -201,22 +206,29 @@ class KubeCluster:
                                         ev.get("message", ""), ev.get("type", "Normal")))  # fmt: skip
         return sorted(out, key=lambda e: e.time or since)
 
-    def leftovers(self) -> list[str]:
-        """Labelled objects of earlier runs of this harness in the namespace."""
+    def leftovers(self) -> list[Leftover]:
+        """Labelled objects of other runs of this harness in the namespace, live or ended."""
         mine = label_value(self.run_id)
-        return [str(i) for i in list_labelled(self.api, self.settings.namespace) if i.run_id != mine]
+        items = [i for i in list_labelled(self.api, self.settings.namespace) if i.run_id != mine]
+        live = live_runs(items)
+        return [Leftover(f"{i.kind}/{i.name}", i.run_id, live.get(i.run_id)) for i in items]
 
-    def remove_leftovers(self, older_than_s: float | None, dry_run: bool = False) -> list[str]:
-        """Delete the harness's labelled objects (older than `older_than_s`); what was found."""
-        found = older_than(list_labelled(self.api, self.settings.namespace), older_than_s)
+    def remove_leftovers(
+        self, older_than_s: float | None, dry_run: bool = False, include_live: bool = False
+    ) -> list[Leftover]:
+        """Delete ended runs' labelled objects (older than `older_than_s`; live runs' too if asked); what was found."""
+        items = [i for i in list_labelled(self.api, self.settings.namespace) if i.run_id != label_value(self.run_id)]
+        live = live_runs(items)
+        found = [i for i in older_than(items, older_than_s) if include_live or i.run_id not in live]
         if not dry_run:
             delete_labelled(self.api, self.settings.namespace, found)
-        return [str(item) for item in found]
+        return [Leftover(f"{i.kind}/{i.name}", i.run_id, live.get(i.run_id)) for i in found]
 
     def cleanup(self) -> None:
         """Delete everything of this run; raise if anything is still there afterwards."""
         if self._cleaned:
             return
+        self.lease.release()
         left = delete_run(self.api, self.settings.namespace, run_selector(self.run_id))
         self._cleaned = not left
         if left:

@@ -33,6 +33,13 @@ class ApiRetry:
     attempts: int = 6
     backoff_s: float = 0.2
     max_backoff_s: float = 5.0
+    connect_timeout_s: float = 10.0  # every request: a black-holed connection fails, and is retried, in bounded time
+    read_timeout_s: float = 60.0
+
+    @property
+    def request_timeout(self) -> tuple[float, float]:
+        """The client's ``_request_timeout``: (connect, read) seconds."""
+        return (self.connect_timeout_s, self.read_timeout_s)
 
 
 @dataclass(frozen=True)
@@ -50,6 +57,7 @@ class KubeSettings:
     scheduling_timeout_s: float = 300.0
     api_retry: ApiRetry = field(default_factory=ApiRetry)
     ssh_port: int = 22
+    lease_s: float = 90.0  # a run renews its lease every third of this; a crashed run's objects are leftovers after it
 
     def image(self, kind: str) -> str:
         try:
@@ -63,7 +71,7 @@ class KubeSettings:
         known = {
             "kubeconfig", "context", "namespace", "images", "gpu_resource", "rdma_resources",
             "tolerations", "env", "service_account", "ttl_seconds_after_finished",
-            "scheduling_timeout", "scheduling_timeout_s", "api_retry", "ssh_port",
+            "scheduling_timeout", "scheduling_timeout_s", "api_retry", "ssh_port", "lease",
         }  # fmt: skip
         unknown = sorted(set(data) - known)
         if unknown:
@@ -89,4 +97,5 @@ class KubeSettings:
                 backoff_s=_seconds(retry.get("backoff", 0.2), "api_retry.backoff", source, allow_zero=True),
             ),
             ssh_port=int(data.get("ssh_port", 22)),
+            lease_s=_seconds(data.get("lease", 90), "lease", source),
         )

@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     from acceptance.sim.kubeapi.server import EmulatedApi
 
 MAX_WATCH_S = 1800.0
+BLACKHOLE_S = 600.0  # a black-holed request is held this long at most (or until the emulator stops)
 
 
 class Server(ThreadingHTTPServer):
@@ -86,6 +87,13 @@ class Handler(BaseHTTPRequestHandler):
             parts = [p for p in url.path.split("/") if p]
             if api.faults.latency_s:
                 time.sleep(api.faults.latency_s)
+            if api.inject(api.faults.cut_rate, parts):
+                self.close_connection = True
+                return  # no status line: the client sees the connection end
+            if api.inject(api.faults.blackhole_rate, parts):
+                self.close_connection = True
+                api.store_stopped_or(BLACKHOLE_S)
+                return
             if api.inject_error(parts):
                 code = api.rng_choice((500, 503, 429))
                 reason = {500: "InternalError", 503: "ServiceUnavailable", 429: "TooManyRequests"}[code]
@@ -165,6 +173,8 @@ class Handler(BaseHTTPRequestHandler):
                 self._send_json(200, api.store.require(res.name, namespace or "", name))
         elif method == "POST" and name is None:
             self._send_json(201, api.create(res, namespace, self._body()))
+        elif method == "PATCH" and name is not None and sub is None:
+            self._send_json(200, api.merge_patch(res, namespace or "", name, self._body()))
         elif method == "DELETE":
             body = self._body()
             policy = query.get("propagationPolicy") or body.get("propagationPolicy") or "Background"

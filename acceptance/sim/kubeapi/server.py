@@ -160,6 +160,18 @@ class EmulatedApi:
                     handle.write(json.dumps(dict(zip(("verb", "group", "resource", "namespace"), key, strict=True))))
                     handle.write("\n")
 
+    def inject(self, rate: float, parts: list[str]) -> bool:
+        """Whether this request gets a fault of `rate` (discovery and the version are spared, as with errors)."""
+        if not rate or parts in (["version"], ["api"], ["apis"]) or len(parts) <= 3:
+            return False
+        with self._lock:
+            return bool(self._rng.random() < rate)
+
+    def store_stopped_or(self, seconds: float) -> None:
+        """Wait until the emulator stops, `seconds` at most (a black-holed request's silence)."""
+        with self.store.cond:
+            self.store.cond.wait_for(lambda: bool(self.store.stopped), timeout=seconds)
+
     def inject_error(self, parts: list[str]) -> bool:
         if not self.faults.error_rate or parts in (["version"], ["api"], ["apis"]) or len(parts) <= 3:
             return False
@@ -202,6 +214,25 @@ class EmulatedApi:
         if res.name in ("jobs", "mpijobs", "pods"):
             body["status"] = {"phase": "Pending"} if res.name == "pods" else {}
         return self.store.create(res.name, body)
+
+    def merge_patch(self, res: disc.Resource, namespace: str, name: str, patch: Obj) -> Obj:
+        """A JSON merge patch (what a strategic merge patch of plain fields does too); null removes a field."""
+        if set(patch) - {"metadata", "data", "spec"}:
+            raise ApiError(422, "Invalid", f"the emulator patches metadata, data and spec only, not {sorted(patch)}")
+
+        def merge(target: Obj, change: Obj) -> None:
+            for key, value in change.items():
+                if value is None:
+                    target.pop(key, None)
+                elif isinstance(value, dict) and isinstance(target.get(key), dict):
+                    merge(target[key], value)
+                else:
+                    target[key] = value
+
+        found = self.store.update(res.name, namespace, name, lambda obj: merge(obj, patch))
+        if found is None:
+            raise ApiError(404, "NotFound", f'{res.name} "{name}" not found')
+        return found
 
     def delete(self, res: disc.Resource, namespace: str, name: str, policy: str) -> Obj:
         if policy not in ("Foreground", "Background", "Orphan"):
