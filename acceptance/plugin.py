@@ -7,9 +7,12 @@ The state of an active run lives in one `AcceptanceSession`, kept in ``config.st
 from __future__ import annotations
 
 import os
+import signal
 import sys
+import threading
 from collections.abc import Generator
 from pathlib import Path
+from types import FrameType
 from typing import TYPE_CHECKING, Any
 
 import pytest
@@ -60,7 +63,10 @@ def pytest_configure(config: pytest.Config) -> None:
             raise pytest.UsageError(f"--sign-key: {problem}")
     session = AcceptanceSession.open(config, settings)
     config.stash[SESSION] = session
-    config.pluginmanager.register(ActiveRun(session), "recovery-acceptance-run")
+    active = ActiveRun(session)
+    config.pluginmanager.register(active, "recovery-acceptance-run")
+    if session.controller:
+        active.catch_signals()
     if session.controller and session.report_folder is not None:
         from acceptance.report.session import ReportingPlugin
 
@@ -74,6 +80,9 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
+    active = config.pluginmanager.get_plugin("recovery-acceptance-run")
+    if isinstance(active, ActiveRun):
+        active.restore_signals()
     session = config.stash.get(SESSION, None)
     if session is not None:
         for problem in session.close():
@@ -103,6 +112,24 @@ class ActiveRun:
         self.failures: list[str] = []
         self.skips: dict[str, int] = {}
         self.record_message: tuple[str, bool] | None = None
+        self.interrupted_by: str | None = None
+        self._previous: dict[int, Any] = {}
+
+    def catch_signals(self) -> None:
+        """SIGINT and SIGTERM end the run the same way: objects deleted, an INTERRUPTED report signed."""
+        if threading.current_thread() is not threading.main_thread():
+            return
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            self._previous[sig] = signal.signal(sig, self._on_signal)
+
+    def _on_signal(self, signum: int, frame: FrameType | None) -> None:
+        self.interrupted_by = signal.Signals(signum).name
+        raise KeyboardInterrupt(self.interrupted_by)
+
+    def restore_signals(self) -> None:
+        for sig, handler in self._previous.items():
+            signal.signal(sig, handler)
+        self._previous.clear()
 
     def pytest_report_header(self) -> list[str]:
         return self.session.header_lines()
@@ -189,6 +216,11 @@ class ActiveRun:
     @pytest.hookimpl(tryfirst=True)
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
         if not self.session.controller:
+            return
+        if session.exitstatus == pytest.ExitCode.INTERRUPTED:
+            # delete everything first, then the report says what had finished
+            for problem in self.session.close_cluster_work():
+                print(f"recovery-acceptance: {problem}", file=sys.stderr)
             return
         unusable = sum(n for reason, n in self.skips.items() if reason.startswith(PREFLIGHT_SKIP))
         if unusable and session.exitstatus == 0:

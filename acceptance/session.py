@@ -189,15 +189,21 @@ class AcceptanceSession:
             lines.append("settings: " + ", ".join(origins))
         return lines
 
+    def close_cluster_work(self) -> list[str]:
+        """Delete every object of the run now (the controller only; done once). Returns problems."""
+        if not self.controller:
+            return []
+        try:
+            self.cluster.cleanup()
+        except AcceptanceError as exc:
+            return [f"cleanup of run {self.context.run_id} incomplete: {exc}"]
+        return []
+
     def close(self) -> list[str]:
         """Release what the run holds; the controller deletes every object of the run. Returns problems."""
         problems: list[str] = []
         try:
-            if self.controller:
-                try:
-                    self.cluster.cleanup()
-                except AcceptanceError as exc:
-                    problems.append(f"cleanup of run {self.context.run_id} incomplete: {exc}")
+            problems = self.close_cluster_work()
         finally:
             self.cluster.close()
             if self.controller:

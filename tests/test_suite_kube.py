@@ -62,13 +62,20 @@ def labelled_objects(kubeconfig: Path) -> list[str]:
     return names
 
 
-def test_ctrl_c_during_diagnostics_leaves_no_object_behind(served: Path, tmp_path: Path) -> None:
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
+def test_an_interrupt_during_diagnostics_deletes_everything_then_signs_an_interrupted_report(
+    served: Path, tmp_path: Path, sig: signal.Signals
+) -> None:
+    """SIGTERM once left objects and wrote no report; SIGINT's report did not say it was interrupted."""
     folder = kube_profile(tmp_path, served)
+    key = tmp_path / "signing_key"
+    subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(key)], check=True)
+    report = tmp_path / "report"
     log = tmp_path / "pytest.out"
     with log.open("w") as handle:
         proc = subprocess.Popen(
             [sys.executable, "-m", "pytest", str(ROOT / "acceptance"), "--cluster=remote", "--record-baseline",
-             f"--baselines-dir={folder.parent}", f"--report-dir={tmp_path / 'report'}", "--no-sign",
+             f"--baselines-dir={folder.parent}", f"--report-dir={report}", f"--sign-key={key}",
              "-p", "no:cacheprovider", "-v"],
             stdout=handle, stderr=subprocess.STDOUT, cwd=tmp_path, env={**os.environ, "PYTHONUNBUFFERED": "1"},
         )  # fmt: skip
@@ -78,11 +85,21 @@ def test_ctrl_c_during_diagnostics_leaves_no_object_behind(served: Path, tmp_pat
         assert time.monotonic() < deadline, log.read_text()[-3000:]
         time.sleep(0.2)
     assert any(name.startswith("job/dcgm-") for name in labelled_objects(served))
-    proc.send_signal(signal.SIGINT)
-    assert proc.wait(timeout=120) != 0
+    proc.send_signal(sig)
+    assert proc.wait(timeout=120) == pytest.ExitCode.INTERRUPTED, log.read_text()[-3000:]
     assert labelled_objects(served) == [], log.read_text()[-3000:]
     assert "KeyboardInterrupt" in log.read_text()
     assert not list(folder.glob("handover-*.json")), "an interrupted run records nothing"
+    name = sig.name
+    assert f'name="interrupted" value="{name}"' in (report / "junit.xml").read_text()
+    assert f"INTERRUPTED ({name})" in (report / "report.html").read_text()
+    allowed = tmp_path / "allowed_signers"
+    allowed.write_text("oncall@provider " + " ".join(key.with_suffix(".pub").read_text().split()[:2]) + "\n")
+    verified = subprocess.run(
+        [sys.executable, "-m", "acceptance", "verify", str(report), "--allowed-signers", str(allowed)],
+        capture_output=True, text=True, check=False, timeout=120,
+    )  # fmt: skip
+    assert verified.returncode == 0, verified.stdout + verified.stderr
 
 
 def test_a_killed_run_leaves_objects_that_preflight_reports_and_cleanup_removes(served: Path, tmp_path: Path) -> None:

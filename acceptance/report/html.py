@@ -19,6 +19,7 @@ th,td{border:1px solid #ccc;padding:.25em .5em;text-align:left;vertical-align:to
 th{background:#f2f2f2}
 td:first-child{white-space:nowrap}
 .banner{background:#b8860b;color:#fff;font-weight:bold;font-size:1.3em;text-align:center;padding:.6em;letter-spacing:.1em}
+.banner.interrupted{background:#8b0000}
 .unsigned{background:#8b0000;color:#fff;padding:.5em 1em;font-weight:bold}
 .signed{background:#e8f4ea;border:1px solid #9c9;padding:.5em 1em}
 .margin-note{background:#fff3cd;border:1px solid #d4a000;padding:.5em 1em;margin-top:.3em}
@@ -181,6 +182,11 @@ def render_html(data: ReportData, *, signing: str, signed: bool, files: Iterable
         if data.simulated
         else ""
     )
+    if prov.get("interrupted"):
+        banner += (
+            f'<div class="banner interrupted">INTERRUPTED ({_e(prov["interrupted"])}): the run was stopped before '
+            "it finished; its cluster objects were deleted; below is what had finished</div>"
+        )
     sig_class = "signed" if signed else "unsigned"
     differ = prov.get("margins_differ") or {}
     notes = "".join(f'<div class="margin-note">{_e(line)}</div>' for line in differ.values())

@@ -111,6 +111,11 @@ class ReportingPlugin:
         end = datetime.now(UTC).isoformat(timespec="seconds")
         self.provenance["end_utc"] = end
         add_suite_properties(self.config, {"end_utc": end})
+        if session.exitstatus == pytest.ExitCode.INTERRUPTED:
+            active = self.config.pluginmanager.get_plugin("recovery-acceptance-run")
+            how = getattr(active, "interrupted_by", None) or "KeyboardInterrupt"
+            self.provenance["interrupted"] = how
+            add_suite_properties(self.config, {"interrupted": how})
         outcome = yield  # LogXML.pytest_sessionfinish writes the junit file here
         try:
             data = self.recorder.data(self.provenance, simulated=self.simulated)
