@@ -177,3 +177,14 @@ def test_a_busbw_that_is_not_a_number_fails_that_size_wherever_it_is(bad: float)
     healthy[judged[0].size] = bad
     status, summary = _judge(_replace_busbw(base, healthy), base)
     assert status is Status.FAIL, "one unusable size fails even when every other size is fine"
+
+
+def test_a_different_image_is_not_comparable() -> None:
+    base = _baseline()
+    then = dataclasses.replace(NcclConditions.of(base), image="repo/nccl-tests@sha256:aaa")
+    now = dataclasses.replace(NcclConditions.of(base), image="repo/nccl-tests@sha256:bbb")
+    verdict = judge_fabric(base, now, base, then, Margins())
+    assert verdict.status is Status.NOT_COMPARABLE
+    assert "image repo/nccl-tests@sha256:bbb now, repo/nccl-tests@sha256:aaa at handover" in verdict.summary
+    unrecorded = dataclasses.replace(then, image=None)  # a baseline from before images were recorded
+    assert judge_fabric(base, now, base, unrecorded, Margins()).status is Status.PASS

@@ -190,6 +190,7 @@ class RunResult:
     events: tuple[Mapping[str, str], ...]
     manifests: tuple[Mapping[str, object], ...]
     log_tail: str
+    image: str = ""  # the tool's image as the cluster ran it: with its digest when the cluster reports one
 
     @property
     def ok(self) -> bool:
@@ -215,6 +216,7 @@ class RunResult:
             "events": [dict(e) for e in self.events],
             "manifests": [dict(m) for m in self.manifests],
             "log_tail": self.log_tail,
+            "image": self.image,
         }
 
     @classmethod
@@ -235,6 +237,7 @@ class RunResult:
             events=tuple(doc["events"]),
             manifests=tuple(doc["manifests"]),
             log_tail=doc["log_tail"],
+            image=str(doc.get("image", "")),
         )
 
     def rank_placement(self, rank_hosts: Mapping[int, str]) -> dict[int, RankPlacement]:

@@ -8,6 +8,7 @@ baseline too (`RunContext.margins`). Adds to a new baseline: each clean run and 
 
 from __future__ import annotations
 
+import dataclasses
 from typing import TYPE_CHECKING, Any
 
 from acceptance.clusters.base import NcclWorkload, RunResult
@@ -80,7 +81,7 @@ class Fabric:
                 tuple(f"line {e.line}: {e.text}" for e in capture.errors),
             )
         self._save_placement(name, result, run)
-        conditions = nccl.NcclConditions.of(run, test)
+        conditions = dataclasses.replace(nccl.NcclConditions.of(run, test), image=result.image or None)
         if ctx.baseline is None:
             if run.status == "ok" and capture.status == "ok":
                 self.run.folder.write_part("nccl", name, {

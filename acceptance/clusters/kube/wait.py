@@ -25,6 +25,7 @@ from acceptance.clusters.kube.status import (
     Obj,
     conditions,
     container_state,
+    image_of,
     owner_of,
     parse_time,
     pod_failure,
@@ -306,6 +307,7 @@ class Waiter:
             events=(),
             manifests=t.handle.manifests,
             log_tail="".join(output.splitlines(keepends=True)[-LOG_TAIL_LINES:]),
+            image=image_of(main) if main is not None else "",
         )
         self._delete(t)
 
