@@ -20,6 +20,7 @@ import pytest
 from acceptance import options
 
 if TYPE_CHECKING:
+    from acceptance.report.sign import SignOptions
     from acceptance.session import AcceptanceSession
     from acceptance.suite import Suite
 
@@ -63,7 +64,7 @@ def pytest_configure(config: pytest.Config) -> None:
             raise pytest.UsageError(f"--sign-key: {problem}")
     session = AcceptanceSession.open(config, settings)
     config.stash[SESSION] = session
-    active = ActiveRun(session)
+    active = ActiveRun(session, sign)
     config.pluginmanager.register(active, "recovery-acceptance-run")
     if session.controller:
         active.catch_signals()
@@ -107,8 +108,9 @@ def _targets_suite(config: pytest.Config) -> bool:
 class ActiveRun:
     """Hooks and fixtures that exist only while a run is active."""
 
-    def __init__(self, session: AcceptanceSession) -> None:
+    def __init__(self, session: AcceptanceSession, sign: SignOptions) -> None:
         self.session = session
+        self.sign = sign
         self.failures: list[str] = []
         self.skips: dict[str, int] = {}
         self.record_message: tuple[str, bool] | None = None
@@ -230,11 +232,23 @@ class ActiveRun:
             return
         if session.testscollected == 0 or self.session.config.option.collectonly:
             return
+        from acceptance.baseline_trust import sign_baseline
         from acceptance.errors import AcceptanceError
 
         try:
             path = self.session.record(self.failures)
-            self.record_message = (f"new handover baseline recorded: {path}", True)
+            signed = sign_baseline(path, self.sign)
+            if signed.signed:
+                self.record_message = (f"new handover baseline recorded and signed ({signed.describe()}): {path}", True)
+            else:
+                self.record_message = (
+                    f"new handover baseline recorded UNSIGNED ({signed.describe()}): {path}; later runs refuse it "
+                    "unless --allow-unsigned-baseline; sign it with `ssh-keygen -Y sign -n recovery-acceptance -f KEY "
+                    "FILE`",
+                    False,
+                )
+                if self.sign.key is not None and session.exitstatus == 0:
+                    session.exitstatus = pytest.ExitCode.TESTS_FAILED
             if self.session.report_folder is not None:
                 self.session.report_folder.add_file("baseline.json", path)
         except AcceptanceError as exc:

@@ -86,6 +86,7 @@ class Profile:
     kube: Mapping[str, Any]
     ssh: SshSettings | None
     sim: SimSettings | None
+    allowed_signers: Path | None = None
 
     def nccl_test(self, name: str) -> NcclTestSpec:
         for test in self.nccl_tests:
@@ -273,6 +274,7 @@ def _build(doc: Document) -> Profile:
         kube=dict(data.get("kube", {})),
         ssh=ssh,
         sim=sim,
+        allowed_signers=_relative(doc.path, data.get("allowed_signers")),
     )
 
 

@@ -21,6 +21,7 @@ import pytest
 
 from acceptance import __version__, clusters
 from acceptance.baseline import BaselineStore, LoadedBaseline, sha256_of
+from acceptance.baseline_trust import trust
 from acceptance.clusters.base import Cluster
 from acceptance.criteria import recording, site
 from acceptance.criteria.context import LogSources, RunContext
@@ -72,12 +73,15 @@ class AcceptanceSession:
             profile = load_profile(settings["cluster"].value, baselines_dir)
             profile.check_returned_nodes(settings["returned_nodes"].value)
             baseline = None if settings["record_baseline"].value else _latest(profile.path.parent)
+            trusted = "" if baseline is None else trust(
+                baseline, profile.allowed_signers, allow_unsigned=settings["allow_unsigned_baseline"].value
+            ).line  # fmt: skip
             context = RunContext.create(
                 profile, baseline, returned_nodes=settings["returned_nodes"].value, run_id=run_id, started=started,
                 ticket=settings["ticket"].value,
                 logs=LogSources(settings["smoke_log"].value, settings["pre_incident_log"].value,
                                 settings["restore_step"].value),
-                force_record=settings["force_record"].value,
+                force_record=settings["force_record"].value, baseline_trust=trusted,
             )  # fmt: skip
             found = config.hook.pytest_acceptance_site_checks(context=context)
             checks = tuple(check for checks_of_one in found for check in checks_of_one or ())
@@ -152,6 +156,7 @@ class AcceptanceSession:
         if ctx.baseline is not None:
             out["baseline"] = str(ctx.baseline.path)
             out["baseline_sha256"] = ctx.baseline.sha256
+            out["baseline_signature"] = ctx.baseline_trust
             c = ctx.baseline.baseline.conditions
             out["conditions"] = {
                 "nodes": len(c.nodes),
@@ -173,6 +178,7 @@ class AcceptanceSession:
         ]
         if ctx.baseline is not None:
             lines.append(f"baseline: {ctx.baseline.path} sha256:{ctx.baseline.sha256}")
+            lines.append(f"baseline signature: {ctx.baseline_trust}")
         else:
             lines.append("baseline: none loaded (recording a new handover baseline with the profile's margins)")
         lines.extend(f"MARGIN DIFFERS: {note}" for note in ctx.margin_notes.values())

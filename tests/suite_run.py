@@ -28,10 +28,35 @@ def sim_cluster_folder(base: Path, with_baseline: bool = True) -> Path:
         return folder
     folder.mkdir(parents=True)
     (folder / "cluster.yaml").write_text(sim_profile_text())
-    if with_baseline:
-        for baseline in (ROOT / "baselines" / "sim").glob("handover-*.json"):
-            shutil.copy(baseline, folder / baseline.name)
+    copy_agreement(folder, with_baseline=with_baseline)
     return folder
+
+
+DEMO_KEY = ROOT / "fixtures" / "keys" / "sim-baseline-demo-key"
+
+
+def sign_as_demo(path: Path) -> Path:
+    """Sign a simulated baseline with the simulator's demo key (fixtures/keys/README.md); the .sig path."""
+    import subprocess
+
+    key = path.parent / ".demo-key"
+    shutil.copy(DEMO_KEY, key)
+    key.chmod(0o600)
+    try:
+        subprocess.run(["ssh-keygen", "-q", "-Y", "sign", "-n", "recovery-acceptance", "-f", str(key), str(path)],
+                       check=True, capture_output=True)  # fmt: skip
+    finally:
+        key.unlink()
+    return path.with_name(path.name + ".sig")
+
+
+def copy_agreement(folder: Path, with_baseline: bool = True) -> None:
+    """The shipped sim baseline, its signature and the allowed signers, into a cluster folder."""
+    shipped = ROOT / "baselines" / "sim"
+    shutil.copy(shipped / "allowed_signers", folder / "allowed_signers")
+    if with_baseline:
+        for baseline in shipped.glob("handover-*.json*"):
+            shutil.copy(baseline, folder / baseline.name)
 
 
 @dataclass(frozen=True)
@@ -102,6 +127,7 @@ def run_suite(pytester: pytest.Pytester, *args: str, baselines: Path | None = No
         f"--report-dir={report_dir}",
         f"--junitxml={junit}",
         "--no-sign",
+        "--allow-unsigned-baseline",  # the shipped baseline is signed and checked; ones recorded here with --no-sign
         "-p",
         "no:cacheprovider",
         *args,

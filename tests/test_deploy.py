@@ -17,6 +17,7 @@ from acceptance import criteria
 from acceptance.options import OPTIONS, env_name
 from tests.served import served_cluster
 from tests.shared import SHARED, needs_shared
+from tests.suite_run import copy_agreement
 
 ROOT = Path(__file__).resolve().parents[1]
 DEPLOY = ROOT / "deploy"
@@ -150,8 +151,7 @@ def test_the_rbac_grants_exactly_what_a_whole_run_and_its_cleanup_use(tmp_path: 
         folder = tmp_path / "baselines" / "remote"
         folder.mkdir(parents=True)
         (folder / "cluster.yaml").write_text(yaml.safe_dump(data, sort_keys=False))
-        for baseline in (ROOT / "baselines" / "sim").glob("handover-*.json"):
-            (folder / baseline.name).write_bytes(baseline.read_bytes())
+        copy_agreement(folder)
         env = {**os.environ, "ACCEPTANCE_BASELINES_DIR": str(tmp_path / "baselines")}
         run = subprocess.run(
             [sys.executable, "-m", "pytest", str(ROOT / "acceptance"), "--cluster=remote", "--no-sign", "-q",

@@ -18,6 +18,7 @@ import yaml
 
 from acceptance.clusters.kube.manifests import managed_selector
 from tests.served import served_cluster
+from tests.suite_run import copy_agreement
 
 pytestmark = pytest.mark.slow
 
@@ -42,6 +43,7 @@ def kube_profile(base: Path, kubeconfig: Path, lease: str | None = None) -> Path
     folder = base / "baselines" / "remote"
     folder.mkdir(parents=True)
     (folder / "cluster.yaml").write_text(yaml.safe_dump(data, sort_keys=False))
+    copy_agreement(folder, with_baseline=False)
     return folder
 
 
@@ -187,8 +189,7 @@ def test_a_backend_it_cannot_honour_stops_the_run_and_touches_no_cluster(served:
     env = {**os.environ, "KUBECONFIG": str(served)}
     for extra in (["--record-baseline"], []):  # at handover, then judging against a copy of the sim baseline
         if not extra:
-            for baseline in (ROOT / "baselines" / "sim").glob("handover-*.json"):
-                (folder / baseline.name).write_bytes(baseline.read_bytes())
+            copy_agreement(folder)
         proc = subprocess.run(
             [sys.executable, "-m", "pytest", str(ROOT / "acceptance"), "--cluster=remote",
              f"--baselines-dir={tmp_path / 'baselines'}", "-p", "no:cacheprovider", "--no-sign",

@@ -1,8 +1,9 @@
-"""`acceptance baseline show NAME`, `diff NAME OLD NEW` and `amend NAME --margins-from-profile --reason TEXT`."""
+"""`acceptance baseline show|verify NAME`, `diff NAME OLD NEW`, `amend NAME --margins-from-profile --reason TEXT`."""
 
 from __future__ import annotations
 
 import argparse
+import sys
 from collections.abc import Mapping
 from datetime import UTC, datetime
 from pathlib import Path
@@ -28,6 +29,12 @@ def register(subparsers: Any) -> None:
     diff.add_argument("new", help="baseline file (or its name inside the cluster's folder)")
     diff.add_argument("--baselines-dir", type=Path, default=Path("baselines"), metavar="DIR")
     diff.set_defaults(func=_diff)
+    check = actions.add_parser(
+        "verify", help="check the latest baseline's signature against the profile's allowed signers; exit 1 if not"
+    )
+    check.add_argument("name")
+    check.add_argument("--baselines-dir", type=Path, default=Path("baselines"), metavar="DIR")
+    check.set_defaults(func=_verify)
     amend = actions.add_parser(
         "amend",
         help="agree new margins: write a new dated baseline with the profile's margins (the old file stays)",
@@ -73,6 +80,21 @@ def _show(args: argparse.Namespace) -> int:
     steps = b.smoke_step_times
     if steps:
         print(f"  smoke: {len(steps)} step times")
+    return 0
+
+
+def _verify(args: argparse.Namespace) -> int:
+    from acceptance.baseline_trust import trust
+    from acceptance.profile import load_profile
+
+    profile = load_profile(args.name, args.baselines_dir)
+    loaded = BaselineStore(profile.path.parent).latest()
+    try:
+        found = trust(loaded, profile.allowed_signers, allow_unsigned=False)
+    except BaselineError as exc:
+        print(f"FAIL {exc}", file=sys.stderr)
+        return 1
+    print(f"OK   {found.line}")
     return 0
 
 

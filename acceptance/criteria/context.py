@@ -40,6 +40,7 @@ class RunContext:
     ticket: str | None = None
     logs: LogSources = field(default_factory=LogSources)
     force_record: str | None = None
+    baseline_trust: str = ""  # how the baseline is trusted (signed by whom, or unsigned by request)
 
     @classmethod
     def create(
@@ -53,6 +54,7 @@ class RunContext:
         ticket: str | None = None,
         logs: LogSources | None = None,
         force_record: str | None = None,
+        baseline_trust: str = "",
     ) -> RunContext:
         """The context of a run; the margins come from `baseline` when there is one."""
         margins, notes = profile.margins, {}
@@ -70,6 +72,7 @@ class RunContext:
             ticket=ticket,
             logs=logs or LogSources(),
             force_record=force_record,
+            baseline_trust=baseline_trust,
         )
 
     @property

@@ -71,13 +71,13 @@ class VerifyResult:
 _SIGNER = re.compile(r"by \S+ key (SHA256:\S+)")
 
 
-class _Unreadable(Exception):
+class Unreadable(Exception):
     pass
 
 
 def _ssh_keygen(argv: list[str], data: bytes) -> subprocess.CompletedProcess[bytes]:
     if shutil.which("ssh-keygen") is None:
-        raise _Unreadable("ssh-keygen not found (install OpenSSH's client: apt-get install openssh-client)")
+        raise Unreadable("ssh-keygen not found (install OpenSSH's client: apt-get install openssh-client)")
     return subprocess.run(["ssh-keygen", *argv], input=data, capture_output=True, timeout=60, check=False)
 
 
@@ -96,17 +96,17 @@ def _principals(sig: Path, allowed_signers: Path) -> list[str]:
 def check_signature(
     path: Path, allowed_signers: Path | None = None, identity: str | None = None, label: str | None = None
 ) -> Check:
-    """Check `path` against `path.sig`; raises _Unreadable for input that cannot be read."""
+    """Check `path` against `path.sig`; raises Unreadable for input that cannot be read."""
     name = label or path.name
     sig = signature_path(path)
     if not path.is_file():
-        raise _Unreadable(f"{path}: no such file")
+        raise Unreadable(f"{path}: no such file")
     if not sig.is_file():
         return Check(name, False, f"not signed: {sig.name} is missing")
     try:
         info: SignatureInfo = parse_signature(sig.read_text(encoding="utf-8", errors="replace"), str(sig))
     except ParseError as exc:
-        raise _Unreadable(str(exc)) from exc
+        raise Unreadable(str(exc)) from exc
     who = f"{info.key_type} key {info.fingerprint}"
     if info.namespace != NAMESPACE:
         return Check(name, False, f"signed by {who} for namespace {info.namespace!r}, expected {NAMESPACE!r}")
@@ -117,7 +117,7 @@ def check_signature(
             return Check(name, True, f"good signature by {who} (signer not checked against a trust list)")
         return Check(name, False, f"content does not match the signature by {who}: the file changed after signing")
     if not allowed_signers.is_file():
-        raise _Unreadable(f"{allowed_signers}: allowed signers file not found")
+        raise Unreadable(f"{allowed_signers}: allowed signers file not found")
     identities = [identity] if identity else _principals(sig, allowed_signers)
     if not identities:
         return Check(name, False, f"signed by {who}, which is not in {allowed_signers}")
@@ -158,7 +158,7 @@ def _verify_folder(folder: Path, allowed_signers: Path | None, identity: str | N
                 label = rel.removesuffix(SIG_SUFFIX)
                 try:
                     checks.append(check_signature(target, allowed_signers, identity, label=label))
-                except _Unreadable as exc:  # the manifest check above already names the change
+                except Unreadable as exc:  # the manifest check above already names the change
                     checks.append(Check(label, False, f"signature unreadable: {exc}"))
     return VerifyResult(tuple(checks), trusted=allowed_signers is not None)
 
@@ -176,7 +176,7 @@ def verify(path: Path, allowed_signers: Path | None = None, identity: str | None
             return VerifyResult(unreadable=f"{path}: no such file or folder")
         check = check_signature(path, allowed_signers, identity)
         return VerifyResult((check,), trusted=allowed_signers is not None)
-    except _Unreadable as exc:
+    except Unreadable as exc:
         return VerifyResult(unreadable=str(exc))
     except (OSError, subprocess.TimeoutExpired) as exc:
         return VerifyResult(unreadable=f"{path}: {exc}")
