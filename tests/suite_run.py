@@ -35,18 +35,23 @@ def sim_cluster_folder(base: Path, with_baseline: bool = True) -> Path:
 DEMO_KEY = ROOT / "fixtures" / "keys" / "sim-baseline-demo-key"
 
 
+def demo_key(folder: Path) -> Path:
+    """A usable copy of the simulator's demo signing key (git does not keep a private key's 0600)."""
+    key = folder / "sim-baseline-demo-key"
+    shutil.copy(DEMO_KEY, key)
+    key.chmod(0o600)
+    return key
+
+
 def sign_as_demo(path: Path) -> Path:
     """Sign a simulated baseline with the simulator's demo key (fixtures/keys/README.md); the .sig path."""
     import subprocess
+    import tempfile
 
-    key = path.parent / ".demo-key"
-    shutil.copy(DEMO_KEY, key)
-    key.chmod(0o600)
-    try:
+    with tempfile.TemporaryDirectory() as tmp:
+        key = demo_key(Path(tmp))
         subprocess.run(["ssh-keygen", "-q", "-Y", "sign", "-n", "recovery-acceptance", "-f", str(key), str(path)],
                        check=True, capture_output=True)  # fmt: skip
-    finally:
-        key.unlink()
     return path.with_name(path.name + ".sig")
 
 

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from acceptance.baseline import BaselineStore
-from tests.suite_run import run_suite, sim_cluster_folder
+from tests.suite_run import demo_key, run_suite, sim_cluster_folder
 
 pytestmark = pytest.mark.slow
 
@@ -40,7 +40,7 @@ def test_an_amended_baseline_is_a_new_file_and_its_margins_are_then_used(pyteste
     folder = _loosen_profile(pytester)
     old = BaselineStore(folder).latest()
     assert main(["baseline", "amend", "sim", "--margins-from-profile", "--reason", "agreed after re-cabling",
-                 "--baselines-dir", str(folder.parent)]) == 0  # fmt: skip
+                 "--baselines-dir", str(folder.parent), "--sign-key", str(demo_key(pytester.path))]) == 0  # fmt: skip
     assert old.path.is_file()
     run = run_suite(pytester, "--sim-fault=nic-degraded@sim-node-07", "-k", "all_reduce")
     assert run.outcomes[ALL_REDUCE] == "passed", run.message(ALL_REDUCE)
