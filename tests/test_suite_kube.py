@@ -16,8 +16,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from acceptance.clusters.kube.manifests import managed_selector
-from tests.served import served_cluster
+from tests.served import kube_profile, labelled_objects, served_cluster
 from tests.suite_run import copy_agreement
 
 pytestmark = pytest.mark.slow
@@ -30,38 +29,6 @@ def served(tmp_path: Path) -> Iterator[Path]:
     """A standalone emulated cluster; yields its kubeconfig."""
     with served_cluster(tmp_path, "--time-scale", "0.02") as kubeconfig:
         yield kubeconfig
-
-
-def kube_profile(base: Path, kubeconfig: Path, lease: str | None = None) -> Path:
-    data = yaml.safe_load((ROOT / "baselines" / "sim" / "cluster.yaml").read_text())
-    data["cluster"] = "remote"
-    data["backend"] = "kube"
-    del data["sim"]
-    data["kube"]["kubeconfig"] = str(kubeconfig)
-    if lease:
-        data["kube"]["lease"] = lease
-    folder = base / "baselines" / "remote"
-    folder.mkdir(parents=True)
-    (folder / "cluster.yaml").write_text(yaml.safe_dump(data, sort_keys=False))
-    copy_agreement(folder, with_baseline=False)
-    return folder
-
-
-def labelled_objects(kubeconfig: Path) -> list[str]:
-    from kubernetes import client, config
-
-    api = config.new_client_from_config(config_file=str(kubeconfig))
-    core, batch, custom = client.CoreV1Api(api), client.BatchV1Api(api), client.CustomObjectsApi(api)
-    selector = managed_selector()
-    ns = "recovery-acceptance"
-    names = [f"pod/{p.metadata.name}" for p in core.list_namespaced_pod(ns, label_selector=selector).items]
-    names += [f"job/{j.metadata.name}" for j in batch.list_namespaced_job(ns, label_selector=selector).items]
-    mpijobs = custom.list_namespaced_custom_object("kubeflow.org", "v2beta1", ns, "mpijobs", label_selector=selector)
-    names += [f"mpijob/{m['metadata']['name']}" for m in mpijobs["items"]]
-    names += [
-        f"configmap/{c.metadata.name}" for c in core.list_namespaced_config_map(ns, label_selector=selector).items
-    ]
-    return names
 
 
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])

@@ -95,6 +95,8 @@ class KubeSettings:
             api_retry=ApiRetry(
                 attempts=int(retry.get("attempts", 6)),
                 backoff_s=_seconds(retry.get("backoff", 0.2), "api_retry.backoff", source, allow_zero=True),
+                connect_timeout_s=_seconds(retry.get("connect_timeout", 10), "api_retry.connect_timeout", source),
+                read_timeout_s=_seconds(retry.get("read_timeout", 60), "api_retry.read_timeout", source),
             ),
             ssh_port=int(data.get("ssh_port", 22)),
             lease_s=_seconds(data.get("lease", 90), "lease", source),

@@ -75,7 +75,10 @@ class Feed(threading.Thread):
                     timeout_seconds=WATCH_TIMEOUT_S,
                     _preload_content=False,
                     # a watch that stops delivering (a black-holed connection) ends and is made again
-                    _request_timeout=(self.api.retry.connect_timeout_s, WATCH_TIMEOUT_S + WATCH_SLACK_S),
+                    _request_timeout=(
+                        self.api.retry.connect_timeout_s,
+                        min(WATCH_TIMEOUT_S + WATCH_SLACK_S, max(1.0, self.api.retry.read_timeout_s)),
+                    ),
                 )
                 for event in iter_watch(self._resp):
                     if self.stop.is_set():

@@ -357,12 +357,23 @@ def serve(
 
 def serve_from_args(runner: ToolRunner, args: argparse.Namespace) -> int:
     """`acceptance sim serve`: the options of `add_serve_options` → `serve`."""
-    return serve(runner, args.time_scale, Faults(error_rate=args.error_rate), mpi_operator=not args.no_mpi_operator,
-                 audit_log=args.audit_log)  # fmt: skip
+    faults = Faults(
+        error_rate=args.error_rate, latency_s=args.latency, watch_drop_s=args.watch_drop,
+        watch_gone_rate=args.watch_gone_rate, blackhole_rate=args.blackhole_rate, cut_rate=args.cut_rate,
+        seed=args.api_seed,
+    )  # fmt: skip
+    return serve(runner, args.time_scale, faults, mpi_operator=not args.no_mpi_operator, audit_log=args.audit_log)
 
 
 def add_serve_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--no-mpi-operator", action="store_true", help="serve no kubeflow.org MPIJob API")
+    faults = parser.add_argument_group("API faults (for testing a client)")
+    faults.add_argument("--latency", type=float, default=0.0, metavar="S", help="seconds added to every answer")
+    faults.add_argument("--watch-drop", type=float, default=None, metavar="S", help="watches end within S seconds")
+    faults.add_argument("--watch-gone-rate", type=float, default=0.0, help="share of watch resumptions answered 410")
+    faults.add_argument("--blackhole-rate", type=float, default=0.0, help="share of requests never answered")
+    faults.add_argument("--cut-rate", type=float, default=0.0, help="share of connections closed without an answer")
+    faults.add_argument("--api-seed", type=int, default=0, help="seed of the API faults' random choices")
     parser.add_argument(
         "--audit-log", type=Path, metavar="FILE", help="write each distinct API access (verb, group, resource) as JSON"
     )
