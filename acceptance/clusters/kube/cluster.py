@@ -20,12 +20,14 @@ from acceptance.clusters.base import (
     ClusterEvent,
     ClusterInventory,
     Handle,
+    JobLogs,
     NodeInfo,
     RunResult,
     Workload,
 )
 from acceptance.clusters.kube.cleanup import delete_labelled, delete_run, list_labelled, older_than
 from acceptance.clusters.kube.client import KubeApi, KubeApiError, build_api_client
+from acceptance.clusters.kube.joblogs import read_job
 from acceptance.clusters.kube.manifests import MPI_API_VERSION, label_value, manifest_for, run_selector
 from acceptance.clusters.kube.settings import KubeSettings
 from acceptance.clusters.kube.status import parse_time
@@ -199,6 +201,10 @@ class KubeCluster:
                 out.append(ClusterEvent(when, f"Node/{involved.get('name')}", ev.get("reason", ""),
                                         ev.get("message", ""), ev.get("type", "Normal")))  # fmt: skip
         return sorted(out, key=lambda e: e.time or since)
+
+    def job_logs(self, selector: str, namespace: str | None = None) -> JobLogs:
+        """The customer's job (pods matching `selector`), read-only: logs, placement, images, events."""
+        return read_job(self.api, namespace or self.settings.namespace, selector)
 
     def leftovers(self) -> list[str]:
         """Labelled objects of earlier runs of this harness in the namespace."""
