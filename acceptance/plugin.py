@@ -17,6 +17,7 @@ import pytest
 from acceptance import options
 
 if TYPE_CHECKING:
+    from acceptance.report.incident import IncidentOutcome
     from acceptance.session import AcceptanceSession
     from acceptance.suite import Suite
 
@@ -98,6 +99,7 @@ class ActiveRun:
         self.failures: list[str] = []
         self.skips: dict[str, int] = {}
         self.record_message: tuple[str, bool] | None = None
+        self.incident: IncidentOutcome | None = None
 
     def pytest_report_header(self) -> list[str]:
         return self.session.header_lines()
@@ -183,6 +185,8 @@ class ActiveRun:
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
+        if session.testscollected and not self.session.config.option.collectonly:
+            self._incident(session, exitstatus)
         if not (self.session.controller and self.session.recording):
             return
         if session.testscollected == 0 or self.session.config.option.collectonly:
@@ -199,7 +203,22 @@ class ActiveRun:
             if session.exitstatus == 0:
                 session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
+    def _incident(self, session: pytest.Session, exitstatus: int) -> None:
+        """--ticket with an incident bundle: capacity restored (this run's pass) against the restore clock."""
+        from datetime import UTC, datetime
+
+        from acceptance.report.junit import add_suite_properties
+
+        passed = exitstatus == 0 and session.testsfailed == 0
+        self.incident = self.session.incident(passed, datetime.now(UTC))
+        if self.incident is not None:
+            add_suite_properties(self.session.config, dict(self.incident.properties))
+
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
+        if self.incident is not None:
+            terminalreporter.section("incident")
+            for line in self.incident.lines:
+                terminalreporter.write_line(line, green=self.incident.ok, red=not self.incident.ok)
         if self.failures or self.skips:
             terminalreporter.section("acceptance verdicts")
             for line in self.failures:

@@ -24,6 +24,22 @@ __all__ = ["NvsmiGpu", "NvsmiReport", "excerpt", "findings", "parse"]
 _GPU_HEADER = re.compile(r"^GPU ([0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.\d)\s*$")
 _KEY_VALUE = re.compile(r"^( *)(\S.*?)\s+: ?(.*)$")
 _UNREACHABLE = re.compile(r"Unable to determine the device handle for (?:GPU|gpu) ?([0-9A-Fa-f:.]+)?:? ?(.*)")
+# Sections of a GPU block; a headerless fragment must hold one of them to count as nvidia-smi -q.
+_KNOWN = frozenset(
+    {
+        "Product Name",
+        "GPU UUID",
+        "ECC Errors",
+        "Retired Pages",
+        "Remapped Rows",
+        "Temperature",
+        "Power Readings",
+        "Clocks Throttle Reasons",
+        "Clocks Event Reasons",
+        "FB Memory Usage",
+        "PCI",
+    }
+)
 _THROTTLE_SECTIONS = ("Clocks Throttle Reasons", "Clocks Event Reasons")
 _BAD_THROTTLE = ("HW Slowdown", "HW Thermal Slowdown", "HW Power Brake Slowdown", "SW Thermal Slowdown")
 _SUMMARY_KEYS = (
@@ -93,7 +109,7 @@ def parse(text: str, source: str = "<text>") -> NvsmiReport:
     stack: list[tuple[int, str]] = []
 
     def close() -> None:
-        if current is not None:
+        if current is not None and (bus is not None or any(k.split("/", 1)[0] in _KNOWN for k in current)):
             gpus.append(NvsmiGpu(bus, dict(current), start, processes))
 
     for number, raw in enumerate(text.splitlines(), 1):
@@ -126,6 +142,7 @@ def parse(text: str, source: str = "<text>") -> NvsmiReport:
             processes += 1
         path = "/".join([name for _, name in stack] + [key])
         current.setdefault(path, kv.group(3).strip())
+        stack.append((depth, key))  # a value line can head deeper lines too (HW Slowdown → HW Thermal Slowdown)
     close()
     attached = top.get("Attached GPUs", "")
     return NvsmiReport(

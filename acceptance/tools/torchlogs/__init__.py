@@ -49,7 +49,7 @@ def parse(text: str, source: str = "<text>", *, year: int | None = None) -> Torc
         if (
             failure.rank is not None
             and failure.host
-            and not any(r.rank == failure.rank and r.host == failure.host for r in ranks)
+            and not any(r.rank == failure.rank and r.host == failure.host and r.source == "torchrun" for r in ranks)
         ):
             ranks.append(RankHost(failure.rank, failure.host, "torchrun", failure.line, local_rank=failure.local_rank,
                                   pid=failure.pid))  # fmt: skip
