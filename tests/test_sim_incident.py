@@ -37,11 +37,15 @@ def test_xid_under_torchrun_hangs_in_the_all_reduce_until_the_watchdog_fires(xid
     assert min(e.time for e in timeouts) - cuda[0].time > timedelta(seconds=599)
     # the real shapes of corpus-wave2: rank prefix, glog header with a 9-digit fraction, WorkNCCL(...) record
     line = next(ln for ln in text.splitlines() if "Watchdog caught collective operation timeout" in ln)
-    assert re.match(r"^\[rank\d+\]:\[E\d{4} \d{2}:\d{2}:\d{2}\.\d{9} ProcessGroupNCCL\.cpp:629\] \[Rank \d+\] Watchdog "
-                    r"caught collective operation timeout: WorkNCCL\(SeqNum=\d+, OpType=ALLREDUCE, NumelIn=\d+, "
-                    r"NumelOut=\d+, Timeout\(ms\)=600000\) ran for \d+ milliseconds before timing out\.$", line)
+    assert re.match(
+        r"^\[rank\d+\]:\[E\d{4} \d{2}:\d{2}:\d{2}\.\d{9} ProcessGroupNCCL\.cpp:629\] \[Rank \d+\] Watchdog "
+        r"caught collective operation timeout: WorkNCCL\(SeqNum=\d+, OpType=ALLREDUCE, NumelIn=\d+, "
+        r"NumelOut=\d+, Timeout\(ms\)=600000\) ran for \d+ milliseconds before timing out\.$",
+        line,
+    )
     roots = [f for f in log.failures if f.root_cause]
-    assert len(roots) == 16 and len(log.failures) == 128
+    assert len(roots) == 16
+    assert len(log.failures) == 128
     first = min(roots, key=lambda f: (f.time, f.line))
     assert (first.rank, first.host, first.exitcode) == (LOST, XID_NODE, -6)
     assert {r.host for r in log.ranks if r.rank // 8 == 4} == {XID_NODE}
@@ -49,7 +53,8 @@ def test_xid_under_torchrun_hangs_in_the_all_reduce_until_the_watchdog_fires(xid
 
 def test_xid_under_mpirun_is_aborted_by_mpirun_at_once() -> None:
     run = runner(f"gpu-xid@{XID_NODE}:{XID_GPU}", at_step=XID_STEP).run(
-        ["mpirun", "-H", ",".join(f"{n}:8" for n in NODES), "python", *TRAIN], {}, NODES[0], [])
+        ["mpirun", "-H", ",".join(f"{n}:8" for n in NODES), "python", *TRAIN], {}, NODES[0], []
+    )
     assert run.exit_code == 134
     assert "Watchdog caught" not in run.stdout
     assert f"mpirun noticed that process rank {LOST} with PID" in run.stdout
@@ -60,7 +65,9 @@ def test_nccl_debug_info_maps_every_rank_to_its_host() -> None:
     run = runner(f"gpu-xid@{XID_NODE}:{XID_GPU}", at_step=XID_STEP).run(TORCHRUN, {"NCCL_DEBUG": "INFO"}, NODES[0], [])
     log = torchlogs.parse(run.stdout, "info")
     info = {r.rank: r.host for r in log.ranks if r.source == "nccl-info"}
-    assert len(info) == 128 and info[LOST] == XID_NODE and log.world_size == 128
+    assert len(info) == 128
+    assert info[LOST] == XID_NODE
+    assert log.world_size == 128
     assert log.nccl_versions == ("2.26.5",)
 
 
@@ -78,7 +85,9 @@ def test_degraded_nic_mid_run_slows_the_job_from_that_step() -> None:
 def test_faults_without_at_step_behave_as_before() -> None:
     """A fault present from the start still kills the job at start-up, as it did."""
     run = runner(faults=(f"gpu-xid@{XID_NODE}:{XID_GPU}",)).run(["python", *TRAIN], {}, NODES[0], [])
-    assert run.exit_code == 1 and "unhandled cuda error" in run.stdout and "iteration" not in run.stdout
+    assert run.exit_code == 1
+    assert "unhandled cuda error" in run.stdout
+    assert "iteration" not in run.stdout
 
 
 def test_the_xid_node_kernel_log_and_nvidia_smi() -> None:
@@ -91,10 +100,13 @@ def test_the_xid_node_kernel_log_and_nvidia_smi() -> None:
     smi = r.run(["nvidia-smi", "-q"], {}, XID_NODE, [])
     assert smi.exit_code == 15
     assert nvsmi.parse(smi.stdout).unreachable == (
-        f"Unable to determine the device handle for GPU0000:{bus.split(':')[1].upper()}:00.0: Unknown Error",)
+        f"Unable to determine the device handle for GPU0000:{bus.split(':')[1].upper()}:00.0: Unknown Error",
+    )
     healthy = r.run(["nvidia-smi", "-q"], {}, "sim-node-01", [])
     report = nvsmi.parse(healthy.stdout)
-    assert healthy.exit_code == 0 and len(report.gpus) == 8 and report.driver_version == "570.133.20"
+    assert healthy.exit_code == 0
+    assert len(report.gpus) == 8
+    assert report.driver_version == "570.133.20"
     assert all(nvsmi.findings(g) == [] for g in report.gpus)
     assert kernel.parse(r.run(["dmesg"], {}, "sim-node-01", []).stdout).xids == ()
 
@@ -103,9 +115,12 @@ def test_ecc_and_throttle_faults_show_in_nvidia_smi() -> None:
     r = runner(faults=("ecc-dbe@sim-node-02:6", "gpu-throttle@sim-node-02:1"))
     report = nvsmi.parse(r.run(["nvidia-smi", "-q"], {}, "sim-node-02", []).stdout)
     found = {g.get("Minor Number"): nvsmi.findings(g) for g in report.gpus}
-    assert found["6"] == ["1 uncorrectable DRAM ECC error(s) (volatile)", "1 uncorrectable DRAM ECC error(s) "
-                          "(aggregate)", "1 row(s) remapped for uncorrectable errors",
-                          "row remapping pending: reset the GPU to apply it"]
+    assert found["6"] == [
+        "1 uncorrectable DRAM ECC error(s) (volatile)",
+        "1 uncorrectable DRAM ECC error(s) (aggregate)",
+        "1 row(s) remapped for uncorrectable errors",
+        "row remapping pending: reset the GPU to apply it",
+    ]
     assert found["1"] == ["clock event active: HW Slowdown", "clock event active: HW Thermal Slowdown"]
 
 
@@ -116,8 +131,23 @@ def test_sim_run_incident_options(capsys) -> None:
     assert "--at-step needs an --incident" in capsys.readouterr().err
     assert main(["sim", "run", "--incident", "gpu-xid@sim-node-05:3", "--at-step", "1", "--", "python", *TRAIN]) == 2
     assert "at_step must be a training step >= 2" in capsys.readouterr().err
-    assert main(["sim", "run", "--incident", f"gpu-xid@{XID_NODE}:{XID_GPU}", "--at-step", "30", "--node", XID_NODE,
-                 "--", "dmesg"]) == 0
+    assert (
+        main(
+            [
+                "sim",
+                "run",
+                "--incident",
+                f"gpu-xid@{XID_NODE}:{XID_GPU}",
+                "--at-step",
+                "30",
+                "--node",
+                XID_NODE,
+                "--",
+                "dmesg",
+            ]
+        )
+        == 0
+    )
     assert "NVRM: Xid (PCI:" in capsys.readouterr().out
 
 

@@ -67,11 +67,17 @@ def job_inputs(job: JobLogs, gathered: Gathered) -> None:
     """Each pod's log as an input of the bundle (its node as the host)."""
     if not job.pods:
         gathered.notes.append(f"--job {job.selector!r}: no pod in namespace {job.namespace} matches")
+    quiet = []
     for pod in job.pods:
         if pod.log is None:
             gathered.notes.append(f"pod/{pod.name}: its log could not be read (phase {pod.phase})")
-            continue
-        gathered.inputs.append(Input(f"pod/{pod.name}", pod.log, pod.node, "pod"))
+        elif not pod.log.strip():
+            quiet.append(pod.name)  # MPI workers (sshd) print nothing: their ranks write to the launcher's log
+        else:
+            gathered.inputs.append(Input(f"pod/{pod.name}", pod.log, pod.node, "pod"))
+    if quiet:
+        shown = ", ".join(quiet[:3]) + (", ..." if len(quiet) > 3 else "")
+        gathered.notes.append(f"{len(quiet)} pod(s) of the job have an empty log ({shown})")
 
 
 def workers(job: JobLogs | None) -> tuple[tuple[int, str], ...]:
