@@ -7,7 +7,7 @@ import re
 import shutil
 import subprocess
 import tarfile
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
@@ -238,3 +238,66 @@ def test_secrets_in_the_logs_never_reach_the_bundle(tmp_path, logs) -> None:
             assert "hf_abcdefghijklmnop123456" not in body, path
             assert "hunter2secret" not in body, path
     assert "HF_TOKEN=[REDACTED]" in next((out / "evidence" / "inputs").iterdir()).read_text()
+
+
+def _accepted_report(reports: Path, key: Path, command: str) -> Path:
+    """A signed, passing acceptance report of cluster sim, finished 3 h ago, with its smoke run's manifest."""
+    from acceptance.report.data import ReportData
+    from acceptance.report.finalize import finalize
+    from acceptance.report.folder import ReportFolder
+    from acceptance.report.sign import SignOptions
+
+    end = datetime.now(UTC) - timedelta(hours=3)
+    folder = ReportFolder.create(reports, "sim", end - timedelta(minutes=30))
+    junit = folder.path / "junit.xml"
+    junit.write_text('<testsuites><testsuite name="pytest" tests="3" failures="0" errors="0"/></testsuites>\n')
+    folder.add_yaml(
+        "manifests/smoke.yaml",
+        {
+            "kind": "MPIJob",
+            "spec": {
+                "mpiReplicaSpecs": {
+                    "Launcher": {
+                        "template": {
+                            "spec": {
+                                "containers": [
+                                    {
+                                        "name": "launcher",
+                                        "image": "nvcr.io/nvidia/nemo:25.04",
+                                        "command": command.split(),
+                                        "env": [{"name": "NCCL_DEBUG", "value": "WARN"}],
+                                    }
+                                ]
+                            }
+                        }
+                    }
+                }
+            },
+        },
+    )
+    prov = {
+        "cluster": "sim",
+        "ticket": "INC-3",
+        "start_utc": (end - timedelta(minutes=30)).isoformat(),
+        "end_utc": end.isoformat(),
+        "conditions": {"driver_version": "570.133.20", "cuda_version": "12.8"},
+    }
+    result = finalize(folder, junit, ReportData(prov, (), simulated=True), SignOptions(key=key))
+    assert result.signing.signed, result.lines()
+    return folder.path
+
+
+@pytestmark_ssh
+def test_change_log_against_the_latest_signed_acceptance_report(tmp_path, logs) -> None:
+    key = tmp_path / "key"
+    subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(key)], check=True)
+    folder = _accepted_report(tmp_path / "reports", key, "python pretrain_gpt.py --train-iters 1200")
+    doc, _ = bundle(tmp_path, "--job-logs", str(logs["xid-info"]), "--no-sign")
+    refs = doc["changes"]["references"]
+    assert (refs[0]["kind"], refs[0]["path"]) == ("report", str(folder))
+    assert refs[0]["verified"] == "true"
+    assert not any("no signed, passing acceptance report" in m for m in doc["missing"])
+    # the report is 3 h old: the NCCL change against it falls within the last 24 h only if it knows NCCL; it
+    # does not, so the NCCL change is dated by the (older) baseline
+    assert [(c["what"], c["within_24h"]) for c in doc["changes"]["items"]] == [("nccl", False)]
+    assert f"cuda 12.8 (as in acceptance report {folder.name})" in doc["changes"]["unchanged"]
