@@ -301,3 +301,29 @@ def test_change_log_against_the_latest_signed_acceptance_report(tmp_path, logs) 
     # does not, so the NCCL change is dated by the (older) baseline
     assert [(c["what"], c["within_24h"]) for c in doc["changes"]["items"]] == [("nccl", False)]
     assert f"cuda 12.8 (as in acceptance report {folder.name})" in doc["changes"]["unchanged"]
+
+
+def test_around_keeps_the_steps_near_the_incident(tmp_path, logs) -> None:
+    text = logs["xid"].read_text()
+    last = _stamp(text, rf"^ \[([\d-]+ [\d:]+)\] iteration +{XID_STEP - 1}/")
+    near, _ = bundle(
+        tmp_path,
+        "--job-logs",
+        str(logs["xid"]),
+        "--around",
+        (last + timedelta(hours=1)).isoformat() + "Z",
+        "--no-sign",
+        name="near",
+    )
+    assert (near["window"]["how"], near["window"]["first_bad_step"]) == ("hang", XID_STEP)
+    far, _ = bundle(
+        tmp_path,
+        "--job-logs",
+        str(logs["xid"]),
+        "--around",
+        (last + timedelta(days=30)).isoformat(),
+        "--no-sign",
+        name="far",
+    )
+    assert far["window"]["how"] == "errors-only"
+    assert far["steps"]["rows"] == 0

@@ -10,7 +10,7 @@ placement or the cluster's node names allow; otherwise the host name stands.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from datetime import datetime
 
 from acceptance.incident.inputs import Parsed
@@ -23,7 +23,7 @@ GPUS_PER_NODE_MAX = 16
 
 
 def _where(
-    host: str | None, ranks: RankMap, rank: int | None, placement: dict[str, str], nodes: Sequence[str]
+    host: str | None, ranks: RankMap, rank: int | None, placement: dict[str, str], nodes: Collection[str]
 ) -> str | None:
     if rank is not None:
         found = ranks.node_of(rank)
@@ -37,9 +37,10 @@ def affected_nodes(
     ranks: RankMap,
     nccl: NcclOutput,
     placement: dict[str, str],
-    nodes: Sequence[str],
+    nodes: Collection[str],
 ) -> tuple[AffectedNode, ...]:
     reasons: dict[str, list[Evidence]] = {}
+    nodes = frozenset(nodes)  # looked up once per host
 
     def add(where: str | None, evidence: Evidence) -> None:
         if where:

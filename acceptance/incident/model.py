@@ -80,7 +80,15 @@ class RankMap:
     conflicts: tuple[str, ...] = ()
 
     def node_of(self, rank: int) -> str | None:
-        return next((e.node or e.host for e in self.entries if e.rank == rank), None)
+        found = self._index().get(rank)
+        return (found.node or found.host) if found is not None else None
+
+    def _index(self) -> dict[int, RankEntry]:
+        cached: dict[int, RankEntry] | None = self.__dict__.get("_by_rank")
+        if cached is None:
+            cached = {e.rank: e for e in self.entries}
+            object.__setattr__(self, "_by_rank", cached)
+        return cached
 
     def by_node(self) -> dict[str, list[int]]:
         out: dict[str, list[int]] = {}

@@ -48,12 +48,13 @@ def groups(inputs: Sequence[Parsed], ranks: RankMap, offset: timedelta) -> NcclO
                 row["last"] = when if not isinstance(last, datetime) or when > last else last
             if row["host"] is None and err.host:
                 row["host"] = err.host
+    by_rank = {e.rank: e for e in ranks.entries}
     out: list[NcclGroup] = []
     for key, rows in table.items():
         occurrences = []
         for rank, row in sorted(rows.items(), key=lambda kv: (kv[0] is None, kv[0] or 0)):
             host = row["host"] if isinstance(row["host"], str) else None
-            entry = next((e for e in ranks.entries if e.rank == rank), None) if rank is not None else None
+            entry = by_rank.get(rank) if rank is not None else None
             occurrences.append(
                 RankOccurrence(
                     rank=rank,

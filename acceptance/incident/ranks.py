@@ -10,7 +10,7 @@ Two sources that disagree about a rank are reported as a conflict, never silentl
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 
 from acceptance.incident.model import RankEntry, RankMap
 from acceptance.tools.launcher import LauncherEvent
@@ -20,7 +20,7 @@ REPLICA_INDEX = "training.kubeflow.org/replica-index"
 JOB_ROLE = "training.kubeflow.org/job-role"
 
 
-def node_of(host: str | None, placement: Mapping[str, str], nodes: Iterable[str]) -> str | None:
+def node_of(host: str | None, placement: Mapping[str, str], nodes: Collection[str]) -> str | None:
     """The node a host name points to: a pod's name or hostname (or its first DNS label), or a node."""
     if not host:
         return None
@@ -28,8 +28,7 @@ def node_of(host: str | None, placement: Mapping[str, str], nodes: Iterable[str]
     for candidate in (host, short):
         if candidate in placement:
             return placement[candidate]
-    known = set(nodes)
-    return host if host in known else short if short in known else None
+    return host if host in nodes else short if short in nodes else None
 
 
 def rank_map(
@@ -43,7 +42,7 @@ def rank_map(
     world_size: int | None = None,
 ) -> RankMap:
     """`workers`: (replica index, node) of MPI workers; with `slots`, ranks index*slots.. are on that node."""
-    nodes = list(nodes)
+    nodes = set(nodes)
     found: dict[int, dict[str, set[str]]] = {}  # rank -> host -> sources
 
     def add(rank: int, host: str, source: str) -> None:

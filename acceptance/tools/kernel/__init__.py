@@ -168,6 +168,8 @@ def _pid(text: str | None) -> int | None:
 
 def parse(text: str, source: str = "<text>", *, year: int | None = None) -> KernelLog:
     """The Xid, SXid and fallen-off-the-bus events of a kernel log, with GPU UUIDs and serials by PCI id."""
+    if "NVRM" not in text and "SXid" not in text:
+        return KernelLog(source)
     year = year if year is not None else logtime.first_year(text)
     uuids: dict[str, str] = {}
     serials: dict[str, str] = {}

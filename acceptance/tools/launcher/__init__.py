@@ -50,6 +50,8 @@ _SRUN_TASK = re.compile(
 _SRUN_NODE = re.compile(r"srun: error: Node failure on ([\w.-]+)")
 _SRUN_STEP = re.compile(r"srun: (?:Job step aborted: .*|Force Terminated (StepId=\S+)|launch/slurm: _step_signal: "
                         r"Terminating (StepId=\S+))")  # fmt: skip
+# Words one of which every line the patterns know contains (a cheap test before the regexes).
+_WORDS = ("ssh", "Host key", "Permission denied", "ORTE", "PRTE", "noticed that", "Signal:", "srun:", "sigkill_handler")
 _DS_EXIT = re.compile(r"\[launch\.py:\d+:sigkill_handler\] .*exits with return code = (-?\d+)")
 
 
@@ -96,6 +98,8 @@ def parse(text: str, source: str = "<text>") -> list[LauncherEvent]:
     signalled: set[tuple[str, str]] = set()
     last_ssh: str | None = None
     for number, line in _joined(text.splitlines()):
+        if not any(word in line for word in _WORDS):
+            continue
         time = logtime.parse_iso(line[:40]) if line.startswith("[") else None
         if (ssh := _SSH.search(line)) is not None:
             host = ssh.group(1) or ssh.group(3)

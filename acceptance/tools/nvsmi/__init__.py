@@ -40,6 +40,17 @@ _KNOWN = frozenset(
         "PCI",
     }
 )
+# Text without any of these is no nvidia-smi -q output (a cheap test before reading it line by line).
+_SIGNS = (
+    "NVSMI LOG",
+    "Driver Version",
+    "Product Name",
+    "GPU UUID",
+    "ECC Errors",
+    "Remapped Rows",
+    "Retired Pages",
+    "Unable to determine the device handle",
+)
 _THROTTLE_SECTIONS = ("Clocks Throttle Reasons", "Clocks Event Reasons")
 _BAD_THROTTLE = ("HW Slowdown", "HW Thermal Slowdown", "HW Power Brake Slowdown", "SW Thermal Slowdown")
 _SUMMARY_KEYS = (
@@ -99,6 +110,8 @@ class NvsmiReport:
 
 def parse(text: str, source: str = "<text>") -> NvsmiReport:
     """The header and every GPU block of ``nvidia-smi -q`` output (or of a fragment of it)."""
+    if not any(word in text for word in _SIGNS):
+        return NvsmiReport(source)
     top: dict[str, str] = {}
     gpus: list[NvsmiGpu] = []
     unreachable: list[str] = []

@@ -45,12 +45,10 @@ def parse(text: str, source: str = "<text>", *, year: int | None = None) -> Torc
         summary.feed(number, raw)
     summary.finish()
     ranks = list(collector.ranks)
+    seen = {(r.rank, r.host) for r in ranks if r.source == "torchrun"}
     for failure in summary.failures:
-        if (
-            failure.rank is not None
-            and failure.host
-            and not any(r.rank == failure.rank and r.host == failure.host and r.source == "torchrun" for r in ranks)
-        ):
+        if failure.rank is not None and failure.host and (failure.rank, failure.host) not in seen:
+            seen.add((failure.rank, failure.host))
             ranks.append(RankHost(failure.rank, failure.host, "torchrun", failure.line, local_rank=failure.local_rank,
                                   pid=failure.pid))  # fmt: skip
     return TorchLog(

@@ -13,6 +13,8 @@ from acceptance.tools.torchlogs.model import ErrorLine, RankHost
 
 _PY_EXCEPTION = re.compile(r"^((?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception)): (\S.*)$")
 _MS = re.compile(r"ran for \d+ milliseconds")
+# Words one of which every error message the patterns know contains (a cheap test before the regexes).
+_WORDS = ("atchdog", "NCCL error", "CUDA error", "Some NCCL operations", "data inconsistency", "Stack trace of the")
 
 
 @dataclass
@@ -60,6 +62,11 @@ def classify(message: str) -> tuple[str, str, int | None, dict[str, Any]] | None
     """(kind, text, rank named in the text, fields) of an error message, or None for any other text."""
     text, rank = _strip_text_rank(message.strip())
     fields: dict[str, Any] = {}
+    if not any(word in text for word in _WORDS):
+        py = _PY_EXCEPTION.match(text) if ("Error: " in text or "Exception: " in text) else None
+        if py and not py.group(1).endswith("ChildFailedError"):
+            return "exception", text, rank, fields
+        return None
     exc = p.WATCHDOG_EXC.search(text)
     if exc:
         inner, inner_rank = _strip_text_rank(exc.group(1).strip())
@@ -102,6 +109,7 @@ class Collector:
     world_size: int | None = None
     torch_version: str | None = None
     _devices: dict[tuple[str, int, int], int] = field(default_factory=dict)
+    _mapped: set[tuple[int, str]] = field(default_factory=set)
     _open: int | None = None  # index of the error a continuation line extends
     _after_last_error: bool = False
     _pending_class: int | None = None
@@ -120,15 +128,18 @@ class Collector:
         self.errors[self._open] = replace(err, text=text, template=_template(text))
 
     def _facts(self, text: str) -> None:
-        for version in p.NCCL_VERSION.findall(text):
-            if version not in self.nccl_versions:
-                self.nccl_versions.append(version)
-        world = p.WORLD_SIZE.search(text)
-        if world and self.world_size is None:
-            self.world_size = int(next(g for g in world.groups() if g))
-        torch = p.TORCH_VERSION.search(text)
-        if torch and self.torch_version is None:
-            self.torch_version = torch.group(1)
+        if "NCCL version" in text:
+            for version in p.NCCL_VERSION.findall(text):
+                if version not in self.nccl_versions:
+                    self.nccl_versions.append(version)
+        if self.world_size is None and ("orld size" in text or "ORLD_SIZE" in text or "orld_size" in text):
+            world = p.WORLD_SIZE.search(text)
+            if world:
+                self.world_size = int(next(g for g in world.groups() if g))
+        if self.torch_version is None and "orch version" in text:
+            torch = p.TORCH_VERSION.search(text)
+            if torch:
+                self.torch_version = torch.group(1)
 
     def _nccl_line(self, line: Line, match: re.Match[str]) -> None:
         host, pid, dev, msg = match["host"], int(match["pid"]), int(match["dev"]), match["msg"]
@@ -139,7 +150,8 @@ class Collector:
                 if self.world_size is None:
                     self.world_size = int(found.group(2))
                 self._devices[(host, pid, dev)] = rank
-                if not any(r.rank == rank and r.host == host for r in self.ranks):
+                if (rank, host) not in self._mapped:
+                    self._mapped.add((rank, host))
                     self.ranks.append(RankHost(rank, host, "nccl-info", line.number, device=dev, pid=pid))
             return
         self._add(line, "nccl-warn", msg.strip(), self._devices.get((host, pid, dev)), {}, host=host)
