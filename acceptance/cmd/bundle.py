@@ -26,7 +26,7 @@ from acceptance import __version__, clusters
 from acceptance.clusters.base import ClusterInventory, JobLogs
 from acceptance.cmd import bundle_sources as src
 from acceptance.errors import AcceptanceError, UsageError
-from acceptance.incident import assemble, changes, nodes, render
+from acceptance.incident import assemble, changes, nodes
 from acceptance.incident.inputs import parse_input
 from acceptance.incident.severity import SeverityPolicy
 from acceptance.profile import Profile, load_profile
@@ -208,7 +208,7 @@ def _run(args: argparse.Namespace) -> int:
         ]
     written = write_bundle(bundle, folder, [(i.label, i.text) for i in gathered.inputs], cluster_files, sign)
     if args.json:
-        json.dump(render.to_json(bundle, {"steps_csv": None, "steps_plot": None}), sys.stdout, indent=2)
+        json.dump(json.loads(written.document.read_text(encoding="utf-8")), sys.stdout, indent=2)
         sys.stdout.write("\n")
     stream = sys.stderr if args.json else sys.stdout
     level = bundle.severity.level or "none proposed"
