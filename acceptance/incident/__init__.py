@@ -2,7 +2,7 @@
 
 - `inputs.parse_input`: one log or evidence text through every parser of `acceptance.tools`;
 - `assemble.findings` / `assemble.bundle`: the seven fields, the proposed severity, what is missing;
-- `render.to_json` / `render.to_markdown`: ``bundle.json`` and ``bundle.md``;
+- `render.to_json` / `markdown.markdown`: ``bundle.json`` and ``bundle.md``;
 - `severity`: levels by training impact and their clocks; `clocks.restoration` / `clocks.resolution`:
   the acceptance run's and criterion 5's pass against those clocks;
 - `lost_time`: lost training time by term and owner, and the resharding comparison.
