@@ -24,6 +24,8 @@ COMMAND_MODULES: tuple[str, ...] = (
     "acceptance.cmd.parse",
     "acceptance.cmd.analyze",
     "acceptance.cmd.verify",
+    "acceptance.cmd.bundle",
+    "acceptance.cmd.lost_time",
     "acceptance.cmd.sim",
     "acceptance.cmd.cleanup",
 )

@@ -20,6 +20,7 @@ import pytest
 from acceptance import options
 
 if TYPE_CHECKING:
+    from acceptance.report.incident import IncidentOutcome
     from acceptance.report.sign import SignOptions
     from acceptance.session import AcceptanceSession
     from acceptance.suite import Suite
@@ -132,6 +133,7 @@ class ActiveRun:
         for sig, handler in self._previous.items():
             signal.signal(sig, handler)
         self._previous.clear()
+        self.incident: IncidentOutcome | None = None
 
     def pytest_report_header(self) -> list[str]:
         return self.session.header_lines()
@@ -228,6 +230,8 @@ class ActiveRun:
         if unusable and session.exitstatus == 0:
             # the preflight's own items may be deselected (-k fabric): an unusable cluster still fails the run
             session.exitstatus = pytest.ExitCode.TESTS_FAILED
+        if session.testscollected and not self.session.config.option.collectonly:
+            self._incident(session, session.exitstatus)
         if not self.session.recording:
             return
         if session.testscollected == 0 or self.session.config.option.collectonly:
@@ -256,7 +260,22 @@ class ActiveRun:
             if session.exitstatus == 0:
                 session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
+    def _incident(self, session: pytest.Session, exitstatus: int) -> None:
+        """--ticket with an incident bundle: capacity restored (this run's pass) against the restore clock."""
+        from datetime import UTC, datetime
+
+        from acceptance.report.junit import add_suite_properties
+
+        passed = exitstatus == 0 and session.testsfailed == 0
+        self.incident = self.session.incident(passed, datetime.now(UTC))
+        if self.incident is not None:
+            add_suite_properties(self.session.config, dict(self.incident.properties))
+
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
+        if self.incident is not None:
+            terminalreporter.section("incident")
+            for line in self.incident.lines:
+                terminalreporter.write_line(line, green=self.incident.ok, red=not self.incident.ok)
         if self.failures or self.skips:
             terminalreporter.section("acceptance verdicts")
             for line in self.failures:

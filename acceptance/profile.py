@@ -2,7 +2,9 @@
 
 A profile says how to reach a cluster (backend ``kube``, ``ssh`` or ``sim``) and what
 both sides agreed: node set, GPUs per node, DCGM level, the nccl-tests commands,
-margins, the smoke job. Every problem found while loading names the file, the line,
+margins, the smoke job, the provider's identifiers of the cluster (``provider:``) and the
+severity levels with their clocks (``severity:``, read by `acceptance.incident.severity`).
+Every problem found while loading names the file, the line,
 the path inside the document, what was found and what was expected.
 """
 
@@ -87,6 +89,8 @@ class Profile:
     ssh: SshSettings | None
     sim: SimSettings | None
     allowed_signers: Path | None = None
+    provider: Mapping[str, str] = field(default_factory=dict)
+    severity: Mapping[str, Any] = field(default_factory=dict)
 
     def nccl_test(self, name: str) -> NcclTestSpec:
         for test in self.nccl_tests:
@@ -275,6 +279,8 @@ def _build(doc: Document) -> Profile:
         ssh=ssh,
         sim=sim,
         allowed_signers=_relative(doc.path, data.get("allowed_signers")),
+        provider={str(k): str(v) for k, v in (data.get("provider") or {}).items()},
+        severity=dict(data.get("severity") or {}),
     )
 
 

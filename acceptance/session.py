@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
@@ -33,6 +33,9 @@ from acceptance.options import Setting
 from acceptance.profile import load_profile
 from acceptance.report.folder import ReportFolder
 from acceptance.report.session import worker_report_folder
+
+if TYPE_CHECKING:
+    from acceptance.report.incident import IncidentOutcome
 
 
 def new_run_id(now: datetime) -> str:
@@ -204,6 +207,18 @@ class AcceptanceSession:
         except AcceptanceError as exc:
             return [f"cleanup of run {self.context.run_id} incomplete: {exc}"]
         return []
+
+    def incident(self, passed: bool, at: datetime) -> IncidentOutcome | None:
+        """For a run with --ticket: the ticket's incident bundle against this run (capacity restored at `at`)."""
+        ticket = self.context.ticket
+        if not ticket or not self.controller or self.recording:
+            return None
+        from acceptance.report.incident import restore_outcome
+
+        roots = [self.config.invocation_params.dir / "reports"]
+        if self.report_folder is not None and self.report_folder.path.parent.parent not in roots:
+            roots.append(self.report_folder.path.parent.parent)
+        return restore_outcome(roots, ticket, passed, at)
 
     def close(self) -> list[str]:
         """Release what the run holds; the controller deletes every object of the run. Returns problems."""

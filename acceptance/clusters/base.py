@@ -321,6 +321,56 @@ class ClusterInventory:
         return None
 
 
+@dataclass(frozen=True)
+class JobContainer:
+    """One container of a job's pod as the cluster reports it (spec and status)."""
+
+    name: str
+    image: str
+    image_id: str | None
+    command: tuple[str, ...]
+    env: Mapping[str, str]
+    state: str | None
+    reason: str | None
+    exit_code: int | None
+
+
+@dataclass(frozen=True)
+class JobPod:
+    """A pod of the customer's job: where it ran, what it ran, and its log (None when unreadable)."""
+
+    name: str
+    namespace: str
+    node: str | None
+    hostname: str | None
+    phase: str
+    labels: Mapping[str, str]
+    containers: tuple[JobContainer, ...]
+    created: datetime | None
+    log: str | None
+
+
+@dataclass(frozen=True)
+class JobLogs:
+    """What `Cluster.job_logs` found for a label selector: the pods (their logs, placement) and their events."""
+
+    selector: str
+    namespace: str
+    pods: tuple[JobPod, ...]
+    events: tuple[ClusterEvent, ...] = ()
+
+    @property
+    def placement(self) -> dict[str, str]:
+        """pod name and hostname → node, for every pod that was placed."""
+        out: dict[str, str] = {}
+        for pod in self.pods:
+            if pod.node:
+                out[pod.name] = pod.node
+                if pod.hostname:
+                    out[pod.hostname] = pod.node
+        return out
+
+
 class Cluster(Protocol):
     """Where workloads run: what the suite asks of a backend (`acceptance.clusters.open` gives one).
 
@@ -351,6 +401,11 @@ class Cluster(Protocol):
         ...
 
     def events(self, nodes: Sequence[str], since: datetime) -> list[ClusterEvent]: ...
+
+    def job_logs(self, selector: str, namespace: str | None = None) -> JobLogs:
+        """The pods of a job the harness did not start (label `selector`, in `namespace` or the profile's):
+        their logs, nodes, images and commands, and the events about them. Read-only."""
+        ...
 
     def leftovers(self) -> list[Leftover]:
         """Objects of other runs of this harness: those of live runs (a lease) and those crashed runs left."""

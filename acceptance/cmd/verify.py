@@ -19,7 +19,7 @@ from acceptance.report.verify import verify
 def register(subparsers: Any) -> None:
     parser = subparsers.add_parser(
         "verify",
-        help="check the SSHSIG signature of a report file, or a report folder and its manifest",
+        help="check the SSHSIG signature of a report file, or a report or incident bundle folder (or .tar.gz)",
         description=(
             "Check FILE against FILE.sig, or a report folder: MANIFEST.json.sig, every sha256 in "
             "MANIFEST.json and the junit signature. Without --allowed-signers the signature is "

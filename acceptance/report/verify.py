@@ -1,4 +1,5 @@
-"""Check a signed report: one signed file, or a report folder and its MANIFEST.json.
+"""Check a signed report: one signed file, a report folder and its MANIFEST.json, or an incident bundle
+(its folder, whose bundle.json must also match its schema, or its ``.tar.gz``).
 
 Signatures are checked by stock OpenSSH (`ssh-keygen -Y verify` against an
 allowed-signers file, or `-Y check-novalidate` against the key embedded in the
@@ -8,9 +9,12 @@ and says what is wrong with it and which key signed.
 
 from __future__ import annotations
 
+import json
 import re
 import shutil
 import subprocess
+import tarfile
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -150,6 +154,7 @@ def _verify_folder(folder: Path, allowed_signers: Path | None, identity: str | N
     checks.extend(Check(rel, False, problem) for rel, problem in problems)
     if not problems:
         checks.append(Check(MANIFEST_NAME, True, f"all {len(manifest['files'])} listed files match their sha256"))
+    checks.extend(_bundle_check(folder))
     for entry in manifest["files"]:
         rel = str(entry["path"])
         if rel.endswith(SIG_SUFFIX) and rel.removesuffix(SIG_SUFFIX) != MANIFEST_NAME:
@@ -163,11 +168,57 @@ def _verify_folder(folder: Path, allowed_signers: Path | None, identity: str | N
     return VerifyResult(tuple(checks), trusted=allowed_signers is not None)
 
 
+def _bundle_check(folder: Path) -> list[Check]:
+    """An incident bundle's ``bundle.json`` must also match its schema (a folder without one: no check)."""
+    document = folder / "bundle.json"
+    if not document.is_file():
+        return []
+    from acceptance import schemas
+
+    try:
+        doc = json.loads(document.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        return [Check("bundle.json", False, f"not readable as JSON: {exc}")]
+    found = [
+        f"{'.'.join(map(str, p)) or '(top)'}: found {f}, expected {e}" for p, f, e in schemas.problems("bundle", doc)
+    ]
+    if found:
+        return [Check("bundle.json", False, "does not match bundle.schema.json: " + "; ".join(found[:3]))]
+    return [Check("bundle.json", True, "matches bundle.schema.json")]
+
+
+def _verify_archive(path: Path, allowed_signers: Path | None, identity: str | None) -> VerifyResult:
+    """A bundle's ``.tar.gz``: its own signature, then the folder inside it as a folder."""
+    checks = [check_signature(path, allowed_signers, identity)]
+    with tempfile.TemporaryDirectory(prefix="acceptance-verify-") as tmp:
+        try:
+            with tarfile.open(path, "r:gz") as tar:
+                members = tar.getmembers()
+                bad = [m.name for m in members if not (m.isfile() or m.isdir()) or m.name.startswith("/")
+                       or ".." in Path(m.name).parts]  # fmt: skip
+                if bad:
+                    return VerifyResult(tuple(checks), unreadable=f"{path}: unsafe archive members {bad[:3]}")
+                tar.extractall(tmp, members=members, filter="data")  # members checked above, too
+        except (tarfile.TarError, OSError, EOFError) as exc:
+            return VerifyResult(tuple(checks), unreadable=f"{path}: not a readable .tar.gz ({exc})")
+        tops = [p for p in Path(tmp).iterdir() if p.is_dir()]
+        if len(tops) != 1:
+            return VerifyResult(tuple(checks), unreadable=f"{path}: expected one folder inside the archive")
+        inner = _verify_folder(tops[0], allowed_signers, identity)
+        checks += [Check(f"{path.name}:{c.subject}", c.ok, c.detail) for c in inner.checks]
+        if inner.unreadable:
+            return VerifyResult(tuple(checks), unreadable=inner.unreadable, trusted=allowed_signers is not None)
+    return VerifyResult(tuple(checks), trusted=allowed_signers is not None)
+
+
 def verify(path: Path, allowed_signers: Path | None = None, identity: str | None = None) -> VerifyResult:
-    """Verify one signed file (FILE beside FILE.sig) or a report folder (or its MANIFEST.json)."""
+    """Verify one signed file (FILE beside FILE.sig), a report or bundle folder (or its MANIFEST.json),
+    or a bundle's ``.tar.gz`` (its signature and the folder inside)."""
     try:
         if path.is_dir():
             return _verify_folder(path, allowed_signers, identity)
+        if path.name.endswith(".tar.gz") and path.is_file():
+            return _verify_archive(path, allowed_signers, identity)
         if path.name.endswith(SIG_SUFFIX) and not path.name.endswith(SIG_SUFFIX * 2):
             path = path.with_name(path.name.removesuffix(SIG_SUFFIX))
         if path.name == MANIFEST_NAME:

@@ -20,6 +20,7 @@ from acceptance.clusters.base import (
     ClusterEvent,
     ClusterInventory,
     Handle,
+    JobLogs,
     Leftover,
     NodeInfo,
     RunResult,
@@ -27,6 +28,7 @@ from acceptance.clusters.base import (
 )
 from acceptance.clusters.kube.cleanup import delete_labelled, delete_run, list_labelled, live_runs, older_than
 from acceptance.clusters.kube.client import KubeApi, KubeApiError, build_api_client
+from acceptance.clusters.kube.joblogs import read_job
 from acceptance.clusters.kube.lease import Lease
 from acceptance.clusters.kube.manifests import MPI_API_VERSION, label_value, manifest_for, run_selector
 from acceptance.clusters.kube.settings import KubeSettings
@@ -205,6 +207,10 @@ class KubeCluster:
                 out.append(ClusterEvent(when, f"Node/{involved.get('name')}", ev.get("reason", ""),
                                         ev.get("message", ""), ev.get("type", "Normal")))  # fmt: skip
         return sorted(out, key=lambda e: e.time or since)
+
+    def job_logs(self, selector: str, namespace: str | None = None) -> JobLogs:
+        """The customer's job (pods matching `selector`), read-only: logs, placement, images, events."""
+        return read_job(self.api, namespace or self.settings.namespace, selector)
 
     def leftovers(self) -> list[Leftover]:
         """Labelled objects of other runs of this harness in the namespace, live or ended."""

@@ -6,7 +6,9 @@ Compact syntax (the plugin's repeatable ``--sim-fault`` and ``acceptance sim run
 
 INDEX is the GPU for GPU faults and the rail (NIC ``mlx5_INDEX``, rail-aligned with GPU INDEX)
 for NIC and link faults; it defaults to 0. Scenario files may add parameters
-(`factor`, `mode`, `version`, `xid`, `probability`), see `KINDS`.
+(`factor`, `mode`, `version`, `xid`, `probability`, `at_step`), see `KINDS`. With ``at_step: T``
+(``gpu-xid``, ``nic-degraded``, ``nic-down``, ``gpu-throttle``) the fault strikes the
+training job in step T instead of being there from the start (`acceptance.sim.model.incident`).
 
 Effects (each only on its target):
 
@@ -54,10 +56,10 @@ KINDS: dict[str, tuple[str, str]] = {
     "node-down": ("node", "the node is NotReady"),
 }
 DEFAULT_PARAMS: dict[str, dict[str, Any]] = {
-    "nic-degraded": {"factor": 0.62},
-    "nic-down": {"factor": 0.55},
-    "gpu-xid": {"xid": 79, "mode": "fail"},
-    "gpu-throttle": {"factor": 1.12},
+    "nic-degraded": {"factor": 0.62, "at_step": None},
+    "nic-down": {"factor": 0.55, "at_step": None},
+    "gpu-xid": {"xid": 79, "mode": "fail", "at_step": None},
+    "gpu-throttle": {"factor": 1.12, "at_step": None},
     "link-flap": {"probability": 0.4},
     "spine-slow": {"factor": 0.7},
     "bad-restore": {"mode": "loss-jump", "jump": 0.35},
@@ -123,6 +125,9 @@ def _checked(fault: Fault, text: str, cluster: SimCluster) -> Fault:
         raise _usage(text, f"mode must be one of {RESTORE_MODES}", cluster)
     if fault.kind == "gpu-xid" and fault.param("mode") not in XID_MODES:
         raise _usage(text, f"mode must be one of {XID_MODES}", cluster)
+    at_step = fault.param("at_step")
+    if at_step is not None and (isinstance(at_step, bool) or not isinstance(at_step, int) or at_step < 2):
+        raise _usage(text, f"at_step must be a training step >= 2, not {at_step!r}", cluster)
     return fault
 
 

@@ -10,6 +10,7 @@
 - ``dcgmi diag -r LEVEL [-j] [-i 0,1,...]`` -- DCGM 4.x JSON or text for `node` (its GPUs, or those listed);
 - the training command of `acceptance.sim.model.training` (on the hosts' nodes, else every ready node);
 - ``ib_write_bw -d mlx5_K ...`` -- perftest's loopback bandwidth of one NIC of `node` (`perftest`);
+- ``dmesg`` and ``nvidia-smi -q`` -- the kernel log and the GPU report of `node` (`hostlogs`);
 - ``bash -c "a; b && c"`` -- each command in turn, stopping at the first failure;
   ``echo``/``export``/``set``/``sleep``/``hostname`` and similar shell chores print nothing or the obvious.
 
@@ -27,7 +28,7 @@ import threading
 from collections.abc import Mapping, Sequence
 
 from acceptance.errors import UsageError
-from acceptance.sim.model import dcgmmodel, dcgmrender, ncclperf, nccltext, perftest
+from acceptance.sim.model import dcgmmodel, dcgmrender, hostlogs, ncclperf, nccltext, perftest
 from acceptance.sim.model.cluster import GPU_NAME, GPUS_PER_NODE, SimCluster, Versions, derive_seed, node_spec, rng
 from acceptance.sim.model.faults import FaultSet
 from acceptance.sim.model.ncclargs import NcclArgs, parse_mpirun, parse_nccl_args, simulated_collective
@@ -51,7 +52,9 @@ class SimRunner:
         self._lock = threading.Lock()
 
     @classmethod
-    def from_scenario(cls, scenario: Scenario, faults: Sequence[str] = (), seed: int | None = None) -> SimRunner:
+    def from_scenario(
+        cls, scenario: Scenario, faults: Sequence[str | Mapping[str, object]] = (), seed: int | None = None
+    ) -> SimRunner:
         cluster, fault_set = scenario.build(seed, faults)
         return cls(cluster, fault_set)
 
@@ -95,6 +98,9 @@ class SimRunner:
         if not argv:
             return ToolRun("", 0, 0.0)
         prog = os.path.basename(argv[0])
+        if prog == "dmesg" or (prog == "nvidia-smi" and {"-q", "--query", "-a"} & set(argv[1:])):
+            render = hostlogs.dmesg if prog == "dmesg" else hostlogs.nvidia_smi_q
+            return ToolRun(*render(self.cluster, self.faults, node, self.versions), 0.2)
         chore = shell_chore(argv, env, node)
         if chore is not None:
             return ToolRun(chore, 0, 0.0)
@@ -134,7 +140,10 @@ class SimRunner:
             nodes = list(dict.fromkeys(h.node for h in hosts)) or [
                 n.name for n in self.cluster.nodes if self.faults.node_ready(n.name)
             ]
-            text, code, seconds = run_training(argv, self.cluster, self.faults, nodes, seed)
+            names = {h.node: h.hostname for h in hosts}
+            launcher = "mpirun" if mpirun else "torchrun" if os.path.basename(argv[0]) == "torchrun" else "python"
+            text, code, seconds = run_training(argv, self.cluster, self.faults, nodes, seed, env=env, hosts=names,
+                                               launcher=launcher)  # fmt: skip
             return ToolRun(text, code, seconds)
         return ToolRun(f"bash: {argv[0]}: command not found\n", 127, 0.0)
 
