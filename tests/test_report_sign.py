@@ -354,3 +354,16 @@ def test_a_manifest_entry_outside_the_report_folder_is_refused(tmp_path, key, al
     (refused,) = [c for c in result.checks if c.subject == listed]
     assert not refused.ok
     assert refused.detail.startswith("refused: ")
+
+
+def test_verify_takes_the_trust_list_of_a_clusters_profile(tmp_path, key, capsys):
+    """With the profile at hand, its allowed_signers is the trust list: a report signed by another key fails."""
+    from tests.suite_run import sim_cluster_folder
+
+    folder, _ = _report(tmp_path, SignOptions(key=key))
+    base = sim_cluster_folder(tmp_path).parent
+    assert _cli(["verify", str(folder), "--cluster", "sim", "--baselines-dir", str(base)]) == 1
+    assert "which is not in" in capsys.readouterr().err
+    with (base / "sim" / "allowed_signers").open("a") as handle:
+        handle.write("oncall@provider " + " ".join(key.with_suffix(".pub").read_text().split()[:2]) + "\n")
+    assert _cli(["verify", str(folder), "--cluster", "sim", "--baselines-dir", str(base)]) == 0

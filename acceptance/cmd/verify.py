@@ -13,6 +13,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from acceptance.errors import UsageError
 from acceptance.report.verify import verify
 
 
@@ -35,11 +36,25 @@ def register(subparsers: Any) -> None:
         help="OpenSSH allowed_signers file (see ssh-keygen(1) ALLOWED SIGNERS) listing trusted keys",
     )
     parser.add_argument("--identity", metavar="NAME", help="the principal expected to have signed")
+    parser.add_argument(
+        "--cluster",
+        metavar="NAME",
+        help="trust the allowed_signers of baselines/NAME/cluster.yaml (both parties' keys)",
+    )
+    parser.add_argument("--baselines-dir", type=Path, default=Path("baselines"), metavar="DIR")
     parser.set_defaults(func=_run)
 
 
 def _run(args: argparse.Namespace) -> int:
-    result = verify(args.path, args.allowed_signers, args.identity)
+    allowed = args.allowed_signers
+    if allowed is None and args.cluster:
+        from acceptance.profile import load_profile
+
+        profile = load_profile(args.cluster, args.baselines_dir)
+        if profile.allowed_signers is None:
+            raise UsageError(f"{profile.path} names no allowed_signers; pass --allowed-signers FILE")
+        allowed = profile.allowed_signers
+    result = verify(args.path, allowed, args.identity)
     stream = sys.stdout if result.exit_status == 0 else sys.stderr
     for line in result.lines():
         print(line, file=stream)
