@@ -117,6 +117,7 @@ class ActiveRun:
         self.record_message: tuple[str, bool] | None = None
         self.interrupted_by: str | None = None
         self._previous: dict[int, Any] = {}
+        self.incident: IncidentOutcome | None = None
 
     def catch_signals(self) -> None:
         """SIGINT and SIGTERM end the run the same way: objects deleted, an INTERRUPTED report signed."""
@@ -133,7 +134,6 @@ class ActiveRun:
         for sig, handler in self._previous.items():
             signal.signal(sig, handler)
         self._previous.clear()
-        self.incident: IncidentOutcome | None = None
 
     def pytest_report_header(self) -> list[str]:
         return self.session.header_lines()
