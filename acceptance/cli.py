@@ -25,6 +25,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "acceptance.cmd.verify",
     "acceptance.cmd.sim",
     "acceptance.cmd.cleanup",
+    "acceptance.cmd.localize",
 )
 
 EPILOG = """\
