@@ -118,7 +118,7 @@ def headline(data: ReportData) -> list[str]:
             ratio = (v.get("figures") or {}).get("ratio")
             only.effects.append(f"smoke step {_pct(float(ratio))}" if isinstance(ratio, int | float) else "smoke run")
             only.effects[-1] += " (criterion 3)"
-        for v in by_criterion.get(4, []):
-            if str(v.get("status")) == "error" or "no " in str(v.get("summary", ""))[:80]:
-                only.effects.append("loss continuity: nothing to judge (criterion 4)")
+        for v in by_criterion.get(4, []):  # the job did not run: no figures; a judged loss jump is not hardware
+            if str(v.get("status")) == "error" or not v.get("figures"):
+                only.effects.append("loss continuity: no run to judge (criterion 4)")
     return [c.line() for c in causes.values() if c.effects]
