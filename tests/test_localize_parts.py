@@ -148,7 +148,10 @@ def test_what_a_group_measured_or_which_node_its_error_lines_name() -> None:
     m = measure(("sim-node-02", "sim-node-03"), _result(bad.stdout, bad.exit_code, placement), command)
     assert m.blamed == ("sim-node-03",)
     assert m.failure.startswith("run failed, exit ")
-    assert "nccl-worker-1: Test NCCL failure common.cu:1279" in m.failure
+    assert "nccl-worker-1: Test " in m.failure
+    peers_only = "\n".join(line for line in bad.stdout.splitlines() if "Test CUDA failure" not in line)
+    m = measure(("sim-node-02", "sim-node-03"), _result(peers_only, bad.exit_code, placement), command)
+    assert m.blamed == ()
     empty = measure(("a", "b"), _result("", 1, {}), command)
     assert empty.failure == "failed: no output"
 

@@ -126,3 +126,29 @@ def test_the_command_line_names_the_culprit_and_exits_1(tmp_path: Path, capsys: 
     assert "  round 1: 8 groups (8 across leaves): 7 within margin" in out
     assert main(["localize", "--cluster", "sim", "--baselines-dir", str(folder.parent), "--test", "nope"]) == 2
     assert "--test nope: not a test of the baseline" in capsys.readouterr().err
+
+
+def test_a_search_that_cannot_run_says_why_and_the_fabric_item_still_fails(tmp_path: Path) -> None:
+    folder = sim_cluster_folder(tmp_path)
+    profile_file = folder / "cluster.yaml"
+    profile_file.write_text(
+        profile_file.read_text().replace("leaf_label: acceptance.sim/leaf-group", "leaf_label: rack")
+    )
+    profile = load_profile("sim", folder.parent)
+    context = RunContext.create(
+        profile, BaselineStore(folder).latest(), returned_nodes=(), run_id="ra-test-nolabel", started=datetime.now(UTC)
+    )
+    cluster = clusters.open(profile, context.run_id, faults=["nic-degraded@sim-node-07"])
+    (tmp_path / "run").mkdir()
+    try:
+        run = Run(context, cluster, RunFolder(tmp_path / "run"), None, selected=frozenset())
+        verdict = run.fabric.verdict(TEST)
+    finally:
+        cluster.cleanup()
+        cluster.close()
+    assert verdict.status.value == "fail"
+    assert verdict.figures["culprit"] == "none"
+    assert verdict.figures["localize_confirmed"] is False
+    assert "localization could not run: node label 'rack' (localize.topology.leaf_label) missing on sim-node-01" in (
+        verdict.summary
+    )

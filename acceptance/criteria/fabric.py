@@ -76,14 +76,16 @@ class Fabric:
         return self._judged[name]
 
     def failing_nodes(self, name: str) -> list[str]:
-        """Nodes the failing run's own error lines name (``host: Test NCCL failure ...``)."""
+        """Nodes whose own CUDA failure the failing run's error lines report (``host: Test CUDA failure ...``)."""
         result = self.run.scheduler.results(self.batch(name))[name]
         capture = nccl.parse_text(result.output, source=f"{name}:launcher log")
         out: set[str] = set()
         for run in capture.runs:
             hosts = {p.host: p.node for p in result.rank_placement({r.rank: r.host for r in run.ranks}).values()}
             for error in run.errors:
-                host = error.text.split(":", 1)[0].strip(" .").split(" ")[0] if "Test " in error.text else ""
+                host = (
+                    error.text.split(":", 1)[0].strip(" .").split(" ")[0] if "Test CUDA failure" in error.text else ""
+                )
                 if hosts.get(host):
                     out.add(str(hosts[host]))
         return sorted(out)

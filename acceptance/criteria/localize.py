@@ -20,8 +20,8 @@ from acceptance.criteria.localize_result import LocalizeResult
 from acceptance.criteria.localize_run import GroupCommand, measure, reference_of, round_rows, sweep
 from acceptance.criteria.parts import BaselinePart
 from acceptance.criteria.runfolder import RunFolder
-from acceptance.errors import UsageError
-from acceptance.judge.localize import Problem, Round, drive
+from acceptance.errors import AcceptanceError, UsageError
+from acceptance.judge.localize import Conclusion, Problem, Round, drive
 from acceptance.judge.localize_groups import Observation, observe_round
 from acceptance.judge.localize_plan import pair_set
 from acceptance.judge.localize_topology import Topology
@@ -53,8 +53,17 @@ class Localize:
         if not self.settings.enabled or ctx.recording:
             return None
         wait = self.settings.deadline_s + ctx.gpu_budget_s
-        doc = self.run.folder.once(KEY, lambda: self._first_failure(name).to_json(), timeout_s=wait)
+        doc = self.run.folder.once(KEY, lambda: self._guarded(name), timeout_s=wait)
         return LocalizeResult.from_json(doc)
+
+    def _guarded(self, trigger: str) -> dict[str, Any]:
+        """The search as plain data; a problem (labels missing, a cluster error) is its conclusion, not a crash."""
+        try:
+            return self._first_failure(trigger).to_json()
+        except AcceptanceError as exc:
+            why = f"localization could not run: {exc}"
+            conclusion = Conclusion((), why, (), 0, 0, confirmed=False)
+            return LocalizeResult(trigger, conclusion, (), 0.0, (), "nothing", "unknown", why).to_json()
 
     def _first_failure(self, trigger: str) -> LocalizeResult:
         """Localize with the first failing test of the baseline's order (the same whichever item asks)."""
@@ -83,17 +92,14 @@ class Localize:
                 unavailable[node] = "NotReady" if not info.ready else "cordoned"
         if self._topology is None:
             t = self.settings.topology
+            listed = [n for n in p.nodes if n not in unavailable]
             if t.leaves:
-                self._topology = Topology.from_listing(p.nodes, t.leaves, t.spines)
+                self._topology = Topology.from_listing(p.nodes, t.leaves, t.spines).restricted(listed)
             elif t.leaf_label:
-                labels = {n: dict(info.labels) for n in p.nodes if (info := inventory.node(n)) is not None}
+                labels = {n: dict(info.labels) for n in listed if (info := inventory.node(n)) is not None}
                 self._topology = Topology.from_labels(labels, t.leaf_label, t.spine_label)
-                for node in p.nodes:  # a node the cluster does not list has no labels: its own leaf
-                    if node not in labels:
-                        self._topology = Topology({**self._topology.leaf_of, node: f"unknown-{node}"},
-                                                  self._topology.spine_of, self._topology.source)  # fmt: skip
             else:
-                self._topology = Topology.flat(p.nodes)
+                self._topology = Topology.flat(listed)
         return self._topology, unavailable
 
     def _known(self) -> dict[str, str]:
@@ -121,7 +127,7 @@ class Localize:
         started = time.monotonic()
         topology, unavailable = self.topology()
         chosen = tuple(nodes or ctx.profile.nodes)
-        unknown = [n for n in chosen if n not in topology.leaf_of]
+        unknown = [n for n in chosen if n not in ctx.profile.nodes]
         if unknown:
             raise UsageError(f"not in the node set of {ctx.profile.path}: {', '.join(unknown)}")
         argv, env, _ = self.run.fabric.command(test)
@@ -130,8 +136,9 @@ class Localize:
         sizes = sweep(argv, reference, worst, s.sweep_sizes, ctx.margins.busbw_min_size)
         command = GroupCommand.of(test, argv, env, sizes)
         down = {n: why for n, why in unavailable.items() if n in chosen}
+        able = tuple(n for n in chosen if n not in down)
         problem = Problem(
-            nodes=tuple(n for n in chosen if n not in down), topology=topology.restricted(chosen), unavailable=down,
+            nodes=able, topology=topology.restricted(able), unavailable=down,
             known={**self._known(), **(hints or {})}, triggered=triggered, max_rounds=s.max_rounds,
         )  # fmt: skip
         rounds: list[dict[str, Any]] = []

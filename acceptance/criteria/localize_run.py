@@ -4,7 +4,8 @@ The command of every group test is the failing test's (the baseline's binary, op
 environment), with only its size sweep shortened: `sweep_sizes` message sizes ending at the
 failing run's worst size, none below the agreed minimum. The argv is parsed and rendered by
 `acceptance.tools.nccl.NcclTest`, never edited as text. A group's result becomes a
-`GroupMeasure`: busbw per size, or why there is none, with the nodes NCCL's error lines name.
+`GroupMeasure`: busbw per size, or why there is none, with the nodes whose own CUDA failure the
+tool's error lines report.
 """
 
 from __future__ import annotations
@@ -80,12 +81,17 @@ def measure(group: tuple[str, ...], result: RunResult, command: GroupCommand) ->
         return GroupMeasure(group, {}, f"nccl-tests printed no results: {first}")
     if run.status != "ok" or not result.ok:
         hosts = _hosts_to_nodes(result, run)
-        named = sorted({hosts.get(_host_of(e.text), "") for e in run.errors if "Test " in e.text} - {""})
+        named = sorted({hosts.get(_host_of(e.text), "") for e in run.errors if LOCAL_FAILURE in e.text} - {""})
         first = next((e.text for e in run.errors if "Test " in e.text), run.errors[0].text if run.errors else "")
         why = f"run {run.status}, exit {result.exit_code}" + (f": {first}" if first else "")
         return GroupMeasure(group, {}, why, tuple(n for n in named if n in group))
     busbw = {r.size: r.oop.busbw for r in run.rows if r.oop is not None and r.oop.busbw is not None}
     return GroupMeasure(group, busbw)
+
+
+# A process reports its own GPU failing with this; "Test NCCL failure ... remote process exited" lines
+# come from the peers of a failure too, so they name no culprit.
+LOCAL_FAILURE = "Test CUDA failure"
 
 
 def _host_of(text: str) -> str:

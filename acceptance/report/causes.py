@@ -116,7 +116,8 @@ def headline(data: ReportData) -> list[str]:
         (only,) = causes.values()
         for v in by_criterion.get(3, []):
             ratio = (v.get("figures") or {}).get("ratio")
-            only.effects.append(f"smoke step {_pct(float(ratio))}" if isinstance(ratio, int | float) else "smoke run")
+            what = f"smoke step {_pct(float(ratio))}" if isinstance(ratio, int | float) else "smoke run failed"
+            only.effects.append(what)
             only.effects[-1] += " (criterion 3)"
         for v in by_criterion.get(4, []):  # the job did not run: no figures; a judged loss jump is not hardware
             if str(v.get("status")) == "error" or not v.get("figures"):
