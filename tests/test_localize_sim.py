@@ -20,6 +20,7 @@ from acceptance.criteria.context import RunContext
 from acceptance.criteria.localize_result import LocalizeResult
 from acceptance.criteria.run import Run
 from acceptance.criteria.runfolder import RunFolder
+from acceptance.judge.verdict import Verdict
 from acceptance.profile import load_profile
 from tests.suite_run import SCENARIOS, sim_cluster_folder
 
@@ -128,27 +129,48 @@ def test_the_command_line_names_the_culprit_and_exits_1(tmp_path: Path, capsys: 
     assert "--test nope: not a test of the baseline" in capsys.readouterr().err
 
 
-def test_a_search_that_cannot_run_says_why_and_the_fabric_item_still_fails(tmp_path: Path) -> None:
+def fabric_verdict(tmp_path: Path, edit: tuple[str, str], faults: Sequence[str]) -> Verdict:
+    """The fabric item's verdict for all_reduce_perf with the sim profile edited (`edit`: old, new text)."""
     folder = sim_cluster_folder(tmp_path)
     profile_file = folder / "cluster.yaml"
-    profile_file.write_text(
-        profile_file.read_text().replace("leaf_label: acceptance.sim/leaf-group", "leaf_label: rack")
-    )
+    text = profile_file.read_text()
+    assert edit[0] in text
+    profile_file.write_text(text.replace(*edit))
     profile = load_profile("sim", folder.parent)
     context = RunContext.create(
-        profile, BaselineStore(folder).latest(), returned_nodes=(), run_id="ra-test-nolabel", started=datetime.now(UTC)
+        profile, BaselineStore(folder).latest(), returned_nodes=(), run_id="ra-test-edit", started=datetime.now(UTC)
     )
-    cluster = clusters.open(profile, context.run_id, faults=["nic-degraded@sim-node-07"])
+    cluster = clusters.open(profile, context.run_id, faults=faults)
     (tmp_path / "run").mkdir()
     try:
-        run = Run(context, cluster, RunFolder(tmp_path / "run"), None, selected=frozenset())
-        verdict = run.fabric.verdict(TEST)
+        return Run(context, cluster, RunFolder(tmp_path / "run"), None, selected=frozenset()).fabric.verdict(TEST)
     finally:
-        cluster.cleanup()
-        cluster.close()
+        try:
+            cluster.cleanup()
+        finally:
+            cluster.close()
+
+
+def test_a_search_that_cannot_run_says_why_and_the_fabric_item_still_fails(tmp_path: Path) -> None:
+    edit = ("leaf_label: acceptance.sim/leaf-group", "leaf_label: rack")
+    verdict = fabric_verdict(tmp_path, edit, ["nic-degraded@sim-node-07"])
     assert verdict.status.value == "fail"
     assert verdict.figures["culprit"] == "none"
     assert verdict.figures["localize_confirmed"] is False
     assert "localization could not run: node label 'rack' (localize.topology.leaf_label) missing on sim-node-01" in (
         verdict.summary
     )
+
+
+def test_localization_turned_off_in_the_profile_adds_nothing(tmp_path: Path) -> None:
+    verdict = fabric_verdict(tmp_path, ("localize:\n", "localize:\n  enabled: false\n"), ["nic-degraded@sim-node-07"])
+    assert verdict.status.value == "fail"
+    assert "culprit" not in verdict.figures
+    assert "localized" not in verdict.summary
+
+
+def test_the_whole_search_stops_at_its_deadline(tmp_path: Path) -> None:
+    verdict = fabric_verdict(tmp_path, ("deadline: 20m", "deadline: 1ms"), ["nic-degraded@sim-node-07"])
+    assert verdict.status.value == "fail"
+    assert (verdict.figures["culprit"], verdict.figures["localize_rounds"]) == ("none", 0)
+    assert "search stopped: the search's deadline (0 s) passed after 0 rounds" in verdict.evidence

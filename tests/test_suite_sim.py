@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from tests.suite_run import run_suite, sim_cluster_folder
@@ -132,6 +134,10 @@ def test_record_mode_refuses_on_a_failing_node_and_never_overwrites(pytester: py
     assert run.result.ret == 0, run.result.stdout.str()[-3000:]
     (first,) = folder.glob("handover-*.json")
     before = first.read_bytes()
+    pairs = json.loads(before)["results"]["pairs"]  # the pair baseline of every test, for localization
+    assert set(pairs) == set(FABRIC)
+    assert {n for g in pairs["all_reduce_perf"]["groups"] for n in g["nodes"]} == set(NODES)
+    assert {g["crossing"] for g in pairs["all_reduce_perf"]["groups"]} == {True, False}
     (pytester.path / "report").rename(pytester.path / "report-2")
     run = run_suite(pytester, baselines=folder.parent)
     assert run.result.ret == 0, run.result.stdout.str()[-3000:]
