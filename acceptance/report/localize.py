@@ -13,6 +13,8 @@ from collections.abc import Iterable, Mapping
 from html import escape
 from typing import Any
 
+from acceptance.tools.nccl import fmt_bytes
+
 _CLASS = {"ok": "pass", "slow": "fail", "failed": "error"}
 
 
@@ -65,12 +67,13 @@ def render(verdicts: Iterable[Mapping[str, Any]]) -> str:
     parts = []
     for found in localizations(verdicts):
         rounds, rows, cells = matrix(found)
-        sizes = ", ".join(_e(s) for s in found.get("sizes", ()))
+        sizes = ", ".join(fmt_bytes(int(s)) for s in found.get("sizes", ()))
         head = (
             f"<p><b>{_e(found.get('culprit'))}</b> ({_e(found.get('culprit_kind'))}): {_e(found.get('summary'))}</p>"
             f'<p class="caption">{len(rounds)} round(s) of {_e(found.get("test"))} on disjoint groups in parallel '
-            f"(sizes {sizes} bytes), against {_e(found.get('reference'))}; {_e(found.get('seconds'))} s. "
-            "Green: within margin; red: slow; dark: failed to run. A cell names the node's partners.</p>"
+            f"(sizes {_e(sizes)}), against {_e(found.get('reference'))}; {_e(found.get('seconds'))} s. "
+            "A cell: the group's busbw as a share of the reference (or why it did not run) and the node's "
+            "partners in it; green within the margin, red slow or failed.</p>"
         )
         purposes = "".join(
             f"<li>round {_e(r.get('round'))}: {_e(r.get('purpose'))}</li>" for r in found.get("rounds", ())
