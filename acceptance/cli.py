@@ -28,6 +28,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "acceptance.cmd.lost_time",
     "acceptance.cmd.sim",
     "acceptance.cmd.cleanup",
+    "acceptance.cmd.localize",
 )
 
 EPILOG = """\

@@ -112,6 +112,9 @@ class ActiveRun:
     def __init__(self, session: AcceptanceSession, sign: SignOptions) -> None:
         self.session = session
         self.sign = sign
+        from acceptance.report.data import ReportRecorder
+
+        self.recorder = ReportRecorder()
         self.failures: list[str] = []
         self.skips: dict[str, int] = {}
         self.record_message: tuple[str, bool] | None = None
@@ -178,6 +181,11 @@ class ActiveRun:
         self.session.selected_modules = {
             Path(str(item.path)).stem for item in session.items if SUITE_DIR in Path(str(item.path)).resolve().parents
         }
+        self.session.selected_nccl = {
+            str(params["nccl_test"])
+            for item in session.items
+            if "nccl_test" in (params := getattr(getattr(item, "callspec", None), "params", {}))
+        }
 
     @pytest.fixture
     def acceptance(self, request: pytest.FixtureRequest) -> Suite:
@@ -210,6 +218,7 @@ class ActiveRun:
             return
         from acceptance.report.data import headline
 
+        self.recorder.add(report)
         name = report.nodeid.split("::")[-1]
         if report.failed:
             self.failures.append(f"{name}: {headline(report) or 'failed'}")
@@ -277,7 +286,11 @@ class ActiveRun:
             for line in self.incident.lines:
                 terminalreporter.write_line(line, green=self.incident.ok, red=not self.incident.ok)
         if self.failures or self.skips:
+            from acceptance.report.causes import headline
+
             terminalreporter.section("acceptance verdicts")
+            for line in headline(self.recorder.data({}, simulated=self.session.simulated)):
+                terminalreporter.write_line(f"CAUSE {line}", red=True, bold=True)
             for line in self.failures:
                 terminalreporter.write_line(f"FAILED {line}", red=True)
             for reason, count in self.skips.items():

@@ -11,7 +11,7 @@ the path inside the document, what was found and what was expected.
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -66,6 +66,28 @@ class SshSettings:
 
 
 @dataclass(frozen=True)
+class TopologySettings:
+    """Where the fabric's leaves and spines come from: node labels, or a listing (SSH hosts)."""
+
+    leaf_label: str | None = None
+    spine_label: str | None = None
+    leaves: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    spines: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class LocalizeSettings:
+    """Naming the bad node when a fabric item fails (``localize:`` in the profile)."""
+
+    enabled: bool = True
+    deadline_s: float = 1800.0
+    round_timeout_s: float = 600.0
+    max_rounds: int = 4
+    sweep_sizes: int = 3
+    topology: TopologySettings = field(default_factory=TopologySettings)
+
+
+@dataclass(frozen=True)
 class Profile:
     """A validated cluster profile."""
 
@@ -91,6 +113,7 @@ class Profile:
     allowed_signers: Path | None = None
     provider: Mapping[str, str] = field(default_factory=dict)
     severity: Mapping[str, Any] = field(default_factory=dict)
+    localize: LocalizeSettings = field(default_factory=LocalizeSettings)
 
     def nccl_test(self, name: str) -> NcclTestSpec:
         for test in self.nccl_tests:
@@ -256,6 +279,8 @@ def _build(doc: Document) -> Profile:
             timeout_s=parse_duration(raw_smoke.get("timeout", 3600)),
         )
 
+    localize = _localize(data.get("localize") or {}, names, bad)
+
     if problems:
         raise ProfileError(_joined(doc.path, problems))
     return Profile(
@@ -281,6 +306,46 @@ def _build(doc: Document) -> Profile:
         allowed_signers=_relative(doc.path, data.get("allowed_signers")),
         provider={str(k): str(v) for k, v in (data.get("provider") or {}).items()},
         severity=dict(data.get("severity") or {}),
+        localize=localize,
+    )
+
+
+def _localize(
+    raw: Mapping[str, Any], names: Sequence[str], bad: Callable[[Sequence[str | int], str, str], None]
+) -> LocalizeSettings:
+    """``localize:``; the listed topology must name the profile's nodes, each in one leaf."""
+    topo = raw.get("topology") or {}
+    leaves = {str(k): tuple(str(n) for n in v) for k, v in (topo.get("leaves") or {}).items()}
+    spines = {str(k): tuple(str(n) for n in v) for k, v in (topo.get("spines") or {}).items()}
+    if leaves and topo.get("leaf_label"):
+        bad(["localize", "topology"], "both leaf_label and leaves", "one of them: node labels, or a listing")
+    seen: dict[str, str] = {}
+    for leaf, members in leaves.items():
+        for node in members:
+            if node not in names:
+                bad(["localize", "topology", "leaves", leaf], repr(node), "a node of nodes.names")
+            elif node in seen:
+                bad(["localize", "topology", "leaves", leaf], f"{node} also in {seen[node]}", "each node in one leaf")
+            seen[node] = leaf
+    if leaves and len(seen) < len(names):
+        missing = [n for n in names if n not in seen]
+        bad(["localize", "topology", "leaves"], f"no leaf for {', '.join(missing[:5])}", "a leaf for every node")
+    for spine, members in spines.items():
+        for leaf in members:
+            if leaf not in leaves:
+                bad(
+                    ["localize", "topology", "spines", spine],
+                    repr(leaf),
+                    "a leaf listed under localize.topology.leaves",
+                )
+    d = LocalizeSettings()
+    return LocalizeSettings(
+        enabled=bool(raw.get("enabled", d.enabled)),
+        deadline_s=parse_duration(raw.get("deadline", d.deadline_s)),
+        round_timeout_s=parse_duration(raw.get("round_timeout", d.round_timeout_s)),
+        max_rounds=int(raw.get("max_rounds", d.max_rounds)),
+        sweep_sizes=int(raw.get("sweep_sizes", d.sweep_sizes)),
+        topology=TopologySettings(topo.get("leaf_label"), topo.get("spine_label"), leaves, spines),
     )
 
 

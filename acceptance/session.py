@@ -55,6 +55,7 @@ class AcceptanceSession:
     controller: bool
     site_checks: tuple[SiteCheck, ...] = ()
     selected_modules: set[str] = field(default_factory=set)
+    selected_nccl: set[str] = field(default_factory=set)
     _run: Run | None = None
 
     @classmethod
@@ -128,6 +129,7 @@ class AcceptanceSession:
             self._run = Run(
                 self.context, self.cluster, self.run_folder, self.report_folder,
                 selected=frozenset(self.selected_modules), site_checks=self.site_checks,
+                nccl_selected=frozenset(self.selected_nccl),
             )  # fmt: skip
         return self._run
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from tests.suite_run import run_suite, sim_cluster_folder
@@ -35,6 +37,8 @@ def test_healthy_cluster_passes_every_item(pytester: pytest.Pytester) -> None:
     assert float(props["worst_ratio"]) > 0.95
     assert (run.report_dir / "report.html").is_file()
     assert (run.report_dir / "MANIFEST.json").is_file()
+    assert "culprit" not in props, "a passing fabric item runs no localization"
+    assert not [n for n in run.objects_created() if n.startswith("MPIJob/loc-")]
 
 
 def test_degraded_nic_fails_fabric_and_the_step_time_it_slows(pytester: pytest.Pytester) -> None:
@@ -49,6 +53,28 @@ def test_degraded_nic_fails_fabric_and_the_step_time_it_slows(pytester: pytest.P
     assert "at handover" in message
     assert "margin −5%" in message
     assert "FAILED test_nccl_busbw[all_reduce_perf]: all_reduce_perf: busbw " in run.result.stdout.str()
+    for name in FABRIC:  # one localization, carried by every failing fabric item
+        props = run.properties(fabric(name))
+        assert (props["culprit"], props["culprit_kind"], props["localize_confirmed"]) == ("sim-node-07", "nic", "true")
+        assert int(props["localize_rounds"]) <= 3
+        assert props["localize_test"] == "all_gather_perf"
+    assert "localized in 2 rounds: sim-node-07: every group with it at 6" in message
+    run.result.stdout.fnmatch_lines([
+        "CAUSE sim-node-07 network (NIC or link) (criterion 2) explains nccl-tests busbw −*% (4 items, criterion 2), "
+        "smoke step +*% (criterion 3)",
+    ])  # fmt: skip
+    html = (run.report_dir / "report.html").read_text()
+    assert "Fabric localization: group results per round" in html
+    assert '<td class="fail" title="62% of the pair baseline">62% <small>with sim-node-15</small></td>' in html
+
+
+def test_a_slow_spine_fails_fabric_with_a_switch_and_no_node(pytester: pytest.Pytester) -> None:
+    run = run_suite(pytester, "--sim-fault=spine-slow", "-k", "fabric")
+    props = run.properties(fabric("all_reduce_perf"))
+    assert props["verdict"] == "fail"
+    assert (props["culprit"], props["culprit_kind"]) == ("leaf-01<->leaf-02", "switch")
+    assert int(props["localize_rounds"]) <= 3
+    assert "fabric, not a node" in run.message(fabric("all_reduce_perf"))
 
 
 def test_gpu_xid_fails_that_node_and_gpu_and_the_fabric(pytester: pytest.Pytester) -> None:
@@ -103,7 +129,8 @@ def test_xdist_gives_the_same_verdicts_and_objects_as_one_process(pytester: pyte
     assert four.outcomes == one_outcomes
     strip = lambda names: sorted(n.split("-ra-")[0] for n in names)  # noqa: E731 - run ids differ
     assert strip(four.objects_created()) == strip(one_objects)
-    assert len(one_objects) == 16 + 4 + 2  # DCGM per node, one MPIJob per nccl test, two training runs
+    # DCGM per node, one MPIJob per nccl test, two training runs, one localization (8 pairs, then 2)
+    assert len(one_objects) == 16 + 4 + 2 + 8 + 2
 
 
 def test_record_mode_refuses_on_a_failing_node_and_never_overwrites(pytester: pytest.Pytester) -> None:
@@ -116,6 +143,10 @@ def test_record_mode_refuses_on_a_failing_node_and_never_overwrites(pytester: py
     assert run.result.ret == 0, run.result.stdout.str()[-3000:]
     (first,) = folder.glob("handover-*.json")
     before = first.read_bytes()
+    pairs = json.loads(before)["results"]["pairs"]  # the pair baseline of every test, for localization
+    assert set(pairs) == set(FABRIC)
+    assert {n for g in pairs["all_reduce_perf"]["groups"] for n in g["nodes"]} == set(NODES)
+    assert {g["crossing"] for g in pairs["all_reduce_perf"]["groups"]} == {True, False}
     run = run_suite(pytester, baselines=folder.parent)
     assert run.result.ret == 0, run.result.stdout.str()[-3000:]
     assert first.read_bytes() == before

@@ -102,8 +102,14 @@ class RunContext:
     def gpu_budget_s(self) -> float:
         """The longest the GPU work of this run can last (every deadline added up, plus slack).
 
+        Localization adds its deadline (recording: the pair baselines, one nccl deadline per test).
+
         Bounds how long a pytest process waits for another that holds the GPUs.
         """
         p = self.profile
         smoke = 2 * p.smoke.timeout_s if p.smoke else 0.0
-        return p.dcgm_timeout_s + p.nccl_timeout_s * max(1, len(self.nccl_tests)) + smoke + 600.0
+        tests = max(1, len(self.nccl_tests))
+        localize = (
+            (p.nccl_timeout_s * tests if self.recording else p.localize.deadline_s) if p.localize.enabled else 0.0
+        )
+        return p.dcgm_timeout_s + p.nccl_timeout_s * tests + smoke + localize + 600.0

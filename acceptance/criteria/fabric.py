@@ -31,6 +31,7 @@ class Fabric:
 
     def __init__(self, run: Run) -> None:
         self.run = run
+        self._judged: dict[str, Verdict] = {}
 
     def command(self, name: str) -> tuple[tuple[str, ...], dict[str, str], list[str]]:
         """argv, env and notes of a test: the baseline's when judging, the profile's when recording."""
@@ -61,6 +62,36 @@ class Fabric:
         return Batch(f"nccl-{name}", "nccl", {name: workload}, p.nccl_timeout_s)
 
     def verdict(self, name: str) -> Verdict:
+        """The item's verdict; a failing one carries the run's localization (`acceptance.criteria.localize`)."""
+        verdict = self.judged(name)
+        if verdict.status is Status.FAIL:
+            found = self.run.localize.for_failure(name)
+            if found is not None:
+                verdict = found.attach(verdict)
+        return verdict
+
+    def judged(self, name: str) -> Verdict:
+        """The run of test `name` judged against the baseline (once per process)."""
+        if name not in self._judged:
+            self._judged[name] = self._judge(name)
+        return self._judged[name]
+
+    def failing_nodes(self, name: str) -> list[str]:
+        """Nodes whose own CUDA failure the failing run's error lines report (``host: Test CUDA failure ...``)."""
+        result = self.run.scheduler.results(self.batch(name))[name]
+        capture = nccl.parse_text(result.output, source=f"{name}:launcher log")
+        out: set[str] = set()
+        for run in capture.runs:
+            hosts = {p.host: p.node for p in result.rank_placement({r.rank: r.host for r in run.ranks}).values()}
+            for error in run.errors:
+                host = (
+                    error.text.split(":", 1)[0].strip(" .").split(" ")[0] if "Test CUDA failure" in error.text else ""
+                )
+                if hosts.get(host):
+                    out.add(str(hosts[host]))
+        return sorted(out)
+
+    def _judge(self, name: str) -> Verdict:
         ctx = self.run.context
         argv, env, notes = self.command(name)
         nccl_env = {k: v for k, v in self.run.cluster.workload_env().items() if k.startswith("NCCL_")}
@@ -88,6 +119,9 @@ class Fabric:
                     "conditions": {"argv": list(argv), "env": env, **conditions.to_json()},
                     "run": run.to_json(),
                 })  # fmt: skip
+                pairs = self.run.localize.record_pairs(name, argv, env)
+                if pairs is not None:
+                    return pairs
             return _recorded(name, run, capture.status)
         recorded = {k: v for k, v in (ctx.baseline.baseline.nccl_conditions(name) or {}).items()
                     if k not in ("argv", "env")}  # fmt: skip

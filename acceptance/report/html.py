@@ -6,6 +6,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from html import escape
 from typing import Any
 
+from acceptance.report import localize as localization
+from acceptance.report.causes import headline
 from acceptance.report.data import ReportData, TestRecord
 from acceptance.report.plots import busbw_plots, diagnostics_matrix
 from acceptance.report.plots_training import loss_plot, steptime_plot
@@ -23,6 +25,7 @@ td:first-child{white-space:nowrap}
 .unsigned{background:#8b0000;color:#fff;padding:.5em 1em;font-weight:bold}
 .signed{background:#e8f4ea;border:1px solid #9c9;padding:.5em 1em}
 .margin-note{background:#fff3cd;border:1px solid #d4a000;padding:.5em 1em;margin-top:.3em}
+.cause{background:#f8d7da;border:1px solid #b00;padding:.5em 1em;margin-top:.3em;font-weight:bold}
 .pass,.passed{background:#d4edda}.fail,.failed,.error{background:#f8d7da}
 .skip,.skipped,.warn,.inconclusive,.not-comparable{background:#fff3cd}
 .missing{background:#e2e3e5}
@@ -194,6 +197,7 @@ def render_html(data: ReportData, *, signing: str, signed: bool, files: Iterable
     for test in data.tests:
         counts[test.outcome] = counts.get(test.outcome, 0) + 1
     tally = ", ".join(f"{n} {k}" for k, n in sorted(counts.items())) or "no tests"
+    causes = "".join(f'<div class="cause">{_e(line)}</div>' for line in headline(data))
     steptime = _plot(steptime_plot(verdicts), "step time distributions", _STEPTIME_NOTE)
     loss = _plot(loss_plot(verdicts), "loss around the restore", _LOSS_NOTE)
     return f"""<!DOCTYPE html>
@@ -204,9 +208,10 @@ def render_html(data: ReportData, *, signing: str, signed: bool, files: Iterable
 <body>{banner}<main>
 <h1>{_e(title)}</h1>
 <p>{_e(prov.get("start_utc", ""))} → {_e(prov.get("end_utc", ""))} · {_e(tally)}</p>
-<div class="{sig_class}">{_e(signing)}</div>{notes}
+<div class="{sig_class}">{_e(signing)}</div>{notes}{causes}
 <h2 id="summary">Summary</h2>{_summary(data.tests)}
 <h2 id="fabric">Fabric: busbw vs message size</h2>{_fabric(verdicts)}
+<h2 id="localize">Fabric localization: group results per round</h2>{localization.render(verdicts)}
 <h2 id="diagnostics">DCGM diagnostics: nodes × tests (GPUs that did not pass named)</h2>{_diagnostics(verdicts)}
 <h2 id="steptime">Smoke step time vs baseline</h2>{steptime}
 <h2 id="loss">Loss around the restore</h2>{loss}

@@ -18,19 +18,20 @@ A command line the tool would reject prints the reason and exits 2; `run` never 
 
 Run-to-run noise: each call gets its own seed from (cluster seed, the command, the node, the
 hosts, and how many times this same call was made before), so a repeated call differs
-and a whole session replays identically.
+and a whole session replays identically. A flapping link instead counts the multi-node runs
+through its node (`faults.FaultSet.fabric`), so it flaps alike whatever the job names are.
 """
 
 from __future__ import annotations
 
 import os
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 from acceptance.errors import UsageError
 from acceptance.sim.model import dcgmmodel, dcgmrender, hostlogs, ncclperf, nccltext, perftest
 from acceptance.sim.model.cluster import GPU_NAME, GPUS_PER_NODE, SimCluster, Versions, derive_seed, node_spec, rng
-from acceptance.sim.model.faults import FaultSet
+from acceptance.sim.model.faults import Fault, FaultSet
 from acceptance.sim.model.ncclargs import NcclArgs, parse_mpirun, parse_nccl_args, simulated_collective
 from acceptance.sim.model.scenario import Scenario
 from acceptance.sim.model.shell import shell_chore, split_shell, strip_prefixes
@@ -49,6 +50,7 @@ class SimRunner:
         self.faults = faults or FaultSet()
         self.versions: Versions = self.faults.versions(cluster.versions)
         self._counts: dict[int, int] = {}
+        self._node_runs: dict[str, int] = {}
         self._lock = threading.Lock()
 
     @classmethod
@@ -225,7 +227,14 @@ class SimRunner:
             fail, code = nccltext.xid_failure(procs, fatal.node, fatal.index, mpirun, r)
             return ToolRun("\n".join(lines + fail) + "\n", code, 5.0 + 0.002 * nranks)
         ranks_per_node = max(nranks // len(job_nodes), 1)
-        fabric = self.faults.fabric(self.cluster, job_nodes, args.collective, r)
+        fabric = self.faults.fabric(
+            self.cluster,
+            job_nodes,
+            args.collective,
+            r,
+            ranks_per_node=ranks_per_node,
+            flap_roll=self._flap_roll(job_nodes),
+        )
         cap = ncclperf.memory_cap(args)
         rows = ncclperf.simulate_rows(
             args,
@@ -252,6 +261,20 @@ class SimRunner:
             extra = [f"NCCL version {v.nccl}+cuda{cuda}"]
         lines += nccltext.table(args, rows, nranks, cap, extra)
         return ToolRun("\n".join(lines) + "\n", 0, ncclperf.run_seconds(args, rows, nranks))
+
+    def _flap_roll(self, job_nodes: Sequence[str]) -> Callable[[Fault], float] | None:
+        """Counts multi-node runs per node; a flapping link's draw for the k-th run through it."""
+        if len(job_nodes) < 2:
+            return None
+        with self._lock:
+            before = {n: self._node_runs.get(n, 0) for n in job_nodes}
+            for n in job_nodes:
+                self._node_runs[n] = before[n] + 1
+
+        def roll(fault: Fault) -> float:
+            return rng(self.cluster.seed, "flap", str(fault), before.get(fault.node or "", 0)).random()
+
+        return roll
 
     # --- DCGM -------------------------------------------------------------------------------------
 
