@@ -244,13 +244,16 @@ def test_secrets_in_the_logs_never_reach_the_bundle(tmp_path, logs) -> None:
 
 
 def _accepted_report(reports: Path, key: Path, command: str) -> Path:
-    """A signed, passing acceptance report of cluster sim, finished 3 h ago, with its smoke run's manifest."""
+    """A signed, passing acceptance report of cluster sim, made after the shipped baseline (3 h ago, or a
+    minute after the baseline when that was agreed more recently), with its smoke run's manifest."""
     from acceptance.report.data import ReportData
     from acceptance.report.finalize import finalize
     from acceptance.report.folder import ReportFolder
     from acceptance.report.sign import SignOptions
 
-    end = datetime.now(UTC) - timedelta(hours=3)
+    agreed = BaselineStore(ROOT / "baselines" / "sim").latest().baseline.agreed_utc
+    end = max(datetime.now(UTC) - timedelta(hours=3), agreed + timedelta(minutes=31))
+    assert end < datetime.now(UTC), "the shipped baseline is agreed in the future"
     folder = ReportFolder.create(reports, "sim", end - timedelta(minutes=30))
     junit = folder.path / "junit.xml"
     junit.write_text('<testsuites><testsuite name="pytest" tests="3" failures="0" errors="0"/></testsuites>\n')
@@ -300,9 +303,9 @@ def test_change_log_against_the_latest_signed_acceptance_report(tmp_path, logs) 
     assert (refs[0]["kind"], refs[0]["path"]) == ("report", str(folder))
     assert refs[0]["verified"] == "true"
     assert not any("no signed, passing acceptance report" in m for m in doc["missing"])
-    # the report is 3 h old: the NCCL change against it falls within the last 24 h only if it knows NCCL; it
-    # does not, so the NCCL change is dated by the (older) baseline
-    assert [(c["what"], c["within_24h"]) for c in doc["changes"]["items"]] == [("nccl", False)]
+    # the report does not know NCCL, so the NCCL change is dated by the (older) baseline
+    age = datetime.now(UTC) - BaselineStore(ROOT / "baselines" / "sim").latest().baseline.agreed_utc
+    assert [(c["what"], c["within_24h"]) for c in doc["changes"]["items"]] == [("nccl", age <= timedelta(days=1))]
     assert f"cuda 12.8 (as in acceptance report {folder.name})" in doc["changes"]["unchanged"]
 
 

@@ -148,6 +148,7 @@ def test_the_rbac_grants_exactly_what_a_whole_run_and_its_cleanup_use(tmp_path: 
         data.update(cluster="remote", backend="kube")
         del data["sim"]
         data["kube"]["kubeconfig"] = str(kubeconfig)
+        data["kube"]["lease"] = "3s"  # renewed every second: a run of any length uses the lease's patch
         folder = tmp_path / "baselines" / "remote"
         folder.mkdir(parents=True)
         (folder / "cluster.yaml").write_text(yaml.safe_dump(data, sort_keys=False))
