@@ -35,6 +35,11 @@ class Suite:
         if blocking:
             pytest.skip(f"{PREFLIGHT_SKIP}{blocking}")
 
+    def skip_if(self, reason: str | None) -> None:
+        """Skip this item with `reason` (a criterion that does not apply to this run), if there is one."""
+        if reason:
+            pytest.skip(reason)
+
     def preflight(self, name: str) -> Verdict:
         """One of criterion 0's verdicts; a skip when the cluster did not answer at all."""
         verdicts = self.run.preflight.result().verdicts

@@ -104,7 +104,7 @@ def judge_probation(
     findings = sorted((f for p in parts for f in p.findings), key=lambda f: f.time)
     failing = [f for f in findings if f.fails]
     gaps = [g for p in parts for g in p.gaps]
-    long_gaps = sorted((g for g in gaps if g.seconds > rules.max_gap_s), key=lambda g: g.start)
+    long_gaps = sorted((g for g in gaps if g.longer_than(rules.max_gap_s)), key=lambda g: g.start)
     unavailable = [f"{p.family}: {p.unavailable}" for p in parts if p.unavailable]
     figures: dict[str, Figure] = {
         "window_start": stamp(window.start),

@@ -68,7 +68,7 @@ def node_gaps(data: HardwareSeries, ends: pd.DatetimeIndex) -> tuple[list[Gap], 
     gaps = []
     for node in data.nodes:
         for first, last in _runs((counts[node] <= 0).to_numpy()):
-            gaps.append(Gap(node, _ts(ends[first]) - step, _ts(ends[last])))
+            gaps.append(Gap(node, _ts(ends[first]) - step, _ts(ends[last]), slack_s=data.bucket_s))
     return gaps, counts
 
 
@@ -183,14 +183,15 @@ def _signal_findings(signal: HwSignal, points: pd.DataFrame, rules: RecurrenceRu
     elif signal.kind == RATE:
         limit = rules.threshold(signal)
         seen = set()
+        peak: dict[tuple[str, str], float] = {}
+        for _t, node, gpu, _uuid, value in rows:
+            peak[(node, gpu)] = max(peak.get((node, gpu), 0.0), value)
         for t, node, gpu, uuid, value in rows:
             if value > limit and (node, gpu) not in seen:
                 seen.add((node, gpu))
-                out.append(
-                    Finding(
-                        t, signal.key, f"{signal.title} {value:g}/min", node, gpu, uuid, value, f"at most {limit:g}/min"
-                    )
-                )
+                top = peak[(node, gpu)]
+                what = f"{signal.title} up to {top:g}/min"
+                out.append(Finding(t, signal.key, what, node, gpu, uuid, top, f"at most {limit:g}/min"))
     elif signal.kind == BITS:
         out.extend(_slowdowns(signal, rows, rules, scrape_s))
     return out

@@ -74,18 +74,17 @@ def sustained_rise(step_time: pd.Series, baseline_s: float, rules: RecurrenceRul
     return None, ratio
 
 
-def hangs(progress: pd.Series, rules: RecurrenceRules, window: Window) -> Finding | None:
-    """The first time the step counter stood still for the agreed time (to the next step or to now)."""
+def hangs(progress: pd.Series, rules: RecurrenceRules) -> Finding | None:
+    """The first time the step counter stood still for the agreed time (to its next step, or its last sample)."""
     if not len(progress):
         return None
     values = progress.to_numpy()
     times = pd.DatetimeIndex(progress.index)
     last_move = 0
-    end = window.until
     for i in range(1, len(values) + 1):
         moved = i < len(values) and values[i] > values[last_move]
         if moved or i == len(values):
-            stop = times[i] if moved else pd.Timestamp(end)
+            stop = times[i] if moved else times[-1]
             took = (stop - times[last_move]).total_seconds()
             if took >= rules.hang_s:
                 what = f"no step for {format_duration(took)} (stuck at step {values[last_move]:g})"
@@ -158,7 +157,7 @@ def judge_job(job: JobSeries, rules: RecurrenceRules, window: Window) -> PartRes
                 f"{len(progress)} samples of the step counter",
             )
         )
-        stall = hangs(progress, rules, window)
+        stall = hangs(progress, rules)
         if stall is not None:
             findings.append(stall)
         counts["hang"] = "hang" if stall is not None else "no hang"

@@ -108,10 +108,15 @@ class Gap:
     start: datetime
     end: datetime
     what: str = "no samples"
+    slack_s: float = 0.0  # how much longer it may have been (data seen per minute, not per sample)
 
     @property
     def seconds(self) -> float:
         return (self.end - self.start).total_seconds()
+
+    def longer_than(self, limit_s: float) -> bool:
+        """Whether the gap may exceed `limit_s` (missing data is never taken for the benefit of the doubt)."""
+        return self.seconds + self.slack_s > limit_s
 
     def line(self) -> str:
         return (

@@ -7,10 +7,12 @@ margin ``probation`` of the baseline.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from typing import Any
 
-from acceptance.units import format_duration
+from acceptance.units import format_duration, parse_duration
 
 # XIDs that mean the hardware fault came back (NVIDIA's XID catalogue); a profile may add codes.
 XID_MEANING: dict[int, str] = {
@@ -167,6 +169,30 @@ class RecurrenceRules:
             "rule.step_time": f"+{self.step_time_rise:.0%} median for {format_duration(self.step_time_sustained_s)}",
             "rule.hang": format_duration(self.hang_s),
         }
+
+
+def rules_from_profile(raw: Mapping[str, Any]) -> RecurrenceRules:
+    """A profile's ``recurrence:`` section (already schema-checked) over the defaults."""
+    d = RecurrenceRules()
+
+    def seconds(key: str, default: float) -> float:
+        return parse_duration(raw[key]) if key in raw else default
+
+    extra = tuple(int(c) for c in raw.get("extra_xid_codes", ()) if int(c) not in d.xid_codes)
+    return RecurrenceRules(
+        max_gap_s=seconds("max_gap", d.max_gap_s),
+        xid_codes=d.xid_codes + extra,
+        pcie_replays_per_min=float(raw.get("pcie_replays_per_min", d.pcie_replays_per_min)),
+        nvlink_errors_per_min=float(raw.get("nvlink_errors_per_min", d.nvlink_errors_per_min)),
+        slowdown_reasons=tuple(raw.get("slowdown_reasons", d.slowdown_reasons)),
+        slowdown_s=seconds("slowdown", d.slowdown_s),
+        vanished_s=seconds("vanished", d.vanished_s),
+        step_time_rise=float(raw.get("step_time_rise", d.step_time_rise)),
+        step_time_sustained_s=seconds("step_time_sustained", d.step_time_sustained_s),
+        step_time_smoothing_s=seconds("step_time_smoothing", d.step_time_smoothing_s),
+        hang_s=seconds("hang", d.hang_s),
+        node_event_reasons=tuple(raw.get("node_event_reasons", d.node_event_reasons)),
+    )
 
 
 def bit_names(value: int, mask: int | None = None) -> list[str]:
