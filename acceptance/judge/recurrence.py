@@ -23,7 +23,7 @@ from acceptance.clusters.base import (
 from acceptance.judge.recurrence_hw import judge_hardware
 from acceptance.judge.recurrence_job import judge_job
 from acceptance.judge.recurrence_records import Finding, PartResult, stamp
-from acceptance.judge.recurrence_rules import RecurrenceRules, Window
+from acceptance.judge.recurrence_rules import RecurrenceRules, Window, limits
 from acceptance.judge.verdict import Figure, Status, Verdict
 from acceptance.units import format_duration
 
@@ -115,6 +115,7 @@ def judge_probation(
         "nodes": where,
         "simulated_window": window.simulated,
         **rules.describe(),
+        **limits(rules),
     }
     for part in parts:
         figures.update({k: v for k, v in part.figures.items()})

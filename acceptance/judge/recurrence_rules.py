@@ -171,6 +171,15 @@ class RecurrenceRules:
         }
 
 
+def limits(rules: RecurrenceRules) -> dict[str, float]:
+    """The rules' numeric limits, as figures the report's plots draw."""
+    return {
+        "limit.pcie_replays_per_min": rules.pcie_replays_per_min,
+        "limit.nvlink_errors_per_min": rules.nvlink_errors_per_min,
+        "limit.step_time_ratio": 1 + rules.step_time_rise,
+    }
+
+
 def rules_from_profile(raw: Mapping[str, Any]) -> RecurrenceRules:
     """A profile's ``recurrence:`` section (already schema-checked) over the defaults."""
     d = RecurrenceRules()
