@@ -35,6 +35,7 @@ from tests.probation_support import (
     keypair,
     serve,
     sim_profile,
+    without,
 )
 
 pytestmark = [
@@ -93,19 +94,15 @@ class FakeCluster:
         return list(self.events)
 
 
-def criterion(tmp: Path, report: Path, **profile: Any) -> Recurrence:
-    """Criterion 5 of a run on a Kubernetes cluster whose profile says where the metrics are."""
-    loaded = load_profile_file(sim_profile(tmp))
-    loaded = dataclasses.replace(loaded, backend="kube", **profile)
+def criterion(
+    tmp: Path, report: Path, backend: str = "kube", faults: tuple[str, ...] = (), **profile: Any
+) -> Recurrence:
+    """Criterion 5 of a run on a cluster whose profile says where the metrics are (on sim: simulated)."""
+    loaded = dataclasses.replace(load_profile_file(sim_profile(tmp)), backend=backend, **profile)
     baseline = BaselineStore(ROOT / "baselines" / "sim").latest()
+    probation = ProbationOptions(from_report=report, sim_faults=faults)
     ctx = RunContext.create(
-        loaded,
-        baseline,
-        returned_nodes=(),
-        run_id="ra-test",
-        started=NOW,
-        ticket="INC-7",
-        probation=ProbationOptions(from_report=report),
+        loaded, baseline, returned_nodes=(), run_id="ra-test", started=NOW, ticket="INC-7", probation=probation
     )
     run = SimpleNamespace(context=ctx, cluster=FakeCluster(), selected=frozenset({"test_recurrence"}))
     return Recurrence(run)  # type: ignore[arg-type]
@@ -335,3 +332,25 @@ def test_offline_source_refuses_promql_it_cannot_evaluate(served: Served, tmp_pa
     s = served.scenarios["healthy"]
     with pytest.raises(QueryFailed, match="plain selector"):
         source.job_series("rate(job_steps_completed_total[5m])", Grid(s.start, s.start + timedelta(hours=1), 15))
+
+
+def test_without_prometheus_the_simulated_probation_reads_the_same_dumps_offline(
+    signer: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A machine without the prometheus package: the simulated period is read through the offline source."""
+    monkeypatch.setenv("PATH", without(("prometheus", "promtool"), tmp_path / "bin"))
+    passed = NOW - timedelta(hours=30)
+    report = acceptance_report(tmp_path / "report", signer[0], passed_at=passed)
+    found = criterion(tmp_path, report, backend="sim", faults=("pcie-replay-recur@sim-node-07:6@3h+10m",))
+    try:
+        verdict = found.verdict()
+        folder = found.simulated.folder if found.simulated else None
+    finally:
+        found.close()
+    assert verdict.status is Status.FAIL, verdict.message()
+    assert first(verdict) == ("pcie_replay", "sim-node-07", "6", at(passed, hours=3))
+    assert "SIMULATED, offline (no prometheus)" in verdict.figures["source"]
+    assert any("promtool and prometheus not found" in line for line in verdict.evidence)
+    assert verdict.figures["simulated_window"] is True
+    assert folder is not None
+    assert not folder.exists(), "the simulated period's files are removed when the criterion closes"

@@ -58,9 +58,15 @@ def _provenance(folder: Path) -> dict[str, Any]:
     return prov if isinstance(prov, dict) else {}
 
 
+def junit_of(folder: Path) -> Path:
+    """The report's junit file: the signed ``*.xml`` at its top (``--junitxml`` keeps its own name)."""
+    signed = [p for p in sorted(folder.glob("*.xml")) if p.with_name(p.name + ".sig").is_file()]
+    return signed[0] if signed else folder / "junit.xml"
+
+
 def _outcomes(folder: Path) -> tuple[dict[str, int], bool]:
     """Outcome counts of the junit file, and whether it holds items of the acceptance criteria."""
-    path = folder / "junit.xml"
+    path = junit_of(folder)
     try:
         root = ET.parse(path).getroot()
     except (OSError, ET.ParseError) as exc:
@@ -102,7 +108,7 @@ def find_report(root: Path, cluster: str, ticket: str) -> Path:
 
 def _modules(folder: Path) -> set[str]:
     try:
-        root = ET.parse(folder / "junit.xml").getroot()
+        root = ET.parse(junit_of(folder)).getroot()
     except (OSError, ET.ParseError):
         return set()
     return {case.get("classname", "").rsplit(".", 1)[-1] for case in root.iter("testcase")}

@@ -92,10 +92,10 @@ class Recurrence:
                 Status.FAIL, SUBJECT, f"acceptance report refused: {refused}", {"report_refused": True}, refused.lines
             )
         rules = rules_from_profile(ctx.profile.recurrence)
-        window = Window(report.passed_at, ctx.margins.probation_s, datetime.now(UTC), simulated=ctx.simulated)
+        window = Window(report.passed_at, ctx.margins.probation_s, datetime.now(UTC))
         try:
             source, logs, notes = self._open(report, window)
-            if ctx.simulated:
+            if self._simulating:
                 from acceptance.sim.probation import elapsed_now
 
                 window = Window(
@@ -128,10 +128,16 @@ class Recurrence:
             verdict.status, verdict.subject, verdict.summary, {**verdict.figures, **extra}, evidence, verdict.table
         )
 
+    @property
+    def _simulating(self) -> bool:
+        """The simulator's production period is judged unless the profile names where real metrics are."""
+        p = self.run.context.profile
+        return self.run.context.simulated and not (p.prometheus or p.recurrence.get("offline_dumps"))
+
     def _open(self, report: AcceptanceReport, window: Window) -> tuple[MetricsSource, list[Path], list[str]]:
         ctx = self.run.context
         job = ctx.profile.recurrence.get("job") or {}
-        if ctx.simulated:
+        if self._simulating:
             from acceptance.sim.probation import SimulatedProbation
 
             if self.simulated is None:
@@ -156,7 +162,7 @@ class Recurrence:
         scrape_s = float(getattr(getattr(source, "settings", None), "scrape_interval_s", 15.0))
         hardware = collect_hardware(source, report.nodes, window, rules, ctx.profile.gpus_per_node, scrape_s)
         job_raw = ctx.profile.recurrence.get("job") or {}
-        if ctx.simulated:
+        if self._simulating:
             from acceptance.sim.probation import PROGRESS, STEP_TIME
 
             job_raw = {"step_time": STEP_TIME, "progress": PROGRESS, **job_raw}
