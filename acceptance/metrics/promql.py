@@ -83,3 +83,24 @@ def bits(sel: str, mask: int) -> str:
 def blank(sel: str, range_s: float) -> str:
     """Series whose latest value in the range is a DCGM blank."""
     return f"last_over_time({sel}[{max(1, int(range_s))}s]) >= {BLANK}"
+
+
+def suspects(how: str, sel: str, range_s: float) -> str:
+    """An instant query for the series that may hold a point of `how` in the range (a cheap first pass).
+
+    Much cheaper than the range query it spares: each series is read once, not once per step.
+    What it lets through is then asked with the exact expression; what it drops has no point.
+    """
+    r = f"[{int(range_s)}s]"
+    changed = f"(changes({sel}{r}) > 0)"
+    raised = f"(max_over_time({sel}{r}) > 0 < {BLANK})"
+    if how == "increase":
+        return changed
+    if how == "nonzero":
+        return raised
+    return f"{changed} or {raised}"  # xid, bits
+
+
+def sample_counts(sel: str, range_s: float) -> str:
+    """Samples per series in the range (a node whose series have them all reported every minute)."""
+    return f"count_over_time({sel}[{int(range_s)}s])"

@@ -20,6 +20,7 @@ from acceptance.metrics.client import PrometheusClient
 from acceptance.metrics.settings import PrometheusSettings
 
 POINTS = ["time", "node", "gpu", "uuid", "value"]
+LOOKBACK_S = 300.0  # Prometheus' default lookback: an instant value may come from a sample this old
 
 
 def _when(stamp: Any) -> pd.Timestamp:
@@ -84,14 +85,37 @@ class PrometheusSource:
         frame = pd.DataFrame(rows, columns=["metric", "node", "gpu", "uuid", "blank"])
         return frame.drop_duplicates(["metric", "node", "gpu", "uuid"]).reset_index(drop=True)
 
+    def _grid_of(self, grid: Grid, first: Any, last: Any) -> pd.DatetimeIndex:
+        times = grid.times()
+        return times[(times >= pd.Timestamp(first)) & (times <= pd.Timestamp(last))]
+
     def presence(self, metric: str, nodes: Sequence[str], grid: Grid) -> pd.DataFrame:
+        """Per chunk, sample counts per series first; a node whose series missed no scrape reported every minute,
+        and only the other nodes are asked minute by minute."""
         label = self.settings.node_label
         rows: list[tuple[Any, ...]] = []
         for group in self._groups(nodes):
-            expr = promql.presence(self._sel(metric, group), label, grid.step_s)
-            for series in self._range(expr, grid):
-                node = (series.get("metric") or {}).get(label, "")
-                rows.extend((_when(t), node, int(float(v))) for t, v in series.get("values") or ())
+            known = self.client.series(self._sel(metric, group), grid.start, grid.end)
+            series_of: dict[str, int] = {}
+            for labels in known:
+                series_of[labels.get(label, "")] = series_of.get(labels.get(label, ""), 0) + 1
+            for first, last in grid.chunks(self.settings.chunk_s):
+                span = (last - first).total_seconds() + grid.step_s
+                full = span / self.settings.scrape_interval_s - 1
+                counts: dict[str, list[float]] = {}
+                for series in self.client.query(promql.sample_counts(self._sel(metric, group), span), last):
+                    node = (series.get("metric") or {}).get(label, "")
+                    counts.setdefault(node, []).append(float((series.get("value") or (0, "0"))[1]))
+                steady = [n for n, c in counts.items() if len(c) >= series_of.get(n, 0) and min(c) >= full]
+                times = self._grid_of(grid, first, last)
+                rows.extend((t, node, len(counts[node])) for node in steady for t in times)
+                unsure = [n for n in group if n not in steady and n in counts]
+                if not unsure:
+                    continue
+                expr = promql.presence(self._sel(metric, unsure), label, grid.step_s)
+                for series in self.client.query_range(expr, first, last, grid.step_s):
+                    node = (series.get("metric") or {}).get(label, "")
+                    rows.extend((_when(t), node, int(float(v))) for t, v in series.get("values") or ())
         return pd.DataFrame(rows, columns=["time", "node", "gpus"])
 
     def gpu_presence(self, metric: str, node: str, grid: Grid) -> pd.DataFrame:
@@ -104,21 +128,35 @@ class PrometheusSource:
             rows.extend((t, node, gpu, uuid, t in have) for t in times)
         return pd.DataFrame(rows, columns=["time", "node", "gpu", "uuid", "present"])
 
+    def _expression(self, how: str, sel: str, step_s: float, mask: int) -> str:
+        if how == XID_CHANGES:
+            return promql.xid_changes(sel)
+        if how == INCREASES:
+            return promql.increases(sel, step_s)
+        if how == NONZERO:
+            return promql.nonzero(sel)
+        if how == BITS:
+            return promql.bits(sel, mask)
+        raise QueryFailed(f"{how} {sel}", "unknown question")
+
     def points(self, how: str, metric: str, nodes: Sequence[str], grid: Grid, mask: int = 0) -> pd.DataFrame:
+        """Per chunk, an instant query finds the series that may have a point; only they are asked step by step."""
+        label = self.settings.node_label
+        reach = LOOKBACK_S + (60.0 if how in (XID_CHANGES, INCREASES) else 0.0)
         rows: list[tuple[Any, ...]] = []
         for group in self._groups(nodes):
-            sel = self._sel(metric, group)
-            if how == XID_CHANGES:
-                expr = promql.xid_changes(sel)
-            elif how == INCREASES:
-                expr = promql.increases(sel, grid.step_s)
-            elif how == NONZERO:
-                expr = promql.nonzero(sel)
-            elif how == BITS:
-                expr = promql.bits(sel, mask)
-            else:
-                raise QueryFailed(f"{how} {metric}", "unknown question")
-            rows.extend(self._rows(self._range(expr, grid)))
+            for first, last in grid.chunks(self.settings.chunk_s):
+                span = (last - first).total_seconds() + reach
+                flagged: dict[str, set[str]] = {}
+                for series in self.client.query(promql.suspects(how, self._sel(metric, group), span), last):
+                    labels = series.get("metric") or {}
+                    flagged.setdefault(labels.get(label, ""), set()).add(labels.get("gpu", ""))
+                for node, gpus in sorted(flagged.items()):
+                    gpu_match = f'gpu=~"{"|".join(promql.regex_literal(g) for g in sorted(gpus))}"'
+                    extra = ",".join(x for x in (self.settings.selector.strip().strip(",{}"), gpu_match) if x)
+                    sel = promql.selector(metric, label, [node], extra)
+                    expr = self._expression(how, sel, grid.step_s, mask)
+                    rows.extend(self._rows(self.client.query_range(expr, first, last, grid.step_s)))
         return pd.DataFrame(rows, columns=POINTS)
 
     def job_series(self, expression: str, grid: Grid) -> pd.Series:
