@@ -113,7 +113,7 @@ class Recurrence:
                 {"query": failed.query, "answer": failed.answer},
                 (f"query: {failed.query}", f"answer: {failed.answer}"),
             )
-        except AcceptanceError as exc:
+        except (AcceptanceError, OSError) as exc:
             return Verdict(Status.ERROR, SUBJECT, f"cannot judge the probation: {exc}")
         verdict = judge_probation(parts, report.nodes, rules, window)
         extra = {

@@ -61,7 +61,8 @@ def node_gaps(data: HardwareSeries, ends: pd.DatetimeIndex) -> tuple[list[Gap], 
     """Gaps per node, and the GPU count per node and bucket (0 where nothing came)."""
     counts = pd.DataFrame(0, index=ends, columns=list(data.nodes), dtype="int64")
     if len(data.presence):
-        table = data.presence.pivot_table(index="time", columns="node", values="gpus", aggfunc="max")
+        presence = data.presence.astype({"gpus": "int64"})
+        table = presence.pivot_table(index="time", columns="node", values="gpus", aggfunc="max")
         table.index = pd.DatetimeIndex(table.index)
         counts = table.reindex(index=ends, columns=list(data.nodes)).fillna(0).astype("int64")
     step = timedelta(seconds=data.bucket_s)
@@ -265,9 +266,14 @@ def judge_hardware(data: HardwareSeries, rules: RecurrenceRules, window: Window)
     }
     figures.update({f"hw.{k}": v for k, v in tallies.items()})
     plot = _plot(data, counts, window)
-    return PartResult(
-        "hardware", tuple(sorted(findings, key=lambda f: f.time)), tuple(gaps), tuple(coverage), tallies, figures, plot
-    )
+    notes = []
+    if not len(data.presence) and not len(data.census):
+        notes.append(
+            f"no dcgm-exporter series at all for {', '.join(data.nodes)}: is the node label right? "
+            "(prometheus.node_label; in some deployments dcgm-exporter's Hostname is its pod's name)"
+        )
+    ordered = tuple(sorted(findings, key=lambda f: f.time))
+    return PartResult("hardware", ordered, tuple(gaps), tuple(coverage), tallies, figures, plot, tuple(notes))
 
 
 def _plot(data: HardwareSeries, counts: pd.DataFrame, window: Window) -> pd.DataFrame:

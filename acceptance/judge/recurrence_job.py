@@ -8,7 +8,6 @@ it is).
 
 from __future__ import annotations
 
-import itertools
 from datetime import datetime, timedelta
 
 import numpy as np
@@ -36,12 +35,12 @@ def _in_window(series: pd.Series, window: Window) -> pd.Series:
 def series_gaps(series: pd.Series, window: Window, rules: RecurrenceRules, subject: str) -> list[Gap]:
     """Stretches longer than the agreed gap without a sample (window edges included)."""
     last = window.until if not window.open else window.now - timedelta(seconds=rules.ingest_delay_s)
-    times = [window.start, *[_ts(t) for t in series.index], max(last, window.start)]
-    out = []
-    for before, after in itertools.pairwise(times):
-        if (after - before).total_seconds() > rules.max_gap_s:
-            out.append(Gap(subject, before, after))
-    return out
+    inner = pd.DatetimeIndex(series.index).as_unit("ns").asi8
+    edges = np.concatenate(([pd.Timestamp(window.start).value], inner, [pd.Timestamp(max(last, window.start)).value]))
+    wide = np.flatnonzero(np.diff(edges) > rules.max_gap_s * 1e9)
+    return [
+        Gap(subject, _ts(pd.Timestamp(edges[i], tz="UTC")), _ts(pd.Timestamp(edges[i + 1], tz="UTC"))) for i in wide
+    ]
 
 
 def sustained_rise(step_time: pd.Series, baseline_s: float, rules: RecurrenceRules) -> tuple[Finding | None, pd.Series]:

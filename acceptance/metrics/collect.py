@@ -84,12 +84,12 @@ def collect_hardware(
     grid = Grid(start, end, BUCKET_S)
     presence = source.presence(PRESENCE_METRIC, nodes, grid)
     expected = found[found["metric"] == PRESENCE_METRIC].groupby("node")["gpu"].nunique().to_dict()
-    drill = []
-    for node in nodes:
-        rows = presence[presence["node"] == node]
-        want = max(gpus_per_node, int(expected.get(node, 0)))
-        if len(rows) and (rows["gpus"] < want).any():
-            drill.append(source.gpu_presence(PRESENCE_METRIC, node, grid))
+    fewest = presence.groupby("node")["gpus"].min().to_dict() if len(presence) else {}
+    drill = [
+        source.gpu_presence(PRESENCE_METRIC, node, grid)
+        for node in nodes
+        if node in fewest and fewest[node] < max(gpus_per_node, int(expected.get(node, 0)))
+    ]
     gpu_presence = pd.concat(drill, ignore_index=True) if drill else empty(GPU_PRESENCE_COLUMNS)
     return HardwareSeries(tuple(nodes), gpus_per_node, census, points, presence, gpu_presence, BUCKET_S, scrape_s)
 

@@ -32,7 +32,7 @@ class PrometheusSettings:
     insecure_skip_verify: bool = False
     timeout_s: float = 60.0
     deadline_s: float = 600.0
-    chunk_s: float = 6 * 3600.0
+    chunk_s: float = 24 * 3600.0
     nodes_per_query: int = 256
     node_label: str = "Hostname"
     selector: str = ""
@@ -62,7 +62,7 @@ class PrometheusSettings:
             insecure_skip_verify=bool(raw.get("insecure_skip_verify", False)),
             timeout_s=parse_duration(raw.get("timeout", 60)),
             deadline_s=parse_duration(raw.get("deadline", 600)),
-            chunk_s=parse_duration(raw.get("chunk", "6h")),
+            chunk_s=parse_duration(raw.get("chunk", "24h")),
             nodes_per_query=int(raw.get("nodes_per_query", 256)),
             node_label=str(raw.get("node_label", "Hostname")),
             selector=str(raw.get("selector", "")),
