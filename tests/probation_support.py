@@ -61,9 +61,8 @@ def sim_profile(folder: Path) -> Path:
     return path
 
 
-@contextmanager
-def serve(folder: Path, scenarios: Sequence[Scenario]) -> Iterator[Served]:
-    """Every scenario's period written, backfilled into one TSDB and served by one `prometheus`."""
+def backfilled(folder: Path, scenarios: Sequence[Scenario]) -> tuple[Path, dict[str, Path], dict[str, list[Path]]]:
+    """Every scenario's period written and backfilled into one TSDB: (tsdb, dumps per scenario, logs)."""
     profile = load_profile_file(sim_profile(folder / "profile"))
     cluster = sim_cluster(profile)
     names = [n.name for n in cluster.nodes]
@@ -76,7 +75,14 @@ def serve(folder: Path, scenarios: Sequence[Scenario]) -> Iterator[Served]:
         dumps[s.name] = folder / s.name / "dumps"
         files.extend(written)
     promserver.backfill(files, folder / "tsdb")
-    server = promserver.PrometheusServer.start(folder / "tsdb", "tests")
+    return folder / "tsdb", dumps, logs
+
+
+@contextmanager
+def serve(folder: Path, scenarios: Sequence[Scenario]) -> Iterator[Served]:
+    """Every scenario's period backfilled into one TSDB and served by one `prometheus`."""
+    tsdb, dumps, logs = backfilled(folder, scenarios)
+    server = promserver.PrometheusServer.start(tsdb, "tests")
     try:
         yield Served(server.url, dumps, logs, {s.name: s for s in scenarios})
     finally:
@@ -147,4 +153,14 @@ def without(tools: Sequence[str], folder: Path) -> str:
     return str(folder)
 
 
-__all__ = ["ROOT", "Scenario", "Served", "acceptance_report", "keypair", "serve", "sim_profile", "without"]
+__all__ = [
+    "ROOT",
+    "Scenario",
+    "Served",
+    "acceptance_report",
+    "backfilled",
+    "keypair",
+    "serve",
+    "sim_profile",
+    "without",
+]

@@ -75,6 +75,9 @@ class PrometheusClient:
                     encode_multipart=False,
                     timeout=timeout,
                 )
+            except urllib3.exceptions.SSLError as exc:  # a certificate that does not verify will not get better
+                self.stats.seconds += time.monotonic() - started
+                raise QueryFailed(shown, f"TLS: {exc}") from None
             except urllib3.exceptions.HTTPError as exc:
                 self.stats.seconds += time.monotonic() - started
                 if time.monotonic() + delay >= self.deadline:

@@ -14,6 +14,7 @@ import shutil
 import socket
 import subprocess
 import time
+import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -88,7 +89,10 @@ class PrometheusServer:
     log: Path
 
     @classmethod
-    def start(cls, data_dir: Path, marker: str, deadline_s: float = 60.0) -> PrometheusServer:
+    def start(
+        cls, data_dir: Path, marker: str, deadline_s: float = 60.0, web_config: Path | None = None
+    ) -> PrometheusServer:
+        """Serve `data_dir`; `web_config` is Prometheus' web configuration (TLS, basic auth): then https."""
         config = data_dir.parent / "prometheus.yml"
         config.write_text(CONFIG, encoding="utf-8")
         log = data_dir.parent / "prometheus.log"
@@ -101,12 +105,14 @@ class PrometheusServer:
             "--storage.tsdb.retention.time=3650d",
             f"--web.page-title=recovery-acceptance {marker}",
             "--log.level=warn",
+            *([f"--web.config.file={web_config}"] if web_config is not None else []),
         ]
         with log.open("wb") as out:
             process = subprocess.Popen(
                 _tied_to_us(argv), stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL
             )
-        server = cls(data_dir, f"http://127.0.0.1:{port}", process, log)
+        scheme = "https" if web_config is not None and "tls_server_config" in web_config.read_text() else "http"
+        server = cls(data_dir, f"{scheme}://127.0.0.1:{port}", process, log)
         try:
             server._wait_ready(deadline_s)
         except BaseException:
@@ -115,15 +121,16 @@ class PrometheusServer:
         return server
 
     def _wait_ready(self, deadline_s: float) -> None:
-        pool = urllib3.PoolManager(retries=False)
+        pool = urllib3.PoolManager(retries=False, cert_reqs="CERT_NONE")  # up is enough: the client checks TLS
         end = time.monotonic() + deadline_s
         try:
             while time.monotonic() < end:
                 if self.process.poll() is not None:
                     tail = self.log.read_text(errors="replace").strip().splitlines()[-3:]
                     raise ClusterError(f"prometheus exited with {self.process.returncode}: {' '.join(tail)}")
-                with contextlib.suppress(urllib3.exceptions.HTTPError):
-                    if pool.request("GET", self.url + "/-/ready", timeout=2.0).status == 200:
+                with contextlib.suppress(urllib3.exceptions.HTTPError), warnings.catch_warnings():
+                    warnings.simplefilter("ignore", urllib3.exceptions.InsecureRequestWarning)
+                    if pool.request("GET", self.url + "/-/ready", timeout=2.0).status in (200, 401):
                         return
                 time.sleep(0.2)
         finally:
