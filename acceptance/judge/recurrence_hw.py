@@ -12,6 +12,7 @@ from datetime import datetime, timedelta
 import numpy as np
 import pandas as pd
 
+from acceptance.judge.recurrence_plot import PLOT_POINTS, hardware_plot
 from acceptance.judge.recurrence_records import Coverage, Finding, Gap, HardwareSeries, PartResult
 from acceptance.judge.recurrence_rules import (
     BITS,
@@ -28,7 +29,7 @@ from acceptance.judge.recurrence_rules import (
 )
 from acceptance.units import format_duration
 
-PLOT_POINTS = 288
+__all__ = ["PLOT_POINTS", "judge_hardware"]
 
 
 def _ts(value: object) -> datetime:
@@ -265,7 +266,8 @@ def judge_hardware(data: HardwareSeries, rules: RecurrenceRules, window: Window)
         "coverage_hw": round(float((counts > 0).to_numpy().mean()), 4) if len(counts) else 0.0,
     }
     figures.update({f"hw.{k}": v for k, v in tallies.items()})
-    plot = _plot(data, counts, window)
+    collected = {c.signal for c in coverage if c.state in ("collected", "partial")}
+    plot = hardware_plot(data, counts, window, collected)
     notes = []
     if not len(data.presence) and not len(data.census):
         notes.append(
@@ -274,38 +276,3 @@ def judge_hardware(data: HardwareSeries, rules: RecurrenceRules, window: Window)
         )
     ordered = tuple(sorted(findings, key=lambda f: f.time))
     return PartResult("hardware", ordered, tuple(gaps), tuple(coverage), tallies, figures, plot, tuple(notes))
-
-
-def _plot(data: HardwareSeries, counts: pd.DataFrame, window: Window) -> pd.DataFrame:
-    """Per signal, one value per plot bucket over the window (hours since the start)."""
-    bucket = max(data.bucket_s, window.length_s / PLOT_POINTS)
-    frames = []
-
-    def hours(times: pd.Series) -> pd.Series:
-        return ((pd.to_datetime(times, utc=True) - pd.Timestamp(window.start)).dt.total_seconds() // bucket) * (
-            bucket / 3600.0
-        )
-
-    if len(counts):
-        total = counts.sum(axis=1)
-        frame = pd.DataFrame({"hours": hours(pd.Series(total.index)), "value": total.to_numpy()})
-        grouped = frame.groupby("hours")["value"].min().reset_index()
-        grouped["signal"] = "GPUs reporting"
-        frames.append(grouped)
-    for signal in HW_SIGNALS:
-        points = data.points.get(signal.key)
-        if points is None or not len(points) or signal.kind == XID:
-            continue
-        frame = pd.DataFrame({"hours": hours(points["time"]), "value": points["value"].astype(float)})
-        grouped = frame.groupby("hours")["value"].max().reset_index()
-        grouped["signal"] = signal.title + (" per min" if signal.kind == RATE else "")
-        frames.append(grouped)
-    xid = data.points.get("xid")
-    if xid is not None and len(xid):
-        frame = pd.DataFrame({"hours": hours(xid["time"]), "value": xid["value"].astype(float)})
-        grouped = frame.groupby("hours")["value"].max().reset_index()
-        grouped["signal"] = "XID code"
-        frames.append(grouped)
-    if not frames:
-        return pd.DataFrame(columns=["signal", "hours", "value"])
-    return pd.concat(frames, ignore_index=True)[["signal", "hours", "value"]]

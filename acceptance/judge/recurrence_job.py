@@ -13,7 +13,7 @@ from datetime import datetime, timedelta
 import numpy as np
 import pandas as pd
 
-from acceptance.judge.recurrence_hw import PLOT_POINTS
+from acceptance.judge.recurrence_plot import ratio_plot
 from acceptance.judge.recurrence_records import Coverage, Finding, Gap, JobSeries, PartResult
 from acceptance.judge.recurrence_rules import RecurrenceRules, Window
 from acceptance.units import format_duration
@@ -142,7 +142,7 @@ def judge_job(job: JobSeries, rules: RecurrenceRules, window: Window) -> PartRes
                 counts["step_time"] = f"median {median * 100:+.1f}%"
                 figures["step_time_median_change"] = round(median, 4)
                 figures["step_time_baseline_s"] = job.baseline_step_s
-                plot = _ratio_plot(ratio, window)
+                plot = ratio_plot(ratio, window)
     else:
         coverage.append(Coverage("step_time", "step time", "not collected", "no step-time source in the profile"))
     if job.progress is not None:
@@ -196,14 +196,3 @@ def judge_job(job: JobSeries, rules: RecurrenceRules, window: Window) -> PartRes
         plot,
         tuple(notes),
     )
-
-
-def _ratio_plot(ratio: pd.Series, window: Window) -> pd.DataFrame:
-    if not len(ratio):
-        return pd.DataFrame(columns=["signal", "hours", "value"])
-    bucket = max(60.0, window.length_s / PLOT_POINTS)
-    seconds = (pd.DatetimeIndex(ratio.index) - pd.Timestamp(window.start)).total_seconds()
-    frame = pd.DataFrame({"hours": (np.asarray(seconds) // bucket) * (bucket / 3600.0), "value": ratio.to_numpy()})
-    out = frame.groupby("hours")["value"].median().reset_index()
-    out["signal"] = "step time / baseline"
-    return out[["signal", "hours", "value"]]
