@@ -24,7 +24,7 @@ from acceptance.sim import promserver
 from acceptance.sim.model.production import DEFAULT_FIELDS, Production
 from acceptance.sim.model.production_faults import parse_recurrence_faults
 from acceptance.sim.probation import sim_cluster, write_period
-from tests.suite_run import ROOT, sim_profile_text
+from tests.suite_run import ROOT, copy_agreement, demo_key, sim_profile_text
 
 JUDGED_FIELDS = (
     "DCGM_FI_DEV_GPU_TEMP",
@@ -55,10 +55,19 @@ class Served:
 
 
 def sim_profile(folder: Path) -> Path:
+    """The shipped sim profile with its agreement (signed baseline, allowed signers) under `folder`."""
     path = folder / "baselines" / "sim" / "cluster.yaml"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(sim_profile_text())
+    if not path.is_file():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(sim_profile_text())
+        copy_agreement(path.parent)
     return path
+
+
+def demo_signer(folder: Path) -> Path:
+    """The simulator's demo key (in the shipped allowed_signers): it signs the tests' acceptance reports."""
+    folder.mkdir(parents=True, exist_ok=True)
+    return demo_key(folder)
 
 
 def backfilled(folder: Path, scenarios: Sequence[Scenario]) -> tuple[Path, dict[str, Path], dict[str, list[Path]]]:
@@ -112,7 +121,6 @@ def acceptance_report(
     failed: bool = False,
 ) -> Path:
     """A signed report of an acceptance of `ticket` that passed (or not) at `passed_at`, as the plugin writes one."""
-    folder.mkdir(parents=True, exist_ok=True)
     start = passed_at.astimezone(UTC).isoformat(timespec="seconds")
     failure = '<failure message="FAIL: busbw">FAIL</failure>' if failed else ""
     cases = (
@@ -120,7 +128,9 @@ def acceptance_report(
         f'<testcase classname="acceptance.test_gpu_diagnostics" name="test_dcgm_diagnostics[{nodes[0]}]" time="2">'
         f"{failure}</testcase>"
     )
-    junit = folder / "junit.xml"
+    written = folder.with_name(folder.name + "-pytest")  # where pytest wrote it; the report keeps a signed copy
+    written.mkdir(parents=True, exist_ok=True)
+    junit = written / "junit.xml"
     junit.write_text(
         '<?xml version="1.0" encoding="utf-8"?><testsuites name="pytest tests"><testsuite name="pytest" '
         f'errors="0" failures="{int(failed)}" skipped="0" tests="2" time="2.2" timestamp="{start}" hostname="t">'

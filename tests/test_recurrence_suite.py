@@ -17,7 +17,7 @@ import pytest
 import yaml
 
 from acceptance.cli import main
-from tests.probation_support import Scenario, Served, acceptance_report, keypair, serve
+from tests.probation_support import Scenario, Served, acceptance_report, demo_signer, serve
 from tests.suite_run import SUITE, sim_cluster_folder
 
 pytestmark = [
@@ -57,7 +57,8 @@ def case(junit: Path) -> tuple[str, dict[str, str], str]:
 
 @pytest.fixture
 def key(pytester: pytest.Pytester) -> Path:
-    return keypair(pytester.path / "keys")[0]
+    """A key the profile's allowed_signers lists (the simulator's demo key): it signs the acceptance reports."""
+    return demo_signer(pytester.path / "keys")
 
 
 @needs_prometheus

@@ -14,8 +14,7 @@ from acceptance.sim.embedded import SimulatedCluster
 from acceptance.sim.model.production import DEFAULT_FIELDS, FIELDS, Production
 from acceptance.sim.model.production_faults import is_recurrence_fault, parse_recurrence_fault
 from acceptance.sim.probation import sim_cluster
-from acceptance.tools import prometheus
-from acceptance.tools.c10d import parse_watchdog
+from acceptance.tools import prometheus, torchlogs
 from tests.probation_support import sim_profile
 
 NODES = [f"sim-node-{i:02d}" for i in range(1, 17)]
@@ -129,8 +128,9 @@ def test_exposition_has_dcgm_exporters_names_types_and_labels(model: Production)
 
 def test_rank_logs_hold_the_watchdog_timeouts_the_xid_causes(model: Production) -> None:
     logs = model.rank_logs()
-    events = parse_watchdog(logs["sim-node-07"], reference=START)
-    assert [e.rank for e in events] == list(range(8))
-    assert {e.kind for e in events} == {"timeout"}
-    assert events[0].time == datetime(2026, 12, 1, 9, 10, 0, 81000, tzinfo=UTC)
-    assert (events[0].op, events[0].timeout_ms) == ("ALLREDUCE", 600000)
+    found = torchlogs.parse(logs["sim-node-07"], "sim-node-07.log", year=START.year)
+    timeouts = [e for e in found.errors if e.kind == "watchdog-timeout"]
+    assert [e.rank for e in timeouts] == list(range(8))
+    assert timeouts[0].time == datetime(2026, 12, 1, 9, 10, 0, 81000)
+    assert "OpType=ALLREDUCE" in timeouts[0].text
+    assert "Timeout(ms)=600000" in timeouts[0].text

@@ -16,6 +16,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from acceptance.report.history import ticket_reports
 from acceptance.report.manifest import MANIFEST_NAME
 from acceptance.report.verify import verify
 
@@ -86,24 +87,21 @@ def _outcomes(folder: Path) -> tuple[dict[str, int], bool]:
 
 
 def find_report(root: Path, cluster: str, ticket: str) -> Path:
-    """The newest acceptance report of `ticket` under ``root/<cluster>/`` (probation runs' reports are skipped)."""
-    folder = root / cluster
-    candidates = []
-    for manifest in sorted(folder.glob(f"*/{MANIFEST_NAME}")) if folder.is_dir() else []:
-        try:
-            prov = _provenance(manifest.parent)
-        except ReportRefused:
-            continue
-        if prov.get("ticket") != ticket or prov.get("mode", "judge") != "judge":
-            continue
-        if _modules(manifest.parent) & set(ACCEPTANCE_MODULES):  # a probation run's own report is not one
-            candidates.append((str(prov.get("end_utc", "")), manifest.parent))
-    if not candidates:
+    """The newest acceptance report of `ticket` and `cluster` anywhere under `root` (``reports/<cluster>/<UTC>/``,
+    or a CI gate's ``reports/<ticket>/``); criterion 5's own reports are not acceptances and are passed over."""
+    found = [
+        s
+        for s in ticket_reports(root, ticket)
+        if s.cluster == cluster
+        and s.provenance.get("mode", "judge") == "judge"
+        and _modules(s.folder) & set(ACCEPTANCE_MODULES)
+    ]
+    if not found:
         raise ReportRefused(
-            f"no acceptance report of ticket {ticket} in {folder} (run the acceptance with "
-            f"--ticket={ticket} first, or name its report with --probation-from=REPORT_DIR)"
+            f"no acceptance report of ticket {ticket} (cluster {cluster}) under {root} (run the "
+            f"acceptance with --ticket={ticket} first, or name its report with --probation-from)"
         )
-    return max(candidates)[1]
+    return max(found, key=lambda s: (s.end_utc or s.start_utc or datetime.min, s.folder.name)).folder
 
 
 def _modules(folder: Path) -> set[str]:

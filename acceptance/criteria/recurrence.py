@@ -74,8 +74,7 @@ class Recurrence:
 
     def _report(self) -> AcceptanceReport:
         ctx, probation = self.run.context, self.run.context.probation
-        signers = ctx.profile.recurrence.get("allowed_signers")
-        allowed = (ctx.profile.path.parent / str(signers)).resolve() if signers else None
+        allowed = ctx.profile.allowed_signers  # both parties' keys: the report must be signed by one of them
         folder = probation.from_report
         if folder is None:
             if not ctx.ticket or probation.reports_root is None:
@@ -91,7 +90,7 @@ class Recurrence:
             return Verdict(
                 Status.FAIL, SUBJECT, f"acceptance report refused: {refused}", {"report_refused": True}, refused.lines
             )
-        rules = rules_from_profile(ctx.profile.recurrence)
+        rules = rules_from_profile(ctx.profile.recurrence, ctx.profile.severity.get("degraded_rule"))
         window = Window(report.passed_at, ctx.margins.probation_s, datetime.now(UTC))
         try:
             source, logs, notes = self._open(report, window)

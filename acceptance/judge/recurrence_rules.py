@@ -180,9 +180,18 @@ def limits(rules: RecurrenceRules) -> dict[str, float]:
     }
 
 
-def rules_from_profile(raw: Mapping[str, Any]) -> RecurrenceRules:
-    """A profile's ``recurrence:`` section (already schema-checked) over the defaults."""
+def rules_from_profile(raw: Mapping[str, Any], degraded: Mapping[str, Any] | None = None) -> RecurrenceRules:
+    """A profile's ``recurrence:`` section (already schema-checked) over the defaults.
+
+    The step-time rule is the agreement's shared definition of degraded (``severity.degraded_rule``:
+    ``slower_by``, ``for``) unless ``recurrence:`` states its own.
+    """
     d = RecurrenceRules()
+    if degraded:
+        d = RecurrenceRules(
+            step_time_rise=float(degraded.get("slower_by", d.step_time_rise)),
+            step_time_sustained_s=parse_duration(degraded.get("for", d.step_time_sustained_s)),
+        )
 
     def seconds(key: str, default: float) -> float:
         return parse_duration(raw[key]) if key in raw else default

@@ -1,7 +1,8 @@
 """Read criterion 5's series from a source: the hardware signals of the returned nodes and the job's series.
 
 I/O through a `MetricsSource` (a real Prometheus or offline dumps); the judging is
-`acceptance.judge.recurrence`'s. Log files of the job are read here too (NCCL watchdog lines).
+`acceptance.judge.recurrence`'s. The job's rank logs are read here too, for NCCL watchdog lines
+(`acceptance.tools.torchlogs`; glog lines carry no year or zone: the window's year, UTC).
 """
 
 from __future__ import annotations
@@ -9,7 +10,7 @@ from __future__ import annotations
 import glob
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pandas as pd
@@ -35,10 +36,11 @@ from acceptance.judge.recurrence_rules import (
 )
 from acceptance.metrics import base
 from acceptance.metrics.base import Grid, MetricsSource
-from acceptance.tools.c10d import parse_watchdog
+from acceptance.tools import torchlogs
 
 HOW = {XID: base.XID_CHANGES, INCREMENT: base.INCREASES, RATE: base.INCREASES, NONZERO: base.NONZERO, BITS: base.BITS}
 BUCKET_S = 60.0
+WATCHDOG = ("watchdog-timeout", "watchdog-exception")  # torchlogs kinds: the watchdog took the job down
 
 
 @dataclass(frozen=True)
@@ -112,10 +114,14 @@ def collect_job(
     grid = Grid(window.start, judged_until(window), scrape_s)
     step_time = source.job_series(job.step_time, grid) if source is not None and job.step_time else None
     progress = source.job_series(job.progress, grid) if source is not None and job.progress else None
-    lines = []
+    lines, seen = [], set()
     for path in logs:
         text = path.read_text(encoding="utf-8", errors="replace")
-        for event in parse_watchdog(text, reference=window.start):
-            lines.append(WatchdogLine(event.time, event.rank, str(path), event.line, event.text))
+        for error in torchlogs.parse(text, str(path), year=window.start.year).errors:
+            if error.kind not in WATCHDOG or (error.rank, error.text) in seen:
+                continue  # the same record repeated inside an exception's text counts once
+            seen.add((error.rank, error.text))
+            when = error.time.replace(tzinfo=UTC) if error.time is not None else None
+            lines.append(WatchdogLine(when, error.rank, str(path), error.line, error.text))
     where = source.describe() if source is not None else "no metrics source"
     return JobSeries(step_time, progress, baseline_step_s, tuple(lines), len(logs), where)
