@@ -82,7 +82,8 @@ def test_acceptance_then_its_probation_on_the_simulator(pytester: pytest.Pyteste
     html = (probation / "report.html").read_text()
     section = html[html.index('id="probation"') :]
     assert section.split("<h2", 1)[0].count("data:image/png;base64,") == 1
-    assert main(["verify", str(probation)]) == 0
+    allowed = pytester.path / "baselines" / "sim" / "allowed_signers"
+    assert main(["verify", str(probation), "--allowed-signers", str(allowed)]) == 0
 
 
 @needs_prometheus
