@@ -109,6 +109,14 @@ OPTIONS: tuple[Option, ...] = (
         metavar="LOG",
     ),
     Option("--restore-step", "restore_step", "checkpoint step the job was restored from", kind="int", metavar="N"),
+    Option(
+        "--probation-from",
+        "probation_from",
+        "criterion 5: the signed report of the passing acceptance whose probation to judge "
+        "(default: the newest acceptance report of --ticket under reports/<cluster>/)",
+        kind="path",
+        metavar="REPORT_DIR",
+    ),
 )
 
 

@@ -121,6 +121,7 @@ class ActiveRun:
         self.interrupted_by: str | None = None
         self._previous: dict[int, Any] = {}
         self.incident: IncidentOutcome | None = None
+        self.probation: dict[str, Any] | None = None  # criterion 5's verdict payload, for the incident's resolution
 
     def catch_signals(self) -> None:
         """SIGINT and SIGTERM end the run the same way: objects deleted, an INTERRUPTED report signed."""
@@ -220,6 +221,10 @@ class ActiveRun:
 
         self.recorder.add(report)
         name = report.nodeid.split("::")[-1]
+        if report.when == "call" and report.nodeid.split("::")[0].endswith("test_recurrence.py"):
+            from acceptance.report.data import VERDICTS_ATTR
+
+            self.probation = next(iter(getattr(report, VERDICTS_ATTR, None) or ()), None)
         if report.failed:
             self.failures.append(f"{name}: {headline(report) or 'failed'}")
         elif report.skipped and isinstance(report.longrepr, tuple):
@@ -276,7 +281,7 @@ class ActiveRun:
         from acceptance.report.junit import add_suite_properties
 
         passed = exitstatus == 0 and session.testsfailed == 0
-        self.incident = self.session.incident(passed, datetime.now(UTC))
+        self.incident = self.session.incident(passed, datetime.now(UTC), self.probation)
         if self.incident is not None:
             add_suite_properties(self.session.config, dict(self.incident.properties))
 

@@ -114,6 +114,8 @@ class Profile:
     provider: Mapping[str, str] = field(default_factory=dict)
     severity: Mapping[str, Any] = field(default_factory=dict)
     localize: LocalizeSettings = field(default_factory=LocalizeSettings)
+    recurrence: Mapping[str, Any] = field(default_factory=dict)  # criterion 5's rules and job sources
+    prometheus: Mapping[str, Any] = field(default_factory=dict)  # where criterion 5 reads metrics
 
     def nccl_test(self, name: str) -> NcclTestSpec:
         for test in self.nccl_tests:
@@ -307,6 +309,8 @@ def _build(doc: Document) -> Profile:
         provider={str(k): str(v) for k, v in (data.get("provider") or {}).items()},
         severity=dict(data.get("severity") or {}),
         localize=localize,
+        recurrence=dict(data.get("recurrence", {})),
+        prometheus=dict(data.get("prometheus", {})),
     )
 
 

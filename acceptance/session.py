@@ -24,7 +24,7 @@ from acceptance.baseline import BaselineStore, LoadedBaseline, sha256_of
 from acceptance.baseline_trust import trust
 from acceptance.clusters.base import Cluster
 from acceptance.criteria import recording, site
-from acceptance.criteria.context import LogSources, RunContext
+from acceptance.criteria.context import LogSources, ProbationOptions, RunContext
 from acceptance.criteria.run import Run
 from acceptance.criteria.runfolder import RunFolder
 from acceptance.criteria.site import SiteCheck
@@ -86,6 +86,7 @@ class AcceptanceSession:
                 logs=LogSources(settings["smoke_log"].value, settings["pre_incident_log"].value,
                                 settings["restore_step"].value),
                 force_record=settings["force_record"].value, baseline_trust=trusted,
+                probation=_probation(config, settings),
             )  # fmt: skip
             found = config.hook.pytest_acceptance_site_checks(context=context)
             checks = tuple(check for checks_of_one in found for check in checks_of_one or ())
@@ -210,28 +211,42 @@ class AcceptanceSession:
             return [f"cleanup of run {self.context.run_id} incomplete: {exc}"]
         return []
 
-    def incident(self, passed: bool, at: datetime) -> IncidentOutcome | None:
-        """For a run with --ticket: the ticket's incident bundle against this run (capacity restored at `at`)."""
+    def incident(
+        self, passed: bool, at: datetime, probation: Mapping[str, Any] | None = None
+    ) -> IncidentOutcome | None:
+        """For a run with --ticket: the ticket's incident bundle against this run (capacity restored at `at`;
+        for a run of criterion 5 alone, resolved when its window passed)."""
         ticket = self.context.ticket
         if not ticket or not self.controller or self.recording:
             return None
-        from acceptance.report.incident import restore_outcome
+        from acceptance.report.incident import resolve_outcome, restore_outcome
 
         roots = [self.config.invocation_params.dir / "reports"]
         if self.report_folder is not None and self.report_folder.path.parent.parent not in roots:
             roots.append(self.report_folder.path.parent.parent)
+        if self.selected_modules == {"test_recurrence"}:
+            return resolve_outcome(roots, ticket, probation)
         return restore_outcome(roots, ticket, passed, at)
 
     def close(self) -> list[str]:
         """Release what the run holds; the controller deletes every object of the run. Returns problems."""
         problems: list[str] = []
         try:
+            if self._run is not None:
+                self._run.close()
             problems = self.close_cluster_work()
         finally:
             self.cluster.close()
             if self.controller:
                 shutil.rmtree(self.run_folder.path, ignore_errors=True)
         return problems
+
+
+def _probation(config: pytest.Config, settings: Mapping[str, Setting]) -> ProbationOptions:
+    here = config.invocation_params.dir
+    found: Path | None = settings["probation_from"].value
+    return ProbationOptions(here / found if found is not None else None, here / "reports",
+                            tuple(settings["sim_faults"].value))  # fmt: skip
 
 
 def _latest(folder: Path) -> LoadedBaseline:

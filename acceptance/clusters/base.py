@@ -161,6 +161,14 @@ class ClusterEvent:
         }
 
 
+# Reasons of the `ClusterEvent`s that `Cluster.node_signals` derives from a node's state (besides
+# the backend's own events, which keep their reason): each means the node was not healthy.
+NODE_NOT_READY = "NodeNotReady"  # not Ready now (or an event saying it went NotReady)
+NODE_READY_CHANGED = "NodeReadyChanged"  # Ready now, but Ready changed since `since`: it was not Ready before
+GPUS_NOT_ALLOCATABLE = "GpuAllocatableDropped"  # fewer GPUs allocatable than the node has
+NODE_PROBLEM = "NodeProblem"  # a problem condition (node-problem-detector's) is True; the message names it
+
+
 @dataclass(frozen=True)
 class RankPlacement:
     rank: int
@@ -405,6 +413,17 @@ class Cluster(Protocol):
     def job_logs(self, selector: str, namespace: str | None = None) -> JobLogs:
         """The pods of a job the harness did not start (label `selector`, in `namespace` or the profile's):
         their logs, nodes, images and commands, and the events about them. Read-only."""
+        ...
+
+    def node_signals(self, nodes: Sequence[str], since: datetime) -> list[ClusterEvent]:
+        """What the cluster knows of `nodes`' health since `since`, oldest first (criterion 5).
+
+        The backend's own warnings about the nodes (events, logs), plus events it derives from the
+        nodes' state now, with the reasons above: `NODE_NOT_READY` (time: when it went not Ready),
+        `NODE_READY_CHANGED` (Ready, but its last transition is after `since`), `GPUS_NOT_ALLOCATABLE`
+        (time: now), `NODE_PROBLEM` (a problem condition True; time: its transition). A backend
+        that keeps no history says so in an event of type ``Normal`` and reason ``Coverage``.
+        """
         ...
 
     def leftovers(self) -> list[Leftover]:

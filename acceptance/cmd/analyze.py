@@ -23,7 +23,14 @@ from acceptance.judge.steptime import StepTimePolicy, judge_steptime
 from acceptance.judge.verdict import Status, Verdict
 from acceptance.tools.trainlog import TrainLog
 
-EXIT = {Status.PASS: 0, Status.FAIL: 1, Status.INCONCLUSIVE: 3, Status.NOT_COMPARABLE: 1, Status.ERROR: 2}
+EXIT = {
+    Status.PASS: 0,
+    Status.FAIL: 1,
+    Status.INCONCLUSIVE: 3,
+    Status.NOT_COMPARABLE: 1,
+    Status.ERROR: 2,
+    Status.PENDING: 3,
+}
 
 
 def _fraction(text: str) -> float:

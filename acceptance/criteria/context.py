@@ -27,6 +27,16 @@ class LogSources:
 
 
 @dataclass(frozen=True)
+class ProbationOptions:
+    """Criterion 5's inputs: the acceptance report to start from (``--probation-from``), where reports are
+    looked for by ticket, and the simulator's recurrence faults (``--sim-fault``)."""
+
+    from_report: Path | None = None
+    reports_root: Path | None = None
+    sim_faults: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
 class RunContext:
     """One run's fixed facts (see module docstring)."""
 
@@ -41,6 +51,7 @@ class RunContext:
     logs: LogSources = field(default_factory=LogSources)
     force_record: str | None = None
     baseline_trust: str = ""  # how the baseline is trusted (signed by whom, or unsigned by request)
+    probation: ProbationOptions = field(default_factory=ProbationOptions)
 
     @classmethod
     def create(
@@ -55,6 +66,7 @@ class RunContext:
         logs: LogSources | None = None,
         force_record: str | None = None,
         baseline_trust: str = "",
+        probation: ProbationOptions | None = None,
     ) -> RunContext:
         """The context of a run; the margins come from `baseline` when there is one."""
         margins, notes = profile.margins, {}
@@ -73,6 +85,7 @@ class RunContext:
             logs=logs or LogSources(),
             force_record=force_record,
             baseline_trust=baseline_trust,
+            probation=probation or ProbationOptions(),
         )
 
     @property

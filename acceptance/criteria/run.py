@@ -17,6 +17,7 @@ from acceptance.criteria.fabric import Fabric
 from acceptance.criteria.localize import Localize
 from acceptance.criteria.loss import LossContinuity
 from acceptance.criteria.preflight import Preflight
+from acceptance.criteria.recurrence import Recurrence
 from acceptance.criteria.runfolder import RunFolder
 from acceptance.criteria.scheduler import Scheduler
 from acceptance.criteria.site import SiteCheck, SiteChecks
@@ -55,3 +56,8 @@ class Run:
         self.smoke = SmokeStep(self)
         self.loss = LossContinuity(self)
         self.site = SiteChecks(self, site_checks)
+        self.recurrence = Recurrence(self)
+
+    def close(self) -> None:
+        """Release what the criteria hold beyond the cluster (criterion 5's metrics source)."""
+        self.recurrence.close()

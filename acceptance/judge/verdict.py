@@ -19,6 +19,9 @@ class Status(enum.Enum):
     NOT_COMPARABLE = "not-comparable"
     INCONCLUSIVE = "inconclusive"
     ERROR = "error"
+    # Not decided yet because its time has not come (criterion 5's probation window is still open):
+    # the only status a suite item reports as a skip rather than a pass or a failure.
+    PENDING = "pending"
 
     @property
     def ok(self) -> bool:

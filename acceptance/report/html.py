@@ -10,6 +10,7 @@ from acceptance.report import localize as localization
 from acceptance.report.causes import headline
 from acceptance.report.data import ReportData, TestRecord
 from acceptance.report.plots import busbw_plots, diagnostics_matrix
+from acceptance.report.plots_recurrence import recurrence_plot
 from acceptance.report.plots_training import loss_plot, steptime_plot
 
 _CSS = """
@@ -27,7 +28,7 @@ td:first-child{white-space:nowrap}
 .margin-note{background:#fff3cd;border:1px solid #d4a000;padding:.5em 1em;margin-top:.3em}
 .cause{background:#f8d7da;border:1px solid #b00;padding:.5em 1em;margin-top:.3em;font-weight:bold}
 .pass,.passed{background:#d4edda}.fail,.failed,.error{background:#f8d7da}
-.skip,.skipped,.warn,.inconclusive,.not-comparable{background:#fff3cd}
+.skip,.skipped,.warn,.inconclusive,.not-comparable,.pending{background:#fff3cd}
 .missing{background:#e2e3e5}
 .notrun{color:#666;font-style:italic}
 .caption{color:#555;font-size:.88em;margin:.2em 0 1em}
@@ -81,6 +82,11 @@ _STEPTIME_NOTE = (
     "steps and outliers dropped), baseline grey, smoke run blue; dashed: baseline median; dotted red: "
     "the limit (1 + margin) × baseline median; solid blue: smoke median. Right: the smoke run per step, "
     "dropped steps as crosses."
+)
+_PROBATION_NOTE = (
+    "Criterion 5: each signal over the probation window, hours since the acceptance passed; dotted lines: "
+    "the rules' limits (or the GPUs expected); red: the first recurrence; grey: the part of the window "
+    "not yet elapsed. Counters are increases per minute; only minutes with something to show are drawn."
 )
 _LOSS_NOTE = (
     "Top: loss before the incident (grey) and after the restore (blue); black: the robust trend "
@@ -200,6 +206,7 @@ def render_html(data: ReportData, *, signing: str, signed: bool, files: Iterable
     causes = "".join(f'<div class="cause">{_e(line)}</div>' for line in headline(data))
     steptime = _plot(steptime_plot(verdicts), "step time distributions", _STEPTIME_NOTE)
     loss = _plot(loss_plot(verdicts), "loss around the restore", _LOSS_NOTE)
+    probation = _plot(recurrence_plot(verdicts), "signals over the probation window", _PROBATION_NOTE)
     return f"""<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8">
 <meta http-equiv="Content-Security-Policy"
@@ -215,6 +222,7 @@ def render_html(data: ReportData, *, signing: str, signed: bool, files: Iterable
 <h2 id="diagnostics">DCGM diagnostics: nodes × tests (GPUs that did not pass named)</h2>{_diagnostics(verdicts)}
 <h2 id="steptime">Smoke step time vs baseline</h2>{steptime}
 <h2 id="loss">Loss around the restore</h2>{loss}
+<h2 id="probation">Probation: signals over the window</h2>{probation}
 <h2 id="evidence">Figures and evidence per verdict</h2>{_evidence(data.tests)}
 <h2 id="provenance">Conditions and provenance</h2>{_definition_list(prov)}
 <h2 id="files">Files of this report</h2>{_files(files)}

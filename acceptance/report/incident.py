@@ -1,4 +1,5 @@
-"""An acceptance run of a ticket that has an incident bundle: capacity restored, against the restore clock.
+"""An acceptance run of a ticket that has an incident bundle: capacity restored, against the restore clock
+(criterion 5's run: the incident resolved when its probation passed, against the resolve clock).
 
 At the end of a run with ``--ticket ID``, the newest bundle of that ticket under the reports folder
 gives the bundle time and the severity's restore clock; a passing run restores capacity at its end
@@ -8,12 +9,13 @@ gives the bundle time and the severity's restore clock; a passing run restores c
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
+from typing import Any
 
-from acceptance.incident.clocks import restoration
+from acceptance.incident.clocks import resolution, restoration
 from acceptance.report.history import bundle_for_ticket
 
 
@@ -54,3 +56,35 @@ def restore_outcome(roots: Iterable[Path], ticket: str, passed: bool, at: dateti
     where = ", ".join(searched) or "(no reports folder)"
     return IncidentOutcome((("incident.bundle", ""),), (f"incident {ticket}: no bundle of this ticket under {where}",),
                            True)  # fmt: skip
+
+
+def resolve_outcome(roots: Iterable[Path], ticket: str, probation: Mapping[str, Any] | None) -> IncidentOutcome:
+    """What a criterion 5 run means for the ticket's incident: resolved when its window passed, at the window's end.
+
+    `probation` is criterion 5's verdict payload (None when its item did not judge). Never a
+    restoration: a probation run does not restore capacity.
+    """
+    status = str((probation or {}).get("status", "not judged"))
+    figures = (probation or {}).get("figures") or {}
+    where = [str(r) for r in roots]
+    found = next((f for f in (bundle_for_ticket(r, ticket) for r in roots) if f is not None), None)
+    if status != "pass":
+        said = str((probation or {}).get("summary", ""))
+        line = f"incident {ticket}: not resolved: probation {status}" + (f" ({said[:160]})" if said else "")
+        bundle = (("incident.bundle", str(found[0])),) if found else ()
+        return IncidentOutcome((*bundle, ("incident.resolved", "false")), (line,), status == "pending")
+    if found is None:
+        return IncidentOutcome(
+            (("incident.bundle", ""),),
+            (f"incident {ticket}: no bundle of this ticket under {', '.join(where) or '(no reports folder)'}",),
+            True,
+        )
+    folder, doc = found
+    end = str(figures.get("window_end", "")).replace("Z", "+00:00")
+    at = datetime.fromisoformat(end) if end else datetime.now().astimezone()
+    result = resolution(doc, at)
+    return IncidentOutcome(
+        (("incident.bundle", str(folder)), *result.properties()),
+        (result.line(), f"bundle: {folder}"),
+        result.met is not False,
+    )

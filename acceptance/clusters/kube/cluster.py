@@ -17,6 +17,10 @@ from types import FrameType, TracebackType
 from typing import Any, Self
 
 from acceptance.clusters.base import (
+    GPUS_NOT_ALLOCATABLE,
+    NODE_NOT_READY,
+    NODE_PROBLEM,
+    NODE_READY_CHANGED,
     ClusterEvent,
     ClusterInventory,
     Handle,
@@ -59,6 +63,41 @@ def _node_info(node: dict[str, Any], gpu_resource: str) -> NodeInfo:
         os_image=info.get("osImage", ""),
         kernel_version=info.get("kernelVersion", ""),
     )
+
+
+_KUBELET_CONDITIONS = frozenset({"Ready"})
+
+
+def _state_signals(
+    node: dict[str, Any], wanted: set[str], since: datetime, now: datetime, gpu_resource: str
+) -> list[ClusterEvent]:
+    """`Cluster.node_signals`' derived events of one node object."""
+    name = (node.get("metadata") or {}).get("name")
+    if name not in wanted:
+        return []
+    status = node.get("status") or {}
+    obj = f"Node/{name}"
+    out = []
+    for cond in status.get("conditions") or ():
+        kind, value = cond.get("type", ""), cond.get("status", "Unknown")
+        when = parse_time(cond.get("lastTransitionTime"))
+        said = " ".join(x for x in (cond.get("reason"), cond.get("message")) if x)
+        if kind == "Ready" and value != "True":
+            out.append(ClusterEvent(when or now, obj, NODE_NOT_READY, f"Ready={value} {said}".strip(), "Warning"))
+        elif kind == "Ready" and when is not None and when > since:
+            out.append(ClusterEvent(when, obj, NODE_READY_CHANGED, f"Ready again since {when.isoformat()}; it was "
+                                    "not Ready before", "Warning"))  # fmt: skip
+        elif kind not in _KUBELET_CONDITIONS and value == "True":
+            out.append(ClusterEvent(when or now, obj, NODE_PROBLEM, f"{kind}=True {said}".strip(), "Warning"))
+    try:
+        capacity = int((status.get("capacity") or {}).get(gpu_resource, 0))
+        allocatable = int((status.get("allocatable") or {}).get(gpu_resource, 0))
+    except (TypeError, ValueError):
+        capacity = allocatable = 0
+    if allocatable < capacity:
+        out.append(ClusterEvent(now, obj, GPUS_NOT_ALLOCATABLE, f"{allocatable} of {capacity} {gpu_resource} "
+                                "allocatable", "Warning"))  # fmt: skip
+    return out
 
 
 class KubeCluster:
@@ -211,6 +250,23 @@ class KubeCluster:
     def job_logs(self, selector: str, namespace: str | None = None) -> JobLogs:
         """The customer's job (pods matching `selector`), read-only: logs, placement, images, events."""
         return read_job(self.api, namespace or self.settings.namespace, selector)
+
+    def node_signals(self, nodes: Sequence[str], since: datetime) -> list[ClusterEvent]:
+        """Node events since `since` plus what the nodes' conditions and allocatable GPUs say now.
+
+        Kubernetes keeps no history of a node's state: a condition carries only its last transition,
+        and the API server drops events after its event TTL (one hour by default), so an hourly
+        schedule of criterion 5 sees every NodeNotReady event; conditions cover the rest.
+        """
+        wanted = set(nodes)
+        doc = self.api.call("list nodes", self.api.core.list_node)
+        now = datetime.now(UTC)
+        out = [e for e in self.events(nodes, since) if e.type == "Warning" or e.reason in (NODE_NOT_READY,)]
+        for node in doc.get("items") or ():
+            out.extend(_state_signals(node, wanted, since, now, self.settings.gpu_resource))
+        out.append(ClusterEvent(now, "cluster", "Coverage", "Kubernetes events are kept for the API server's event TTL "
+                                "(1 h by default); node conditions keep their last transition only"))  # fmt: skip
+        return sorted(out, key=lambda e: e.time or since)
 
     def leftovers(self) -> list[Leftover]:
         """Labelled objects of other runs of this harness in the namespace, live or ended."""
