@@ -4,7 +4,10 @@ Rows are split on whitespace and read from both ends: the trailing tokens are th
 two halves (out-of-place, in-place) whose width the header gives; the leading ones
 are `size count type [redop] [root]`. Old all-to-all rows leave `redop` blank, so
 the leading part may be one token short; a token that does not fit makes the row
-unreadable instead of shifting columns.
+unreadable instead of shifting columns. Numbers are read strictly (digits, a point, an
+exponent; `N/A` where nccl-tests prints it): a negative, a comma, a stray letter or byte makes
+the row unreadable, and `nan`/`inf` raise `NonFinite` so that the caller reports the row
+instead of handing the value on.
 """
 
 from __future__ import annotations
@@ -31,8 +34,18 @@ _HALF_FIELDS: dict[str, str] = {
 _KEY_NAMES = ("size", "count", "type", "redop", "root")
 _WORD = re.compile(r"[A-Za-z][A-Za-z0-9_]*$")
 _INT = re.compile(r"-?\d+$")
+_NUMBER = re.compile(r"(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?$")
+_NON_FINITE = frozenset({"nan", "-nan", "+nan", "inf", "-inf", "+inf", "infinity", "-infinity", "+infinity"})
 #: width of `"%12li  %12li  %8s  %6s  %6s"`, the unified row preamble (2.13+)
 UNIFIED_PREAMBLE_WIDTH = 52
+
+
+class NonFinite(ValueError):
+    """A data row printed `nan` or `inf` where a measurement belongs."""
+
+    def __init__(self, token: str) -> None:
+        self.token = token
+        super().__init__(token)
 
 
 @dataclass(frozen=True)
@@ -57,44 +70,45 @@ class Layout:
         return "error" in self.half
 
     def preamble(self, tokens: list[str]) -> tuple[int, int, str, str | None, int | None] | None:
-        """`size count type [redop] [root]` from leading tokens, or None when they do not fit."""
+        """`size count type [redop] [root]` from leading tokens, or None when they do not fit.
+
+        Only the old column sets (before 2.13) may leave `redop` blank (alltoall); 2.13+ print
+        every key column, so a missing one there is a damaged row, never a blank.
+        """
         if len(tokens) < 3 or len(tokens) > len(self.keys):
             return None
         size, count, kind = tokens[0], tokens[1], tokens[2]
-        if not (size.isdigit() and count.isdigit() and _WORD.match(kind)):
+        if not (size.isdigit() and count.isdigit() and size.isascii() and count.isascii() and _WORD.match(kind)):
             return None
-        redop: str | None = None
-        root: int | None = None
         extra = tokens[3:]
         names = self.keys[3:]
-        if len(extra) == len(names):
-            for name, tok in zip(names, extra, strict=True):
-                if name == "root":
-                    if not _INT.match(tok):
-                        return None
-                    root = int(tok)
-                elif name == "redop":
-                    if not _WORD.match(tok):
-                        return None
-                    redop = tok
-        else:  # a blank column (old alltoall redop): place each token by its kind
-            for tok in extra:
-                if "root" in names and _INT.match(tok) and root is None:
-                    root = int(tok)
-                elif "redop" in names and _WORD.match(tok) and redop is None:
-                    redop = tok
-                else:
+        if len(extra) != len(names):
+            if self.unified or "redop" not in names or len(extra) != len(names) - 1:
+                return None
+            names = tuple(n for n in names if n != "redop")  # old alltoall: a blank redop column
+        redop: str | None = None
+        root: int | None = None
+        for name, tok in zip(names, extra, strict=True):
+            if name == "root":
+                if not _INT.match(tok) or not tok.isascii():
                     return None
+                root = int(tok)
+            elif name == "redop":
+                if not _WORD.match(tok):
+                    return None
+                redop = tok
         return int(size), int(count), kind, redop, root
 
     def halves(self, tokens: list[str]) -> tuple[NcclHalf, NcclHalf, str | None] | None:
-        """Both halves (and the timestamp) from exactly `need` tokens, or None."""
+        """Both halves (and the timestamp) from exactly `need` tokens, or None; NonFinite for nan/inf."""
         if len(tokens) != self.need:
             return None
         k = len(self.half)
         try:
             oop = _half(self.half, tokens[:k])
             ip = _half(self.half, tokens[k : 2 * k])
+        except NonFinite:
+            raise
         except ValueError:
             return None
         stamp = " ".join(tokens[2 * k :]) if self.timestamp else None
@@ -121,7 +135,11 @@ class Layout:
 def _value(token: str) -> float | None:
     if token == "N/A":
         return None
-    return float(token)
+    if _NUMBER.match(token) and token.isascii():
+        return float(token)
+    if token.lower() in _NON_FINITE:
+        raise NonFinite(token)
+    raise ValueError(token)
 
 
 def _half(names: tuple[str, ...], tokens: list[str]) -> NcclHalf:
