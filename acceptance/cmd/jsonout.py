@@ -1,0 +1,38 @@
+"""JSON documents for people and scripts: indented at the top, one line per record below.
+
+`json.dump(doc, out, indent=2)` runs the pure-Python encoder and makes one `write` per
+token (678,000 writes for one large nccl-tests capture). Here the outer levels are laid out
+by hand, two spaces per level, and everything from `inline_from` levels down (a data row, a
+rank, a step) is one line from the C encoder; the text is built once and written once.
+The content is the same JSON; only the whitespace differs.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, TextIO
+
+_encode = json.JSONEncoder().encode  # the C encoder: no indent, default separators
+
+
+def pretty(value: Any, inline_from: int, level: int = 0) -> str:
+    """`value` as JSON: containers indented down to depth `inline_from`, one line from there on.
+
+    An array of scalars is always one line.
+    """
+    if level >= inline_from or not value or not isinstance(value, dict | list):
+        return _encode(value)
+    inner = "  " * (level + 1)
+    close = "  " * level
+    if isinstance(value, dict):
+        items = [f"{inner}{_encode(str(k))}: {pretty(v, inline_from, level + 1)}" for k, v in value.items()]
+        return "{\n" + ",\n".join(items) + "\n" + close + "}"
+    if not any(isinstance(v, dict | list) for v in value):
+        return _encode(value)
+    return "[\n" + ",\n".join(inner + pretty(v, inline_from, level + 1) for v in value) + "\n" + close + "]"
+
+
+def write(out: TextIO, value: Any, inline_from: int) -> None:
+    """One buffered write of the whole document, then a line end."""
+    out.write(pretty(value, inline_from) + "\n")
+    out.flush()
