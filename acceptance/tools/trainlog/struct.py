@@ -1,5 +1,9 @@
 """Structured training logs: HF Trainer `trainer_state.json`, Megatron CI golden-values JSON,
 Lightning CSVLogger `metrics.csv`, and generic JSON lines / CSV with a column mapping.
+
+A whole-document JSON cut short, or nested too deeply to read, is a ParseError with its line.
+A JSON-lines or CSV log that ends inside its last line (no line end) does not hand that line's
+numbers on: a JSON line that does not parse, and any CSV row, is dropped with a note.
 """
 
 from __future__ import annotations
@@ -122,12 +126,40 @@ def _add(table: StepTable, events: list[Event], fields: dict[str, float], line: 
 
 
 # ---------------------------------------------------------------------- whole-document JSON
+class _Lines:
+    """Lines passed through, remembering whether any had its line end and whether the last had."""
+
+    def __init__(self, lines: Iterable[str]) -> None:
+        self._lines = lines
+        self.ended = False
+        self.last_ended = True
+
+    def __iter__(self) -> Iterator[str]:
+        for line in self._lines:
+            self.last_ended = line.endswith(("\n", "\r"))
+            self.ended = self.ended or self.last_ended
+            yield line
+
+    @property
+    def cut(self) -> bool:
+        """The input ends inside its last line (and is a file's lines, not lines split beforehand)."""
+        return self.ended and not self.last_ended
+
+
+def _dropped(lineno: int, line: str) -> str:
+    return f"line {lineno}: the log ends inside this line (no line end): dropped: {line.strip()[:100]}"
+
+
 def parse_json_document(text: str, source: str, keep: Collection[str] | None) -> TrainLog:
     try:
         doc = json.loads(text)
     except json.JSONDecodeError as exc:
-        bad = text.splitlines()[exc.lineno - 1] if text.splitlines() else ""
-        raise ParseError(source, exc.lineno, bad, f"valid JSON ({exc.msg})") from exc
+        lines = text.splitlines()
+        bad = lines[exc.lineno - 1] if 0 < exc.lineno <= len(lines) else ""
+        cut = " (the document ends early: cut short?)" if exc.pos >= len(text.rstrip()) else ""
+        raise ParseError(source, exc.lineno, bad, f"valid JSON ({exc.msg}){cut}") from exc
+    except RecursionError:
+        raise ParseError(source, 1, text.lstrip()[:80], "a JSON document (this one nests too deeply)") from None
     if isinstance(doc, dict) and isinstance(doc.get("log_history"), list):
         return _hf_state(doc, source, keep)
     if (
@@ -191,14 +223,19 @@ def parse_jsonl(
 ) -> TrainLog:
     table = StepTable(keep)
     events: list[Event] = []
+    notes: list[str] = []
     mapping: dict[str, tuple[str, float]] | None = None
-    for lineno, raw in enumerate(lines, start=first_line):
+    stream = _Lines(lines)
+    for lineno, raw in enumerate(stream, start=first_line):
         line = raw.strip()
         if not line:
             continue
         try:
             record = json.loads(line)
-        except json.JSONDecodeError as exc:
+        except (json.JSONDecodeError, RecursionError) as exc:
+            if stream.cut:
+                notes.append(_dropped(lineno, line))
+                break
             raise ParseError(source, lineno, line, "one JSON object per line") from exc
         if not isinstance(record, dict):
             raise ParseError(source, lineno, line, "one JSON object per line")
@@ -210,7 +247,7 @@ def parse_jsonl(
         if "step" not in fields or len(fields) == 1:
             continue  # an eval or summary record
         _add(table, events, fields, lineno)
-    return _finish("jsonl", source, table, events, [])
+    return _finish("jsonl", source, table, events, notes)
 
 
 def _csv_rows(lines: Iterable[str]) -> Iterator[list[str]]:
@@ -228,7 +265,8 @@ def parse_csv(
 ) -> TrainLog:
     """CSV with a header. Lightning's sparse rows sharing a step are merged into one; its
     `epoch_time` (a user-logged epoch duration) becomes a per-step time over the epoch."""
-    rows = _csv_rows(lines)
+    stream = _Lines(lines)
+    rows = _csv_rows(stream)
     header = next(rows, None)
     if not header:
         raise ParseError(source, first_line, "", "a CSV header line")
@@ -244,9 +282,13 @@ def parse_csv(
     table = StepTable(keep)
     events: list[Event] = []
     last_epoch_end: int | None = None
+    dropped: list[str] = []
     for lineno, row in enumerate(rows, start=first_line + 1):
         if not row:
             continue
+        if stream.cut:  # the last row, without its line end: its last number may be cut
+            dropped.append(_dropped(lineno, ",".join(row)))
+            break
         if len(row) != len(header):
             raise ParseError(source, lineno, ",".join(row), f"{len(header)} fields as in the header")
         record = dict(zip(header, row, strict=True))
@@ -261,4 +303,4 @@ def parse_csv(
             last_epoch_end = step
         _add(table, events, fields, lineno, merge=lightning)
     notes = ["step_time_s is epoch_time / steps in the epoch"] if epoch_time is not None else []
-    return _finish("lightning-csv" if lightning else "csv", source, table, events, notes)
+    return _finish("lightning-csv" if lightning else "csv", source, table, events, notes + dropped)
