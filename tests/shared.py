@@ -13,6 +13,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 SHARED = Path(os.environ.get("ACCEPTANCE_SHARED_DIR", ROOT.parent / "shared"))
 CORPUS = SHARED / "corpus"
+CORPUS2 = SHARED / "corpus-wave2"
 K8S = SHARED / "k8s"
 FIXTURES = ROOT / "fixtures"
 
