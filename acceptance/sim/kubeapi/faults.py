@@ -32,3 +32,11 @@ class Faults:
     evict_after_s: float = 1.0
     oom: str | None = None
     seed: int = 0
+
+    def __post_init__(self) -> None:
+        for name in ("error_rate", "watch_gone_rate"):
+            value = getattr(self, name)
+            if not (0.0 <= value <= 1.0):  # also false for NaN
+                raise ValueError(f"{name} {value!r}: expected a share from 0 to 1")
+        if not (0.0 <= self.latency_s < float("inf")):
+            raise ValueError(f"latency_s {self.latency_s!r}: expected seconds >= 0")

@@ -16,12 +16,13 @@ and the controllers would still have to be written).
 from __future__ import annotations
 
 import argparse
+import math
 import secrets
 import shutil
 import tempfile
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from types import TracebackType
 from typing import Any
@@ -301,7 +302,23 @@ def serve_from_args(runner: ToolRunner, args: argparse.Namespace) -> int:
     return serve(runner, args.time_scale, Faults(error_rate=args.error_rate))
 
 
+def _bounded(name: str, low: float, high: float) -> Callable[[str], float]:
+    """An argparse type: a finite number in [low, high], else the form expected."""
+
+    def convert(text: str) -> float:
+        try:
+            value = float(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{name} {text!r}: expected a number from {low:g} to {high:g}") from None
+        if not (math.isfinite(value) and low <= value <= high):
+            raise argparse.ArgumentTypeError(f"{name} {text!r}: expected a number from {low:g} to {high:g}")
+        return value
+
+    return convert
+
+
 def add_serve_options(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--time-scale", type=float, default=0.002,
-                        help="wall seconds per simulated second (default 0.002)")  # fmt: skip
-    parser.add_argument("--error-rate", type=float, default=0.0, help="share of API answers that are 5xx/429")
+    parser.add_argument("--time-scale", type=_bounded("--time-scale", 0.0, 1000.0), default=0.002,
+                        help="wall seconds per simulated second, 0 to 1000 (default 0.002)")  # fmt: skip
+    parser.add_argument("--error-rate", type=_bounded("--error-rate", 0.0, 1.0), default=0.0,
+                        help="share of API answers that are 5xx/429, 0 to 1")  # fmt: skip
