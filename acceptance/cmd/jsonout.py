@@ -10,9 +10,26 @@ The content is the same JSON; only the whitespace differs.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from typing import Any, TextIO
 
-_encode = json.JSONEncoder().encode  # the C encoder: no indent, default separators
+
+def _one_line_encoder() -> Callable[[Any], str]:
+    """`json.dumps` without its per-call set-up: CPython's C encoder made once, default separators."""
+    make = getattr(json.encoder, "c_make_encoder", None)
+    if make is None:  # another interpreter: the pure-Python encoder
+        return json.JSONEncoder().encode
+    iterencode = make(None, None, json.encoder.encode_basestring_ascii, None, ": ", ", ", False, False, True)
+
+    def encode(value: Any) -> str:
+        if isinstance(value, str):
+            return json.encoder.encode_basestring_ascii(value)
+        return "".join(iterencode(value, 0))
+
+    return encode
+
+
+_encode = _one_line_encoder()
 
 
 def pretty(value: Any, inline_from: int, level: int = 0) -> str:

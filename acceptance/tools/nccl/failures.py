@@ -71,11 +71,11 @@ _LAUNCHER: tuple[tuple[re.Pattern[str], bool], ...] = (
     (re.compile(r"application called MPI_Abort|BAD TERMINATION OF ONE OF YOUR APPLICATION PROCESSES"), False),
     (re.compile(r"=\s+PID \d+ RUNNING AT (?P<host>\S+)"), True),
 )
-#: words a launcher line must hold before the patterns above are tried (cheap first test)
-_HINTS = re.compile(
-    r"(?i)noticed|exited|terminated|unable|lost comm|abort|signal|ssh|denied|verification|orted|srun|slurm|"
-    r"start failed|died|CXI|RUNNING AT|error occurred"
-)
+#: words a launcher line holds, one of them at least (lower case): a cheap test before the patterns above
+_HINTS = (
+    "noticed", "exited", "terminated", "unable", "lost comm", "abort", "signal", "ssh", "denied",
+    "verification", "orted", "srun", "slurm", "start failed", "died", "cxi", "running at", "error occurred",
+)  # fmt: skip
 #: the dashed rule that opens and closes an Open MPI help box
 BOX_RULE = re.compile(r"^-{20,}\s*$")
 
@@ -97,7 +97,8 @@ def classify(line: str) -> Failure | None:
     if " NCCL WARN " in line:
         m = _WARN.search(line)
         return Failure(NCCL, m.group("host") if m else None)
-    if not _HINTS.search(line):
+    low = line.lower()
+    if not any(word in low for word in _HINTS):
         return None
     for pattern, named in _LAUNCHER:
         m = pattern.search(line)

@@ -68,6 +68,8 @@ _LAUNCHER_ERROR = re.compile(
     r"(?i)\b(?:failed|failure|error|invalid|abort(?:ed)?|killed|terminated|segmentation fault|"
     r"core dumped|exited with non-zero|exit code)\b"
 )
+#: what `_LAUNCHER_ERROR` needs in a line (lower case): a cheap test before the pattern
+_ERROR_WORDS = ("fail", "error", "invalid", "abort", "kill", "terminat", "segmentation", "core dump", "exit")
 _COMMAND = re.compile(r"(?:^|[\s/])([a-z][a-z_]*?_perf(?:_mpi)?)(?=\s|$)")
 _NUMERIC = re.compile(r"[-+]?(?:\d[\d.,_]*|\.\d+)(?:[eE][-+]?\d+)?%?$|N/A$|(?i:[-+]?(?:nan|inf))$")
 #: lines of an Open MPI help box kept as errors after its failure sentence
@@ -116,6 +118,7 @@ class TextParser:
         self.last_number = 0
         self.ended_lines = False  # whether any line came with its line end (a capture, not split lines)
         self.unended: tuple[str, int] | None = None
+        self.want_version = True
         self.content = False  # a report with ranks or rows was read
 
     # -- driving ---------------------------------------------------------------------------
@@ -125,10 +128,9 @@ class TextParser:
         number = first_line - 1
         info = False
         for number, raw in enumerate(lines, first_line):
-            at = raw.find(" NCCL INFO ")
-            if at >= 0:
+            if " NCCL INFO " in raw:  # most lines of an NCCL_DEBUG=INFO capture: one scan, then skipped
                 info = True
-                if raw.startswith("NCCL version", at + 11):
+                if self.want_version and " NCCL INFO NCCL version" in raw:
                     self._nccl_version(raw)
                 if raw[0] not in glued:
                     continue
@@ -142,6 +144,15 @@ class TextParser:
                 self.unended = (raw, number)
         self.recognised = self.recognised or info
         self.last_number = max(self.last_number, number)
+
+    def _refresh_want(self) -> None:
+        """Whether an `NCCL version` INFO line would tell anything new (the open report's, or the next one's);
+        set where that can change (a report opens or completes, a version is found), read per INFO line."""
+        run = self.run
+        if run is not None and not run.complete:
+            self.want_version = run.nccl_version is None
+        else:
+            self.want_version = self.nccl[0] is None
 
     def finish(self) -> NcclCapture:
         if self.unended is not None:
@@ -244,6 +255,7 @@ class TextParser:
         elif line.startswith("# Collective test concluded"):
             run.concluded = True
             run.last = number
+            self._refresh_want()
         elif line.startswith("# error:"):
             text = line[len("# error:") :].strip()
             if text:
@@ -310,6 +322,7 @@ class TextParser:
                 run.avg = None
                 run.damaged(number, f"unreadable average (expected '# Avg bus bandwidth : <number>'): {line}")
             run.trailer = True
+            self._refresh_want()
             if m.group(2) == "FAILED":
                 run.avg_failed = True
                 run.error(number, line)
@@ -435,7 +448,8 @@ class TextParser:
             m = _COMMAND.search(line)
             if m:
                 self.hint = m.group(1)
-        if _LAUNCHER_ERROR.search(line):
+        low = line.lower()
+        if any(word in low for word in _ERROR_WORDS) and _LAUNCHER_ERROR.search(line):
             self._capture_error(number, line)
 
     # -- helpers -----------------------------------------------------------------------------
@@ -454,6 +468,7 @@ class TextParser:
             run.cuda_version = run.cuda_version or found[1]
         else:
             self.nccl = found
+        self._refresh_want()
 
     def _open(self, number: int) -> ReportBuilder:
         self._close()
@@ -461,6 +476,7 @@ class TextParser:
         self.run = ReportBuilder(number, self.hint, self.nccl)
         self.hint = None
         self.nccl = (None, None)
+        self._refresh_want()
         return self.run
 
     def _close(self) -> None:
@@ -474,6 +490,7 @@ class TextParser:
             else:
                 self.runs.append(run)
             self.run = None
+            self._refresh_want()
 
 
 def _rank(line: str) -> NcclRank | None:
