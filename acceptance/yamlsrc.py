@@ -94,7 +94,10 @@ def load_yaml(path: Path) -> Document:
 
 def parse_yaml(text: str, path: Path) -> Document:
     """Parse YAML text read from `path` (see `load_yaml`)."""
-    loader = _NoAliasLoader(text)
+    try:
+        loader = _NoAliasLoader(text)  # the reader refuses control characters here, before any parsing
+    except yaml.YAMLError as exc:
+        raise ParseError(str(path), 0, "", f"valid YAML ({' '.join(str(exc).split())})") from exc
     try:
         root = loader.get_single_node()
         data = loader.construct_document(root) if root is not None else None

@@ -36,7 +36,7 @@ _STATUS = {"Pass": PASS, "Fail": FAIL, "Skip": SKIP, "Warn": WARN, "": SKIP}
 _BORDER = re.compile(r"^\+[-=]{20,}\+[-=]{20,}\+$")
 _SECTION = re.compile(r"^[|+]-{3,}\s+(\w+)\s+-+\+-+[|+]$")
 _HEADER = re.compile(r"^\|\s*Diagnostic\s*\|\s*Result\s*\|$")
-_LIST = re.compile(r"^(Pass|Fail|Warn|Skip) - (?:(All)|GPUs?: ([\d, ]+))$")
+_LIST = re.compile(r"^(Pass|Fail|Warn|Skip) - (?:(All)|GPUs?: (\d+(?:, ?\d+)*) *)$")
 _ENTITY = re.compile(r"^([A-Za-z_]+?)(\d+):(?: (Pass|Fail|Warn|Skip))?$")  # "" = not run
 _MSG_NAME = re.compile(r"^(Warning|Info|Error)(?:: ([A-Za-z_]+?)(\d+))?$")
 _CODE = re.compile(r"^Code: \(\d+\)$")
@@ -240,9 +240,8 @@ def _apply_list(table: _Table, test: _Test, listed: re.Match[str]) -> None:
         test.all_gpus = True
         return
     for token in listed.group(3).split(","):
-        if token.strip():
-            test.gpus[int(token)] = status
-            table.explicit_gpus.add(int(token))
+        test.gpus[int(token)] = status
+        table.explicit_gpus.add(int(token))
 
 
 def _assemble(tables: list[_Table], errors: list[ReportError], aborted: bool) -> DcgmReport:

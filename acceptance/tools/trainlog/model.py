@@ -210,6 +210,8 @@ class StepTable:
         (same segment, among the last few hundred steps) printed by another rank, or by ranks
         without prefixes, which cannot be told apart. An identical record printed again by
         the same known rank is a real repeat and is kept. Returns whether a row was added."""
+        if not -(1 << 63) <= step < 1 << 63:
+            raise OverflowError(f"step {step} is out of range")
         if self._keep is None:
             kept = tuple(fields.items())
         else:

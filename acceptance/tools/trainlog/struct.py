@@ -113,8 +113,15 @@ def _finish(fmt: str, source: str, table: StepTable, events: list[Event], notes:
     return TrainLog(fmt, source, table.columns(), tuple(events), (), tuple(notes))
 
 
+def _whole_step(value: float) -> int:
+    if not math.isfinite(value) or value != int(value):
+        raise ValueError(f"step {value!r} is not a whole number")
+    return int(value)
+
+
 def _add(table: StepTable, events: list[Event], fields: dict[str, float], line: int, merge: bool = False) -> None:
-    step = int(fields.pop("step"))
+    """Add one record; ValueError/OverflowError when its step is not a whole number in range."""
+    step = _whole_step(fields.pop("step"))
     rank = fields.pop("rank", None)
     rank_i = None if rank is None or math.isnan(rank) else int(rank)
     loss = fields.get("loss")
@@ -160,14 +167,17 @@ def parse_json_document(text: str, source: str, keep: Collection[str] | None) ->
         raise ParseError(source, exc.lineno, bad, f"valid JSON ({exc.msg}){cut}") from exc
     except RecursionError:
         raise ParseError(source, 1, text.lstrip()[:80], "a JSON document (this one nests too deeply)") from None
-    if isinstance(doc, dict) and isinstance(doc.get("log_history"), list):
-        return _hf_state(doc, source, keep)
-    if (
-        isinstance(doc, dict)
-        and doc
-        and all(isinstance(v, dict) and isinstance(v.get("values"), dict) for v in doc.values())
-    ):
-        return _golden(doc, source, keep)
+    try:
+        if isinstance(doc, dict) and isinstance(doc.get("log_history"), list):
+            return _hf_state(doc, source, keep)
+        if (
+            isinstance(doc, dict)
+            and doc
+            and all(isinstance(v, dict) and isinstance(v.get("values"), dict) for v in doc.values())
+        ):
+            return _golden(doc, source, keep)
+    except (ValueError, TypeError, OverflowError, AttributeError, KeyError) as exc:
+        raise ParseError(source, 1, str(exc)[:120], "the fields of the document with their documented types") from None
     first = text.lstrip()[:120]
     raise ParseError(source, 1, first, "an HF trainer_state.json (log_history) or Megatron golden-values JSON")
 
@@ -246,12 +256,24 @@ def parse_jsonl(
         fields = _fields(record, mapping)
         if "step" not in fields or len(fields) == 1:
             continue  # an eval or summary record
-        _add(table, events, fields, lineno)
+        try:
+            _add(table, events, fields, lineno)
+        except (ValueError, OverflowError) as exc:
+            raise ParseError(source, lineno, line, f"a whole-number step ({exc})") from None
     return _finish("jsonl", source, table, events, notes)
 
 
-def _csv_rows(lines: Iterable[str]) -> Iterator[list[str]]:
-    return csv.reader(line.rstrip("\r\n") for line in lines)
+def _csv_rows(lines: Iterable[str], source: str, first_line: int) -> Iterator[list[str]]:
+    """CSV rows; a line the csv module cannot split (a stray carriage return, a NUL) is a ParseError."""
+    reader = csv.reader(line.rstrip("\r\n") for line in lines)
+    while True:
+        try:
+            row = next(reader)
+        except StopIteration:
+            return
+        except csv.Error as exc:
+            raise ParseError(source, first_line + reader.line_num - 1, "", f"CSV rows ({exc})") from None
+        yield row
 
 
 def parse_csv(
@@ -266,7 +288,7 @@ def parse_csv(
     """CSV with a header. Lightning's sparse rows sharing a step are merged into one; its
     `epoch_time` (a user-logged epoch duration) becomes a per-step time over the epoch."""
     stream = _Lines(lines)
-    rows = _csv_rows(stream)
+    rows = _csv_rows(stream, source, first_line)
     header = next(rows, None)
     if not header:
         raise ParseError(source, first_line, "", "a CSV header line")
@@ -295,12 +317,15 @@ def parse_csv(
         fields = _fields(record, mapping)
         if "step" not in fields:
             continue
-        if epoch_time is not None and row[epoch_time]:
-            step = int(fields["step"])
-            span = step - last_epoch_end if last_epoch_end is not None else step + 1
-            if span > 0:
-                fields["step_time_s"] = _float(row[epoch_time]) / span
-            last_epoch_end = step
-        _add(table, events, fields, lineno, merge=lightning)
+        try:
+            if epoch_time is not None and row[epoch_time]:
+                step = _whole_step(fields["step"])
+                span = step - last_epoch_end if last_epoch_end is not None else step + 1
+                if span > 0:
+                    fields["step_time_s"] = _float(row[epoch_time]) / span
+                last_epoch_end = step
+            _add(table, events, fields, lineno, merge=lightning)
+        except (ValueError, OverflowError) as exc:
+            raise ParseError(source, lineno, ",".join(row), f"a whole-number step ({exc})") from None
     notes = ["step_time_s is epoch_time / steps in the epoch"] if epoch_time is not None else []
     return _finish("lightning-csv" if lightning else "csv", source, table, events, notes + dropped)

@@ -47,6 +47,8 @@ from acceptance.tools.trainlog.patterns import (
     TITAN_KV,
 )
 
+MAX_NOTES = 20
+
 
 def _num(text: str) -> float:
     return float(text.strip().split()[0].replace(",", ""))
@@ -72,6 +74,7 @@ class TextLogParser:
         self._unended: tuple[str, int] | None = None  # a line without its line end, held back
         self.ended = False  # whether any line came with its line end (a file, not pre-split lines)
         self._fed = 0
+        self._unreadable_lines = 0
         self._bars = 0  # how many `|` separators the last whole record line had
 
     # ------------------------------------------------------------------ driving
@@ -99,7 +102,10 @@ class TextLogParser:
         if self._carry is not None:
             text, rank, lineno = self._carry
             self._carry = None
-            self._record(text, rank, lineno, final=True)
+            try:
+                self._record(text, rank, lineno, final=True)
+            except (ValueError, OverflowError) as exc:
+                self._unreadable(lineno, text, exc)
         return TrainLog(
             format=self.format,
             source=self.source,
@@ -147,6 +153,20 @@ class TextLogParser:
         return fmt == "deepspeed" and bool(DS_RECORD.search(line))
 
     def _line(self, raw: str, lineno: int) -> None:
+        try:
+            self._read_line(raw, lineno)
+        except (ValueError, OverflowError) as exc:  # a number that does not read in a damaged line
+            self._unreadable(lineno, raw, exc)
+
+    def _unreadable(self, lineno: int, raw: str, exc: Exception) -> None:
+        """A line whose record cannot be read whole is dropped, and said so (at most MAX_NOTES times)."""
+        self._unreadable_lines += 1
+        if self._unreadable_lines <= MAX_NOTES:
+            self.notes.append(f"line {lineno}: unreadable record dropped ({exc}): {raw.strip()[:100]}")
+        elif self._unreadable_lines == MAX_NOTES + 1:
+            self.notes.append(f"line {lineno}: more unreadable records dropped (not listed)")
+
+    def _read_line(self, raw: str, lineno: int) -> None:
         line = raw.rstrip("\r\n")
         if "\x1b" in line:
             line = ANSI.sub("", line)
@@ -263,11 +283,11 @@ class TextLogParser:
         if not math.isfinite(loss) or (nan_count and nan_count > 0):
             fields_nan = 1.0
             self.table.merge_last(step, {"nan": fields_nan})
-            what = f"loss {loss}" if not math.isfinite(loss) else f"{int(nan_count)} NaN iterations"
+            what = f"loss {loss}" if not math.isfinite(loss) else f"{nan_count:g} NaN iterations"
             self.events.append(Event("nan", step, lineno, what))
         skipped = fields.get("skipped", 0.0)
         if self.format != "deepspeed" and skipped and skipped > 0:
-            self.events.append(Event("skip", step, lineno, f"{int(skipped)} skipped iterations"))
+            self.events.append(Event("skip", step, lineno, f"{skipped:g} skipped iterations"))
 
     def _record(self, line: str, rank: int | None, lineno: int, joins: int = 0, final: bool = False) -> None:
         fmt = self.format
@@ -298,7 +318,7 @@ class TextLogParser:
             fields: dict[str, float] = {}
             for key, value in KV.findall(body):
                 spec = FIELDS.get(key.lower())
-                if spec is not None:
+                if spec is not None and spec[0] not in fields:  # the first reading: a joined record repeats none
                     try:
                         fields[spec[0]] = float(value) * spec[1]
                     except ValueError:
