@@ -110,3 +110,11 @@ def test_sim_serve_refuses_settings_out_of_range(option: str, value: str, capsys
     code, _, err = _run(["sim", "serve", option, value], capsys)
     assert code == 2
     assert f"{option} {value!r}: expected a number from 0 to" in err
+
+
+@pytest.mark.parametrize("rate", [-0.1, 1.5, float("nan")])
+def test_the_emulator_refuses_an_error_share_outside_0_to_1(rate: float) -> None:
+    from acceptance.sim.kubeapi.faults import Faults
+
+    with pytest.raises(ValueError, match="expected a share from 0 to 1"):
+        Faults(error_rate=rate)
