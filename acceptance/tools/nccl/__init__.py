@@ -2,17 +2,18 @@
 
 The façade of `acceptance.tools.nccl`: `parse`, `parse_text`, the records, `NcclTest`,
 `NcclConditions` and the names (collectives, types, ops). Pure: text in, records out; the
-caller opens files (`acceptance parse nccl` lives in `acceptance.cmd.parse_nccl`).
+caller opens files (`acceptance parse nccl` lives in `acceptance.cmd.parse_nccl`). The command
+builder and the conditions load when first named, so that parsing alone starts quickly.
 """
 
 from __future__ import annotations
 
+import importlib
 import io
 import itertools
 from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING, Any
 
-from acceptance.tools.nccl.command import OPTIONS, NcclTest, parse_size
-from acceptance.tools.nccl.conditions import NcclConditions
 from acceptance.tools.nccl.json_report import parse_json_report
 from acceptance.tools.nccl.names import (
     COLLECTIVES,
@@ -32,6 +33,23 @@ from acceptance.tools.nccl.records import (
     first_failure,
 )
 from acceptance.tools.nccl.text import TextParser
+
+if TYPE_CHECKING:
+    from acceptance.tools.nccl.command import OPTIONS, NcclTest, parse_size
+    from acceptance.tools.nccl.conditions import NcclConditions
+
+_LAZY = {
+    "OPTIONS": "acceptance.tools.nccl.command",
+    "NcclTest": "acceptance.tools.nccl.command",
+    "parse_size": "acceptance.tools.nccl.command",
+    "NcclConditions": "acceptance.tools.nccl.conditions",
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        return getattr(importlib.import_module(_LAZY[name]), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 __all__ = [
     "COLLECTIVES",
