@@ -212,3 +212,20 @@ def test_numbers_are_read_strictly() -> None:
             except ValueError:
                 got = None
             assert got == expected, token
+
+
+def test_rows_built_on_the_fast_path_are_the_dataclass_s_rows() -> None:
+    """The plain-row path fills the records' fields directly: every field, the same values, still frozen."""
+    import dataclasses
+
+    from acceptance.tools.nccl.layout import _half_of, _row_of
+    from acceptance.tools.nccl.records import NcclHalf, NcclRow
+
+    half = _half_of(44.37, 23.63, 44.31, None)
+    row = _row_of(1048576, 262144, "float", "sum", -1, half, half, 9)
+    assert set(half.__dict__) == {f.name for f in dataclasses.fields(NcclHalf)}
+    assert set(row.__dict__) == {f.name for f in dataclasses.fields(NcclRow)}
+    assert half == NcclHalf(44.37, 23.63, 44.31, None)
+    assert row == NcclRow(1048576, 262144, "float", "sum", -1, half, half, None, 9)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        row.size = 0  # type: ignore[misc]

@@ -63,7 +63,6 @@ _AVG = re.compile(r"#?\s*Avg bus bandwidth\s*:\s*(\S+)\s*(OK|FAILED)?")
 _BITWISE = re.compile(r"# Bitwise mismatches\s*:\s*(\d+)")
 _REDUCING = re.compile(r"# Reducing maxBytes to (\d+)")
 _NCCL_VERSION = re.compile(r"NCCL version (\d+\.\d+\.\d+)(?:\S*?\+cuda(\d+\.\d+))?")
-_ROW_START = re.compile(r"\s*\d+\s+\d+\s+[A-Za-z]")
 _LAUNCHER_ERROR = re.compile(
     r"(?i)\b(?:failed|failure|error|invalid|abort(?:ed)?|killed|terminated|segmentation fault|"
     r"core dumped|exited with non-zero|exit code)\b"
@@ -74,6 +73,12 @@ _COMMAND = re.compile(r"(?:^|[\s/])([a-z][a-z_]*?_perf(?:_mpi)?)(?=\s|$)")
 _NUMERIC = re.compile(r"[-+]?(?:\d[\d.,_]*|\.\d+)(?:[eE][-+]?\d+)?%?$|N/A$|(?i:[-+]?(?:nan|inf))$")
 #: lines of an Open MPI help box kept as errors after its failure sentence
 _BOX_LINES = 12
+
+
+def _letter(token: str) -> bool:
+    """Whether a token starts with an ASCII letter (a row's type column: `float`, `bfloat16`)."""
+    first = token[:1]
+    return ("a" <= first <= "z") or ("A" <= first <= "Z")
 
 
 def _row_like(line: str) -> bool:
@@ -336,10 +341,10 @@ class TextParser:
     def _spaced(self, line: str, number: int) -> None:
         run = self.run
         if run is not None and run.layout is not None and not run.trailer:
-            if _ROW_START.match(line):
-                self._row(run, run.layout, line, number)
-                return
             tokens = line.split()
+            if len(tokens) >= 3 and tokens[0].isdigit() and tokens[1].isdigit() and _letter(tokens[2]):
+                self._row(run, run.layout, line, tokens, number)
+                return
             try:
                 if run.pending is not None:
                     joined = run.layout.join(run.pending[0], tokens, run.pending[1])
@@ -361,8 +366,7 @@ class TextParser:
             return
         self._foreign(line, number)
 
-    def _row(self, run: ReportBuilder, layout: Layout, line: str, number: int) -> None:
-        tokens = line.split()
+    def _row(self, run: ReportBuilder, layout: Layout, line: str, tokens: list[str], number: int) -> None:
         try:
             row = layout.row(tokens, number)
         except NonFinite as exc:
@@ -376,7 +380,7 @@ class TextParser:
             # NCCL or nccl-tests output glued to a row whose numbers had not been printed yet
             pre = layout.preamble(line[:UNIFIED_PREAMBLE_WIDTH].split())
             rest = line[UNIFIED_PREAMBLE_WIDTH:]
-            if pre is not None and not _row_like(rest) and not rest[:1].isdigit():
+            if pre is not None and not _row_like(rest):
                 self._foreign(rest, number)
             else:
                 pre = None
