@@ -10,6 +10,7 @@ target is kept under fixtures/fuzz/TARGET/ and replayed. The long run is `nox -s
 from __future__ import annotations
 
 import importlib.util
+import os
 import re
 import subprocess
 import sys
@@ -47,6 +48,11 @@ def test_every_input_that_once_broke_a_target_now_passes(crash: Path) -> None:
 def test_a_bounded_coverage_guided_run_finds_no_crash(
     target: str, tmp_path: Path, record_property: pytest.RecordProperty
 ) -> None:
+    corpus, scratch = tmp_path / "corpus", tmp_path / "scratch"
+    corpus.mkdir()
+    scratch.mkdir()
+    for i, seed in enumerate(seeds(target)):
+        (corpus / f"seed-{i:03d}").write_bytes(seed)
     done = subprocess.run(
         [
             sys.executable,
@@ -58,10 +64,12 @@ def test_a_bounded_coverage_guided_run_finds_no_crash(
             "-print_final_stats=1",
             f"-artifact_prefix={tmp_path}/",
             "-max_total_time=120",
+            str(corpus),
         ],
         capture_output=True,
         text=True,
         cwd=ROOT,
+        env={**os.environ, "ACCEPTANCE_FUZZ_SCRATCH": str(scratch)},
         timeout=300,
         check=False,
     )

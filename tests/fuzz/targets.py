@@ -17,11 +17,14 @@ hypothesis (`tests/test_fuzz.py`, when atheris is not installed).
 
 from __future__ import annotations
 
+import atexit
 import base64
 import contextlib
 import io
 import json
 import math
+import os
+import shutil
 import struct
 import tempfile
 import zlib
@@ -35,7 +38,10 @@ from tests.hostile import NOISE_LINES, dcgm_files, nccl_files, trainlog_files
 
 ROOT = Path(__file__).resolve().parents[2]
 MAX_SEED = 16_000  # bytes of a seed kept (the fuzzer's -max_len follows the largest seed)
-_SCRATCH = Path(tempfile.mkdtemp(prefix="acceptance-fuzz-"))
+#: where file-reading targets write their input (a test passes its own folder)
+_SCRATCH = Path(os.environ.get("ACCEPTANCE_FUZZ_SCRATCH") or tempfile.mkdtemp(prefix="acceptance-fuzz-"))
+if "ACCEPTANCE_FUZZ_SCRATCH" not in os.environ:
+    atexit.register(shutil.rmtree, _SCRATCH, True)
 
 
 def _text(data: bytes) -> str:
