@@ -40,6 +40,18 @@ def acceptance_sim(session: nox.Session) -> None:
 
 
 @nox.session
+def fuzz(session: nox.Session) -> None:
+    """Coverage-guided fuzzing of every parser and loader (atheris): `-- SECONDS` per target, default 300.
+
+    Prints inputs run and executions per second per target; crashes are saved under fuzz-crashes/
+    (add each as fixtures/fuzz/TARGET/crash-* once fixed: tests/test_fuzz.py replays them).
+    """
+    session.install("-e", ".[test]")
+    seconds = session.posargs[0] if session.posargs else "300"
+    session.run("python", "-m", "tests.fuzz", "all", f"-max_total_time={seconds}", "-seed=0")
+
+
+@nox.session
 def bench(session: nox.Session) -> None:
     """Benchmarks: ratios, sizes and timings printed, never asserted in tests. `-- --quick` for a short run."""
     session.install("-e", ".[test]")

@@ -189,6 +189,8 @@ def load(path: Path) -> LoadedBaseline:
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
         line = getattr(exc, "lineno", 0)
         raise BaselineError(f"{path}:{line}: not valid JSON ({exc})") from exc
+    except RecursionError:
+        raise BaselineError(f"{path}: not a baseline: its JSON nests deeper than the interpreter can read") from None
     return LoadedBaseline(path=path, sha256=hashlib.sha256(raw).hexdigest(), baseline=validate(data, str(path)))
 
 

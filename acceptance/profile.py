@@ -10,8 +10,10 @@ the path inside the document, what was found and what was expected.
 
 from __future__ import annotations
 
+import math
 import os
-from collections.abc import Callable, Mapping, Sequence
+import re
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -24,6 +26,11 @@ from acceptance.units import parse_duration
 from acceptance.yamlsrc import Document, format_path, load_yaml
 
 PROFILE_FILE = "cluster.yaml"
+#: a Kubernetes node name (RFC 1123 subdomain, lower case); host names may use upper case too
+_NODE = re.compile(r"[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?(\.[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?)*", re.IGNORECASE)
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+#: the longest duration a profile may state (a timeout, the probation window)
+MAX_DURATION_S = 365 * 86400.0
 
 
 @dataclass(frozen=True)
@@ -174,10 +181,38 @@ def load_profile_file(path: Path) -> Profile:
         raise ProfileError(str(exc)) from exc
     if not isinstance(doc.data, dict):
         raise ProfileError(f"{path}:1: (top level): expected a mapping of profile fields, found {doc.data!r}")
-    found = [_format(doc, p, f, e) for p, f, e in schemas.problems("profile", doc.data)]
+    found = [_format(doc, p, f, e) for p, f, e in _hostile(doc.data)]
+    found += [_format(doc, p, f, e) for p, f, e in schemas.problems("profile", doc.data)]
     if found:
         raise ProfileError(_joined(path, found))
     return _build(doc)
+
+
+def _hostile(data: Any, path: tuple[str | int, ...] = ()) -> Iterator[tuple[Sequence[str | int], str, str]]:
+    """Values no schema keyword catches: NaN and infinities anywhere, control characters in the
+    words that reach a command line, a host file or a Kubernetes object (node names, arguments,
+    environment values, addresses)."""
+    if isinstance(data, float) and not math.isfinite(data):
+        yield path, repr(data), "a finite number"
+    elif isinstance(data, dict):
+        for key, value in data.items():
+            if isinstance(key, str) and _CONTROL.search(key):
+                yield (*path, key), repr(key), "a name without control characters"
+            yield from _hostile(value, (*path, key))
+    elif isinstance(data, list):
+        for i, value in enumerate(data):
+            yield from _hostile(value, (*path, i))
+    elif isinstance(data, str) and _CONTROL.search(data) and _command_word(path):
+        yield path, repr(data[:60]), "text without control characters (line ends, NUL, escapes)"
+
+
+def _command_word(path: tuple[str | int, ...]) -> bool:
+    """Whether the value at `path` reaches a command line, a host file or a Kubernetes object."""
+    keys = [k for k in path if isinstance(k, str)]
+    return bool(keys) and (
+        keys[-1] in ("args", "command", "pre_incident_command", "names", "head_node", "user")
+        or (len(keys) >= 2 and keys[-2] in ("env", "hosts", "images"))
+    )
 
 
 def _format(doc: Document, path: Sequence[str | int], found: str, expected: str) -> str:
@@ -221,6 +256,21 @@ def _build(doc: Document) -> Profile:
         if node in seen:
             bad(["nodes", "names", i], repr(node), "each node named once (duplicate)")
         seen.add(node)
+        if not _NODE.fullmatch(node) or len(node) > 253:
+            bad(["nodes", "names", i], repr(node[:80]), "a host name (RFC 1123: letters, digits, '-', '.')")
+        elif backend != "ssh" and node != node.lower():
+            bad(["nodes", "names", i], repr(node), "a Kubernetes node name (lower case)")
+
+    def duration(where: list[str | int], value: Any, default: float) -> float:
+        try:
+            seconds = parse_duration(value if value is not None else default)
+        except (ValueError, TypeError) as exc:
+            bad(where, repr(value), str(exc))
+            return default
+        if seconds > MAX_DURATION_S:
+            bad(where, repr(value), "a duration of at most 365d")
+            return default
+        return seconds
 
     tests: list[NcclTestSpec] = []
     for i, raw in enumerate(data["nccl"]["tests"]):
@@ -278,11 +328,12 @@ def _build(doc: Document) -> Profile:
             format=raw_smoke.get("format"),
             restore_step=raw_smoke.get("restore_step"),
             warmup_steps=raw_smoke.get("warmup_steps"),
-            timeout_s=parse_duration(raw_smoke.get("timeout", 3600)),
+            timeout_s=duration(["smoke", "timeout"], raw_smoke.get("timeout"), 3600),
         )
 
     localize = _localize(data.get("localize") or {}, names, bad)
-
+    dcgm_timeout_s = duration(["dcgm", "timeout"], data["dcgm"].get("timeout"), 2 * 3600)
+    nccl_timeout_s = duration(["nccl", "timeout"], data["nccl"].get("timeout"), 3600)
     if problems:
         raise ProfileError(_joined(doc.path, problems))
     return Profile(
@@ -294,11 +345,11 @@ def _build(doc: Document) -> Profile:
         gpus_per_node=int(data["nodes"]["gpus_per_node"]),
         gpu_product=data["nodes"].get("gpu_product"),
         dcgm_level=int(data["dcgm"]["level"]),
-        dcgm_timeout_s=parse_duration(data["dcgm"].get("timeout", 2 * 3600)),
+        dcgm_timeout_s=dcgm_timeout_s,
         dcgm_warning_policy=data["dcgm"].get("fail_on_warning_severity", "isolate"),
         dcgm_host_engine=str(data["dcgm"].get("host_engine", "embedded")),
         nccl_tests=tuple(tests),
-        nccl_timeout_s=parse_duration(data["nccl"].get("timeout", 3600)),
+        nccl_timeout_s=nccl_timeout_s,
         margins=margins,
         smoke=smoke,
         logs=dict(data.get("logs", {})),

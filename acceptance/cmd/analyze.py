@@ -115,6 +115,8 @@ def register(subparsers: Any) -> None:
 
 def _read(path: Path, args: argparse.Namespace) -> TrainLog:
     label = "<stdin>" if str(path) == "-" else str(path)
+    if label != "<stdin>" and path.is_dir():
+        raise ParseError(label, 0, "", "a log file (this is a directory)")
     if label != "<stdin>" and not path.is_file():
         raise ParseError(label, 0, "", "an existing log file")
     return read_trainlog(path, args.format, parse_columns(args.column))

@@ -103,14 +103,7 @@ class Fabric:
         capture = nccl.parse_text(result.output, source=f"{name}:launcher log", collective=test.collective)
         run = next((r for r in capture.runs if r.collective in (None, test.collective)), None)
         if run is None:
-            errors = "; ".join(f"line {e.line}: {e.text}" for e in capture.errors[:3]) or result.reason
-            return Verdict(
-                Status.FAIL,
-                name,
-                f"{name}: nccl-tests printed no results ({errors}); exit {result.exit_code}",
-                {"exit_code": result.exit_code, "status": capture.status},
-                tuple(f"line {e.line}: {e.text}" for e in capture.errors),
-            )
+            return _died_before_header(name, capture, result)
         self._save_placement(name, result, run)
         conditions = dataclasses.replace(nccl.NcclConditions.of(run, test), image=result.image or None)
         if ctx.baseline is None:
@@ -146,6 +139,25 @@ class Fabric:
             for r in (placement[rank.rank],)
         ]  # fmt: skip
         self.run.evidence.placement(name, rows)
+
+
+def _died_before_header(name: str, capture: nccl.NcclCapture, result: RunResult) -> Verdict:
+    """No report at all: quote the first line in which nccl-tests, NCCL or the launcher says why, and its host."""
+    first = nccl.first_failure(capture.errors)
+    figures: dict[str, Any] = {"exit_code": result.exit_code, "status": capture.status}
+    if first is not None:
+        where = f" on {first.host}" if first.host else ""
+        summary = f"{name}: the run died before nccl-tests printed its header{where} — line {first.line}: {first.text}"
+        if first.host:
+            figures["failing_host"] = first.host
+    else:
+        errors = "; ".join(f"line {e.line}: {e.text}" for e in capture.errors[:3]) or result.reason
+        summary = f"{name}: nccl-tests printed no results ({errors})"
+    hosts = sorted({e.host for e in capture.errors if e.host})
+    if hosts:
+        figures["failing_hosts"] = ",".join(hosts)
+    evidence = tuple(f"line {e.line}: {e.text}" + (f" [{e.host}]" if e.host else "") for e in capture.errors)
+    return Verdict(Status.FAIL, name, f"{summary}; exit {result.exit_code}", figures, evidence)
 
 
 def _recorded(subject: str, run: nccl.NcclRun, status: str) -> Verdict:

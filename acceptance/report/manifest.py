@@ -63,6 +63,8 @@ def read_manifest(path: Path) -> dict[str, Any]:
         raise ParseError(str(path), 0, "", "a UTF-8 JSON manifest") from exc
     except json.JSONDecodeError as exc:
         raise ParseError(str(path), exc.lineno, exc.msg, "a JSON manifest") from exc
+    except RecursionError:
+        raise ParseError(str(path), 1, "", "a JSON manifest (this one nests too deeply to read)") from None
     if not isinstance(obj, dict) or obj.get("format") != FORMAT or not isinstance(obj.get("files"), list):
         raise ParseError(str(path), 0, "", f'an object with "format": "{FORMAT}" and a "files" list')
     for entry in obj["files"]:

@@ -120,6 +120,8 @@ def check_signature(
         if done.returncode == 0:
             return Check(name, True, f"good signature by {who} (signer not checked against a trust list)")
         return Check(name, False, f"content does not match the signature by {who}: the file changed after signing")
+    if allowed_signers.is_dir():
+        raise Unreadable(f"{allowed_signers}: is a directory, not an allowed signers file")
     if not allowed_signers.is_file():
         raise Unreadable(f"{allowed_signers}: allowed signers file not found")
     identities = [identity] if identity else _principals(sig, allowed_signers)
@@ -214,6 +216,8 @@ def _verify_archive(path: Path, allowed_signers: Path | None, identity: str | No
 def verify(path: Path, allowed_signers: Path | None = None, identity: str | None = None) -> VerifyResult:
     """Verify one signed file (FILE beside FILE.sig), a report or bundle folder (or its MANIFEST.json),
     or a bundle's ``.tar.gz`` (its signature and the folder inside)."""
+    if allowed_signers is not None and allowed_signers.is_dir():
+        return VerifyResult(unreadable=f"{allowed_signers}: is a directory, not an allowed signers file")
     try:
         if path.is_dir():
             return _verify_folder(path, allowed_signers, identity)
@@ -231,3 +235,5 @@ def verify(path: Path, allowed_signers: Path | None = None, identity: str | None
         return VerifyResult(unreadable=str(exc))
     except (OSError, subprocess.TimeoutExpired) as exc:
         return VerifyResult(unreadable=f"{path}: {exc}")
+    except RecursionError:
+        return VerifyResult(unreadable=f"{path}: nests too deeply to read")

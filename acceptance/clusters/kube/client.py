@@ -45,6 +45,7 @@ class KubeApiError(ClusterError):
 
 def build_api_client(settings: KubeSettings) -> Any:
     """An ApiClient from the profile's kubeconfig/context, or the in-cluster service account."""
+    import yaml
     from kubernetes import client, config
     from kubernetes.config.config_exception import ConfigException
 
@@ -56,10 +57,13 @@ def build_api_client(settings: KubeSettings) -> Any:
         return config.new_client_from_config(  # type: ignore[no-untyped-call]
             config_file=settings.kubeconfig, context=settings.context
         )
-    except (ConfigException, OSError, TypeError, ValueError) as exc:
+    except (ConfigException, OSError, TypeError, ValueError, AttributeError, KeyError, yaml.YAMLError) as exc:
         where = settings.kubeconfig or "~/.kube/config"
+        said = " ".join(str(exc).split())  # a YAML error spans lines: problem, then "in <file>, line N"
+        if isinstance(exc, yaml.YAMLError):
+            said = f"not valid YAML: {said}"
         raise ClusterError(redact(f"cannot load Kubernetes credentials from {where} "
-                                  f"(context {settings.context or 'current'}): {exc}")) from None  # fmt: skip
+                                  f"(context {settings.context or 'current'}): {said}")) from None  # fmt: skip
 
 
 def _server_message(exc: Any) -> str:

@@ -36,3 +36,11 @@ class Faults:
     blackhole_rate: float = 0.0
     cut_rate: float = 0.0
     seed: int = 0
+
+    def __post_init__(self) -> None:
+        for name in ("error_rate", "watch_gone_rate"):
+            value = getattr(self, name)
+            if not (0.0 <= value <= 1.0):  # also false for NaN
+                raise ValueError(f"{name} {value!r}: expected a share from 0 to 1")
+        if not (0.0 <= self.latency_s < float("inf")):
+            raise ValueError(f"latency_s {self.latency_s!r}: expected seconds >= 0")

@@ -17,12 +17,13 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import secrets
 import shutil
 import tempfile
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from types import TracebackType
 from typing import Any
@@ -365,18 +366,34 @@ def serve_from_args(runner: ToolRunner, args: argparse.Namespace) -> int:
     return serve(runner, args.time_scale, faults, mpi_operator=not args.no_mpi_operator, audit_log=args.audit_log)
 
 
+def _bounded(name: str, low: float, high: float) -> Callable[[str], float]:
+    """An argparse type: a finite number in [low, high], else the form expected."""
+
+    def convert(text: str) -> float:
+        try:
+            value = float(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{name} {text!r}: expected a number from {low:g} to {high:g}") from None
+        if not (math.isfinite(value) and low <= value <= high):
+            raise argparse.ArgumentTypeError(f"{name} {text!r}: expected a number from {low:g} to {high:g}")
+        return value
+
+    return convert
+
+
 def add_serve_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--no-mpi-operator", action="store_true", help="serve no kubeflow.org MPIJob API")
     faults = parser.add_argument_group("API faults (for testing a client)")
-    faults.add_argument("--latency", type=float, default=0.0, metavar="S", help="seconds added to every answer")
-    faults.add_argument("--watch-drop", type=float, default=None, metavar="S", help="watches end within S seconds")
-    faults.add_argument("--watch-gone-rate", type=float, default=0.0, help="share of watch resumptions answered 410")
-    faults.add_argument("--blackhole-rate", type=float, default=0.0, help="share of requests never answered")
-    faults.add_argument("--cut-rate", type=float, default=0.0, help="share of connections closed without an answer")
+    faults.add_argument("--latency", type=_bounded("--latency", 0.0, 3600.0), default=0.0, metavar="S", help="seconds added to every answer")
+    faults.add_argument("--watch-drop", type=_bounded("--watch-drop", 0.0, 86400.0), default=None, metavar="S", help="watches end within S seconds")
+    faults.add_argument("--watch-gone-rate", type=_bounded("--watch-gone-rate", 0.0, 1.0), default=0.0, help="share of watch resumptions answered 410")
+    faults.add_argument("--blackhole-rate", type=_bounded("--blackhole-rate", 0.0, 1.0), default=0.0, help="share of requests never answered")
+    faults.add_argument("--cut-rate", type=_bounded("--cut-rate", 0.0, 1.0), default=0.0, help="share of connections closed without an answer")
     faults.add_argument("--api-seed", type=int, default=0, help="seed of the API faults' random choices")
     parser.add_argument(
         "--audit-log", type=Path, metavar="FILE", help="write each distinct API access (verb, group, resource) as JSON"
     )
-    parser.add_argument("--time-scale", type=float, default=0.002,
-                        help="wall seconds per simulated second (default 0.002)")  # fmt: skip
-    parser.add_argument("--error-rate", type=float, default=0.0, help="share of API answers that are 5xx/429")
+    parser.add_argument("--time-scale", type=_bounded("--time-scale", 0.0, 1000.0), default=0.002,
+                        help="wall seconds per simulated second, 0 to 1000 (default 0.002)")  # fmt: skip
+    parser.add_argument("--error-rate", type=_bounded("--error-rate", 0.0, 1.0), default=0.0,
+                        help="share of API answers that are 5xx/429, 0 to 1")  # fmt: skip

@@ -53,6 +53,8 @@ _INT_FLAGS = {
 _FLOAT_FLAGS = {"--lr": "lr", "--min-lr": "min_lr"}
 _STR_FLAGS = {"--load": "load", "--save": "save"}
 EPOCH = datetime(2026, 11, 23, 8, 0, 0)
+#: the most iterations one simulated command renders (its whole log is built in memory: ~300 B a line)
+MAX_RENDERED_ITERS = 200_000
 
 
 @dataclass(frozen=True)
@@ -105,6 +107,16 @@ def parse_train_args(argv: Sequence[str]) -> TrainArgs:
         raise UsageError("training command: --train-iters and --log-interval must be at least 1")
     if args.ckpt_step is not None and not 0 <= args.ckpt_step < args.train_iters:
         raise UsageError(f"training command: --ckpt-step {args.ckpt_step} must lie in 0..train-iters-1")
+    first = (args.ckpt_step or 0) + 1
+    last = args.train_iters
+    if args.exit_interval > 0:
+        last = min(last, -(-first // args.exit_interval) * args.exit_interval)
+    if last - first + 1 > MAX_RENDERED_ITERS:
+        raise UsageError(
+            f"training command: the simulator renders at most {MAX_RENDERED_ITERS:,} iterations per command, "
+            f"this one asks for {last - first + 1:,} (iterations {first}..{last}); lower --train-iters "
+            "or stop earlier with --exit-interval"
+        )
     return args
 
 
