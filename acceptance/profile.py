@@ -170,10 +170,11 @@ def shipped_names() -> list[str]:
 
 
 def profile_path(name: str, baselines_dir: Path) -> Path:
-    """``<baselines_dir>/<name>/cluster.yaml``, or the shipped agreement of that name when the user has none."""
+    """``<baselines_dir>/<name>/cluster.yaml``, or the shipped agreement of that name when the user has no
+    folder of that name (a folder of their own, even without a profile, is never silently replaced)."""
     local = baselines_dir / name / PROFILE_FILE
     shipped = SHIPPED_DIR / name / PROFILE_FILE
-    if not local.is_file() and name and "/" not in name and shipped.is_file():
+    if not local.parent.exists() and name and "/" not in name and shipped.is_file():
         return shipped
     return local
 

@@ -119,3 +119,9 @@ def test_a_built_wheel_installed_in_a_fresh_environment_runs_the_suite_from_an_e
     assert Path(props["baseline"]).parent == shipped, "judged against the shipped, signed baseline"
     assert "good signature" in props["baseline_signature"]
     assert sorted(p.name for p in empty.iterdir()) == ["junit.xml", "reports"], "nothing else written there"
+
+
+def test_a_local_folder_without_a_profile_is_not_replaced_by_the_shipped_one(tmp_path: Path) -> None:
+    (tmp_path / "baselines" / "sim").mkdir(parents=True)
+    with pytest.raises(ProfileError, match=r"no profile for cluster 'sim'"):
+        load_profile("sim", tmp_path / "baselines")
