@@ -149,3 +149,10 @@ def test_classify_keeps_the_deciding_verdict_and_its_line() -> None:
     assert item.line == "NOT COMPARABLE: nccl 2.21 vs 2.26 at handover"
     assert item.verdict is not None
     assert item.verdict["status"] == "not-comparable"
+
+
+def test_items_the_preflight_kept_from_running_are_counted_apart_from_failures() -> None:
+    data = ReportData({}, (record(0, "fail"), *(record(c, "skip-preflight") for c in (1, 2, 3, 4))))
+    assert decide(data).line() == (
+        "NOT ACCEPTED: 1 item failed (criterion 0); 4 items not judged: the preflight failed (criteria 1, 2, 3, 4)"
+    )

@@ -55,7 +55,7 @@ def _evidence(criterion: CriterionResult, item: Item, index: EvidenceIndex) -> s
     files = index.of(criterion.number, item.verdict or {}) if item.verdict is not None else ()
     if not files:
         return ""
-    links = " ".join(f"<a href=\"{_e(f)}\">{_e(f)}</a>" for f in files)
+    links = " ".join(f'<a href="{_e(f)}">{_e(f)}</a>' for f in files)
     return f'<span class="ev">evidence: {links}</span>'
 
 

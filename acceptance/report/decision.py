@@ -130,9 +130,11 @@ class Decision:
         if self.banner is Banner.PENDING:
             return f"PENDING: {self.reasons[0]}" if self.reasons else "PENDING"
         parts = list(self.reasons)
-        if failed:
-            crits = _criteria_list([c for c in self.criteria if c.having(State.FAILED, State.BLOCKED)])
-            parts.append(f"{len(failed)} item{'s' * (len(failed) != 1)} failed ({crits})")
+        for state, what in ((State.FAILED, "failed"), (State.BLOCKED, "not judged: the preflight failed")):
+            items = [i for _, i in failed if i.state is state]
+            if items:
+                crits = _criteria_list([c for c in self.criteria if c.having(state)])
+                parts.append(f"{len(items)} item{'s' * (len(items) != 1)} {what} ({crits})")
         return "NOT ACCEPTED: " + "; ".join(parts)
 
     def lines(self) -> list[str]:
