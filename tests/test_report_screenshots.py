@@ -70,7 +70,7 @@ def test_the_banner_is_the_colour_of_its_verdict(banner: Banner, tmp_path: Path)
 def _verdict_section(stdout: str) -> list[str]:
     lines = stdout.splitlines()
     start = next(i for i, line in enumerate(lines) if "acceptance verdicts" in line and line.startswith("="))
-    return lines[start + 1 :]
+    return [line for line in lines[start + 1 :] if line.strip()]
 
 
 @pytest.mark.slow
