@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from acceptance.judge.diagnostics import judge_node, policy_for
 from acceptance.judge.verdict import Status, Verdict
 from acceptance.report.data import ReportData, TestRecord, verdict_payload
+from acceptance.sim.model.cluster import node_name
 from acceptance.sim.model.runner import SimRunner
 from acceptance.sim.model.scenario import Scenario
 from acceptance.tools import dcgm
@@ -21,7 +22,8 @@ DCGM_ARGV = ["dcgmi", "diag", "-r", "3", "-j"]
 
 
 def node_names(n: int) -> list[str]:
-    return [f"sim-node-{i:04d}" for i in range(1, n + 1)]
+    """The simulator's names for an `n`-node cluster (sim-node-0001 ... at 1024)."""
+    return [node_name(i, n) for i in range(n)]
 
 
 def dcgm_payloads(n: int, faults: Sequence[str]) -> list[dict[str, object]]:
