@@ -39,6 +39,12 @@ def banner_colour(png: bytes) -> tuple[tuple[int, int, int], float]:
     return dominant(rows)
 
 
+def fail_cell_pixels(png: bytes) -> int:
+    """Pixels of a failing heatmap cell's colour anywhere in the screenshot."""
+    pixels = (mpimg.imread(io.BytesIO(png), format="png")[..., :3] * 255).round().astype(int)
+    return int((np.abs(pixels - np.array(FAIL_CELL)).sum(axis=-1) <= 3).sum())
+
+
 def record(module: str, outcome: str, status: str, summary: str, reason: str = "") -> TestRecord:
     verdict = {"status": status, "subject": module, "summary": summary, "figures": {}, "evidence": [], "table": {}}
     return TestRecord(f"acceptance/{module}.py::test_x", outcome, 0.0, reason, (verdict,))
@@ -104,6 +110,7 @@ def test_a_failing_16_node_run_opens_with_not_accepted(pytester: pytest.Pytester
     colour, share = banner_colour(png)
     assert colour == hex_rgb(COLORS[Banner.NOT_ACCEPTED])
     assert share > 0.6
+    assert fail_cell_pixels(png) >= 20, "sim-node-03's heatmap cells are on the first screen"
     print(f"16 nodes: report.html {len(html.encode()):,} bytes; screenshot {WIDTH}x{HEIGHT}, {len(png):,} bytes")
 
 
@@ -125,7 +132,5 @@ def test_a_1024_node_report_stays_small_and_renders_in_chromium(tmp_path: Path) 
     colour, share = banner_colour(png)
     assert colour == hex_rgb(COLORS[Banner.NOT_ACCEPTED])
     assert share > 0.6
-    pixels = (mpimg.imread(io.BytesIO(png), format="png")[..., :3] * 255).round().astype(int)
-    fail_pixels = int((np.abs(pixels - np.array(FAIL_CELL)).sum(axis=-1) <= 3).sum())
-    assert fail_pixels >= 20, "a failing heatmap cell is on the first screen"
+    assert fail_cell_pixels(png) >= 20, "a failing heatmap cell is on the first screen"
     print(f"1024 nodes: report.html {size:,} bytes; screenshot {WIDTH}x{HEIGHT}, {len(png):,} bytes")

@@ -227,9 +227,9 @@ def render_html(data: ReportData, *, signing: str, signed: bool, files: Iterable
 <p>{_e(prov.get("start_utc", ""))} → {_e(prov.get("end_utc", ""))} · {_e(tally)}</p>
 {causes}<div class="{sig_class}">{_e(signing)}</div>{notes}
 <h2 id="summary">Criteria</h2>{verdict_banner.render_criteria(decision, listed)}
+<h2 id="diagnostics">DCGM diagnostics: nodes × tests</h2>{_dcgm(data, listed)}
 <h2 id="fabric">Fabric: busbw vs message size</h2>{_fabric(verdicts)}
 <h2 id="localize">Fabric localization: group results per round</h2>{localization.render(verdicts)}
-<h2 id="diagnostics">DCGM diagnostics: nodes × tests</h2>{_dcgm(data, listed)}
 <h2 id="steptime">Smoke step time vs baseline</h2>{steptime}
 <h2 id="loss">Loss around the restore</h2>{loss}
 <h2 id="probation">Probation: signals over the window</h2>{probation}
