@@ -290,7 +290,8 @@ class ActiveRun:
         from acceptance.report.decision import Banner, decide
 
         interrupted = self.interrupted_by or ("KeyboardInterrupt" if exitstatus == pytest.ExitCode.INTERRUPTED else "")
-        data = self.recorder.data({"interrupted": interrupted} if interrupted else {}, simulated=self.session.simulated)
+        provenance = {"mode": self.session.context.mode, **({"interrupted": interrupted} if interrupted else {})}
+        data = self.recorder.data(provenance, simulated=self.session.simulated)
         if data.tests or self.failures or self.skips:
             decision = decide(data)
             colour = {Banner.ACCEPTED: "green", Banner.NOT_ACCEPTED: "red", Banner.PENDING: "yellow"}[decision.banner]

@@ -51,6 +51,13 @@ KINDS: dict[str, tuple[str, str, tuple[dict[str, Any], ...], Banner]] = {
 RANK = {Banner.ACCEPTED: 0, Banner.PENDING: 1, Banner.NOT_ACCEPTED: 2}
 
 
+def alone(kind: str, criterion: int) -> Banner:
+    """The banner one item allows: a by-design skip excuses only criterion 5 (criteria 0-4 must be judged)."""
+    if kind == "skip-not-applicable" and criterion < 5:
+        return Banner.NOT_ACCEPTED
+    return KINDS[kind][3]
+
+
 def record(criterion: int, kind: str, suffix: str = "") -> TestRecord:
     outcome, reason, verdicts, _ = KINDS[kind]
     return TestRecord(f"acceptance/{MODULES[criterion]}{suffix}", outcome, 0.0, reason, verdicts)
@@ -65,15 +72,15 @@ def run_of(*records: TestRecord, interrupted: str = "") -> ReportData:
 @pytest.mark.parametrize("kind", KINDS)
 @pytest.mark.parametrize("criterion", range(6))
 def test_one_item_decides_as_its_kind_in_any_criterion(criterion: int, kind: str) -> None:
-    assert decide(run_of(record(criterion, kind))).banner is KINDS[kind][3]
+    assert decide(run_of(record(criterion, kind))).banner is alone(kind, criterion)
 
 
 @pytest.mark.parametrize(("first", "second"), list(itertools.product(KINDS, repeat=2)))
 def test_two_items_give_the_worse_of_their_banners(first: str, second: str) -> None:
     """NOT ACCEPTED beats PENDING beats ACCEPTED, whatever the criteria of the two items."""
-    expected = max(KINDS[first][3], KINDS[second][3], key=RANK.__getitem__)
-    assert decide(run_of(record(1, first), record(5, second))).banner is expected
-    assert decide(run_of(record(2, first), record(3, second))).banner is expected
+    for a, b in ((1, 5), (2, 3), (5, 5)):
+        expected = max(alone(first, a), alone(second, b), key=RANK.__getitem__)
+        assert decide(run_of(record(a, first), record(b, second))).banner is expected, (a, b)
 
 
 @pytest.mark.parametrize("kind", KINDS)
@@ -154,5 +161,17 @@ def test_classify_keeps_the_deciding_verdict_and_its_line() -> None:
 def test_items_the_preflight_kept_from_running_are_counted_apart_from_failures() -> None:
     data = ReportData({}, (record(0, "fail"), *(record(c, "skip-preflight") for c in (1, 2, 3, 4))))
     assert decide(data).line() == (
-        "NOT ACCEPTED: 1 item failed (criterion 0); 4 items not judged: the preflight failed (criteria 1, 2, 3, 4)"
+        "NOT ACCEPTED: 1 item failed (criterion 0); 4 items not judged (criteria 1, 2, 3, 4)"
     )
+
+
+def test_a_skipped_acceptance_item_is_not_judged_except_loss_while_recording() -> None:
+    """Loss continuity has no restore to judge at handover; anywhere else a skip of criteria 0-4 blocks."""
+    skipped_loss = record(4, "skip-not-applicable")
+    judging = decide(run_of(skipped_loss))
+    assert judging.banner is Banner.NOT_ACCEPTED
+    assert judging.line() == "NOT ACCEPTED: 1 item not judged (criterion 4)"
+    recording = ReportData({"mode": "record-baseline"}, run_of(skipped_loss).tests)
+    assert decide(recording).banner is Banner.ACCEPTED
+    smoke = ReportData({"mode": "record-baseline"}, run_of(record(3, "skip-not-applicable")).tests)
+    assert decide(smoke).banner is Banner.NOT_ACCEPTED

@@ -10,8 +10,9 @@ ACCEPTED is the one verdict that needs every condition; anything not positively 
   interrupted; an acceptance run (one with items of criteria 0–4) lacks one of those criteria (a
   partial selection accepts nothing); no item was judged at all.
 - PENDING: none of the above, and an item's time has not come (criterion 5's window is still open).
-- ACCEPTED: everything else; items skipped as not applicable to this run (criterion 5 in the
-  acceptance run that starts its probation, loss continuity while recording a baseline) are listed.
+- ACCEPTED: everything else. An item skipped by design (criterion 5 in the acceptance run that starts
+  its probation, loss continuity while recording a baseline, a site check) is listed as not applicable;
+  any other skip of criteria 0–4 is "not judged", and keeps ACCEPTED out (see `classify`).
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from acceptance.plugin import PREFLIGHT_SKIP
 from acceptance.report.data import ReportData, TestRecord
 
 ACCEPTANCE_CRITERIA = (0, 1, 2, 3, 4)
+RECORDING = "record-baseline"  # provenance "mode" of a run that records the handover baseline (RunContext.mode)
 _BAD = {"fail": "FAIL", "error": "ERROR", "not-comparable": "NOT COMPARABLE", "inconclusive": "INCONCLUSIVE"}
 _PASSED_OUTCOMES = ("passed", "xpassed")
 
@@ -46,8 +48,8 @@ class State(enum.Enum):
     PASSED = "passed"
     FAILED = "failed"
     PENDING = "pending"
-    BLOCKED = "blocked"  # skipped because the preflight found the cluster unusable: not judged
-    NOT_APPLICABLE = "not-applicable"  # skipped: the criterion does not apply to this run
+    BLOCKED = "blocked"  # skipped, not judged: the preflight found the cluster unusable, or an acceptance item
+    NOT_APPLICABLE = "not-applicable"  # skipped by design: criterion 5 in an acceptance, loss while recording
 
 
 @dataclass(frozen=True)
@@ -130,7 +132,7 @@ class Decision:
         if self.banner is Banner.PENDING:
             return f"PENDING: {self.reasons[0]}" if self.reasons else "PENDING"
         parts = list(self.reasons)
-        for state, what in ((State.FAILED, "failed"), (State.BLOCKED, "not judged: the preflight failed")):
+        for state, what in ((State.FAILED, "failed"), (State.BLOCKED, "not judged")):
             items = [i for _, i in failed if i.state is state]
             if items:
                 crits = _criteria_list([c for c in self.criteria if c.having(state)])
@@ -163,8 +165,14 @@ def _worst(verdicts: Sequence[Mapping[str, Any]]) -> Mapping[str, Any] | None:
     return verdicts[0] if verdicts else None
 
 
-def classify(test: TestRecord) -> Item:
-    """One test item's state; anything not plainly passed or plainly excused counts against acceptance."""
+def classify(test: TestRecord, *, recording: bool = False) -> Item:
+    """One test item's state; anything not plainly passed or plainly excused counts against acceptance.
+
+    A skip excuses an item only where the agreement says the criterion does not apply: criterion 5
+    (judged after the acceptance, or pending) and site checks (their authors' call), and loss
+    continuity while recording a baseline (`recording`: no restore at handover). A skipped item of
+    criteria 0–4 otherwise was not judged, and a cluster is not accepted on what was not judged.
+    """
     verdict = _worst(test.verdicts)
     status = str(verdict.get("status")) if verdict is not None else None
     summary = str(verdict.get("summary") or "") if verdict is not None else ""
@@ -178,6 +186,9 @@ def classify(test: TestRecord) -> Item:
             return Item(test.nodeid, State.PENDING, summary or test.reason.removeprefix("PENDING: "), verdict)
         if test.reason.startswith(PREFLIGHT_SKIP):
             return Item(test.nodeid, State.BLOCKED, f"NOT JUDGED: {test.reason}", verdict)
+        number = test.criterion[0]
+        if number in ACCEPTANCE_CRITERIA and not (number == 4 and recording):
+            return Item(test.nodeid, State.BLOCKED, f"NOT JUDGED: {test.reason or 'skipped'}", verdict)
         return Item(test.nodeid, State.NOT_APPLICABLE, test.reason or "skipped", verdict)
     if status == "pending":  # a pending verdict on an item that did not skip: not a pass
         return Item(test.nodeid, State.PENDING, summary, verdict)
@@ -187,8 +198,9 @@ def classify(test: TestRecord) -> Item:
 def group(data: ReportData) -> tuple[CriterionResult, ...]:
     """Items by criterion, criteria in the agreement's order, site checks after them."""
     groups: dict[tuple[int | None, str], list[Item]] = {}
+    recording = data.provenance.get("mode") == RECORDING
     for test in data.tests:
-        groups.setdefault(test.criterion, []).append(classify(test))
+        groups.setdefault(test.criterion, []).append(classify(test, recording=recording))
     ordered = sorted(groups.items(), key=lambda kv: (kv[0][0] is None, kv[0][0] or 0, kv[0][1]))
     return tuple(CriterionResult(number, title, tuple(items)) for (number, title), items in ordered)
 
