@@ -62,6 +62,7 @@ def bench(session: nox.Session) -> None:
     session.run("python", "bench/calibration.py", "--replicas", "200" if quick else "1000")
     session.run("python", "bench/orchestrate.py", "--nodes", *(["256"] if quick else ["256", "512", "1024"]))
     session.run("python", "bench/suite_scale.py", "--nodes", "128" if quick else "1024")
+    session.run("python", "bench/report_html.py", "--nodes", *(["16", "128"] if quick else ["16", "128", "1024"]))
     session.run("python", "bench/fault_matrix.py", "--seeds", "6" if quick else "24")
     session.run("python", "bench/incident.py", "--nodes", *(["16", "128"] if quick else ["16", "128", "1024"]))
     session.run("python", "bench/localize.py", *(["--quick"] if quick else []))

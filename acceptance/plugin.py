@@ -285,16 +285,22 @@ class ActiveRun:
         if self.incident is not None:
             add_suite_properties(self.session.config, dict(self.incident.properties))
 
-    def pytest_terminal_summary(self, terminalreporter: Any) -> None:
-        if self.incident is not None:
-            terminalreporter.section("incident")
-            for line in self.incident.lines:
-                terminalreporter.write_line(line, green=self.incident.ok, red=not self.incident.ok)
+    @pytest.hookimpl(tryfirst=True)  # the verdict leads, before the report's own section
+    def pytest_terminal_summary(self, terminalreporter: Any, exitstatus: int) -> None:
+        from acceptance.report.decision import Banner, decide
+
+        interrupted = self.interrupted_by or ("KeyboardInterrupt" if exitstatus == pytest.ExitCode.INTERRUPTED else "")
+        provenance = {"mode": self.session.context.mode, **({"interrupted": interrupted} if interrupted else {})}
+        data = self.recorder.data(provenance, simulated=self.session.simulated)
+        if data.tests or self.failures or self.skips:
+            decision = decide(data)
+            colour = {Banner.ACCEPTED: "green", Banner.NOT_ACCEPTED: "red", Banner.PENDING: "yellow"}[decision.banner]
+            terminalreporter.section("acceptance verdicts")
+            terminalreporter.write_line(decision.line(), bold=True, **{colour: True})
         if self.failures or self.skips:
             from acceptance.report.causes import headline
 
-            terminalreporter.section("acceptance verdicts")
-            for line in headline(self.recorder.data({}, simulated=self.session.simulated)):
+            for line in headline(data):
                 terminalreporter.write_line(f"CAUSE {line}", red=True, bold=True)
             for line in self.failures:
                 terminalreporter.write_line(f"FAILED {line}", red=True)
@@ -303,6 +309,10 @@ class ActiveRun:
             if any(reason.startswith(PREFLIGHT_SKIP) for reason in self.skips):
                 terminalreporter.write_line("NOT ACCEPTED: the cluster is unusable (see the preflight); the run fails",
                                             red=True)  # fmt: skip
+        if self.incident is not None:
+            terminalreporter.section("incident")
+            for line in self.incident.lines:
+                terminalreporter.write_line(line, green=self.incident.ok, red=not self.incident.ok)
         if self.record_message is not None:
             text, ok = self.record_message
             terminalreporter.section("handover baseline")

@@ -62,6 +62,8 @@ def test_an_interrupt_during_diagnostics_deletes_everything_then_signs_an_interr
     name = sig.name
     assert f'name="interrupted" value="{name}"' in (report / "junit.xml").read_text()
     assert f"INTERRUPTED ({name})" in (report / "report.html").read_text()
+    assert f"NOT ACCEPTED: INTERRUPTED ({name}): the run was stopped before it finished" in log.read_text()
+    assert '<div class="verdict not-accepted" id="verdict">' in (report / "report.html").read_text()
     allowed = tmp_path / "allowed_signers"
     allowed.write_text("oncall@provider " + " ".join(key.with_suffix(".pub").read_text().split()[:2]) + "\n")
     verified = subprocess.run(

@@ -41,6 +41,10 @@ def test_healthy_cluster_passes_every_item(pytester: pytest.Pytester) -> None:
     assert (run.report_dir / "MANIFEST.json").is_file()
     assert "culprit" not in props, "a passing fabric item runs no localization"
     assert not [n for n in run.objects_created() if n.startswith("MPIJob/loc-")]
+    run.result.stdout.fnmatch_lines(
+        ["*= acceptance verdicts =*", "ACCEPTED: all 26 judged items passed (criteria 0, 1, 2, 3, 4)"]
+    )
+    assert '<div class="verdict accepted" id="verdict">' in (run.report_dir / "report.html").read_text()
 
 
 def test_degraded_nic_fails_fabric_and_the_step_time_it_slows(pytester: pytest.Pytester) -> None:
@@ -102,6 +106,9 @@ def test_different_nccl_version_makes_fabric_not_comparable(pytester: pytest.Pyt
     message = run.message(fabric("all_reduce_perf"))
     assert "NOT-COMPARABLE" in message
     assert "NCCL 2.27.3 now, 2.26.5 at handover" in message
+    html = (run.report_dir / "report.html").read_text()
+    assert '<div class="verdict not-accepted" id="verdict">' in html, "conditions that differ are never a pass"
+    assert "NOT COMPARABLE: all_reduce_perf" in html
 
 
 def test_node_down_fails_preflight_and_the_rest_skip_with_its_reason(pytester: pytest.Pytester) -> None:
@@ -113,6 +120,9 @@ def test_node_down_fails_preflight_and_the_rest_skip_with_its_reason(pytester: p
     assert skipped == {dcgm(n) for n in NODES} | {fabric(n) for n in FABRIC} | {STEP, LOSS, RECURRENCE}
     assert "preflight failed: node set: sim-node-14: NotReady" in run.message(fabric("all_reduce_perf"))
     run.result.stdout.fnmatch_lines(["SKIPPED 22 items: preflight failed: node set: sim-node-14: NotReady*"])
+    run.result.stdout.fnmatch_lines(
+        ["NOT ACCEPTED: 1 item failed (criterion 0); 22 items not judged (criteria 1, 2, 3, 4)"]
+    )
 
 
 def test_an_unusable_cluster_fails_the_run_even_when_the_preflight_items_are_deselected(

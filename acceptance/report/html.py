@@ -6,9 +6,12 @@ from collections.abc import Iterable, Mapping, Sequence
 from html import escape
 from typing import Any
 
+from acceptance.report import banner as verdict_banner
+from acceptance.report import heatmap, heatmap_html
 from acceptance.report import localize as localization
 from acceptance.report.causes import headline
-from acceptance.report.data import ReportData, TestRecord
+from acceptance.report.data import ReportData, TestRecord, iter_tables
+from acceptance.report.decision import decide
 from acceptance.report.plots import busbw_plots, diagnostics_matrix
 from acceptance.report.plots_recurrence import recurrence_plot
 from acceptance.report.plots_training import loss_plot, steptime_plot
@@ -21,8 +24,7 @@ table{border-collapse:collapse;margin:.5em 0;font-size:.92em}
 th,td{border:1px solid #ccc;padding:.25em .5em;text-align:left;vertical-align:top}
 th{background:#f2f2f2}
 td:first-child{white-space:nowrap}
-.banner{background:#b8860b;color:#fff;font-weight:bold;font-size:1.3em;text-align:center;padding:.6em;letter-spacing:.1em}
-.banner.interrupted{background:#8b0000}
+.banner{background:#4a4a4a;color:#ffd54f;font-weight:bold;text-align:center;padding:.35em;letter-spacing:.08em}
 .unsigned{background:#8b0000;color:#fff;padding:.5em 1em;font-weight:bold}
 .signed{background:#e8f4ea;border:1px solid #9c9;padding:.5em 1em}
 .margin-note{background:#fff3cd;border:1px solid #d4a000;padding:.5em 1em;margin-top:.3em}
@@ -37,40 +39,11 @@ code{font-size:.9em}
 """
 
 
+_SIMULATED = "SIMULATED: this report comes from the embedded simulator, not from hardware"
+
+
 def _e(value: Any) -> str:
     return escape("" if value is None else str(value))
-
-
-def _status_of(test: TestRecord) -> str:
-    statuses = [str(v.get("status")) for v in test.verdicts]
-    for worst in ("error", "fail", "not-comparable", "inconclusive"):
-        if worst in statuses:
-            return worst
-    return statuses[0] if statuses else test.outcome
-
-
-def _reason_of(test: TestRecord) -> str:
-    summaries = [str(v.get("summary")) for v in test.verdicts if v.get("summary")]
-    return "; ".join(summaries) or test.reason or ""
-
-
-def _summary(tests: Sequence[TestRecord]) -> str:
-    if not tests:
-        return '<p class="notrun">No test ran.</p>'
-    rows = []
-    ordered = sorted(tests, key=lambda t: (t.criterion[0] is None, t.criterion[0] or 0, t.nodeid))
-    for test in ordered:
-        number, title = test.criterion
-        status = _status_of(test)
-        criterion = f"{number}. {title}" if number is not None else title
-        rows.append(
-            f"<tr><td>{_e(criterion)}</td><td><code>{_e(test.nodeid.split('::', 1)[-1])}</code></td>"
-            f'<td class="{_e(test.outcome)}">{_e(test.outcome)}</td>'
-            f'<td class="{_e(status)}">{_e(status)}</td>'
-            f"<td>{_e(_reason_of(test))}</td></tr>"
-        )
-    head = "<tr><th>criterion</th><th>test</th><th>outcome</th><th>verdict</th><th>reason</th></tr>"
-    return f"<table>{head}{''.join(rows)}</table>"
 
 
 def _img(uri: str | None, alt: str) -> str:
@@ -123,6 +96,22 @@ def _cell(statuses: Mapping[str, str]) -> tuple[str, str]:
     return worst, "; ".join(parts)
 
 
+def _dcgm(data: ReportData, files: Sequence[str]) -> str:
+    """The node × test heatmap, then the per-node table (GPUs named) behind <details>."""
+    verdicts = [v for t in data.tests if t.criterion[0] == 1 for v in t.verdicts]
+    drawn = heatmap_html.render(heatmap.build(verdicts, files))
+    if not drawn:
+        return _diagnostics(verdicts)
+    bad = [v for v in verdicts if v.get("status") != "pass" or _any_row_not_passed(v)]
+    if not bad:
+        return drawn
+    return f"{drawn}<h3>Nodes that did not pass every test, GPUs named</h3>{_diagnostics(bad)}"
+
+
+def _any_row_not_passed(verdict: Mapping[str, Any]) -> bool:
+    return any(row.get("status") != "pass" for _, rows in iter_tables([verdict], {"status"}) for row in rows)
+
+
 def _diagnostics(verdicts: list[dict[str, Any]]) -> str:
     """Nodes × tests; a cell lists the GPUs that did not pass (a 1024-node cluster stays 1024 rows)."""
     tests, rows, cells = diagnostics_matrix(verdicts)
@@ -157,13 +146,20 @@ def _definition_list(obj: Mapping[str, Any], depth: int = 0) -> str:
     return f"<table>{''.join(rows)}</table>"
 
 
+# Above this many passed verdicts their figures stay in junit.xml and report-data.json only: at 1024
+# nodes they would be 2 MB of "gpu5.pcie=pass" that the heatmap already shows.
+PASSED_FIGURES_MAX = 200
+
+
 def _evidence(tests: Sequence[TestRecord]) -> str:
     items = []
+    passed = [(t, v) for t in tests for v in t.verdicts if v.get("status") == "pass"]
+    hide_passed = len(passed) > PASSED_FIGURES_MAX
     for test in tests:
         for verdict in test.verdicts:
             lines = verdict.get("evidence") or []
             figures = verdict.get("figures") or {}
-            if not lines and not figures:
+            if (not lines and not figures) or (hide_passed and verdict.get("status") == "pass"):
                 continue
             figs = ", ".join(f"{_e(k)}={_e(v)}" for k, v in figures.items())
             ev = "".join(f"<li>{_e(line)}</li>" for line in lines)
@@ -171,12 +167,30 @@ def _evidence(tests: Sequence[TestRecord]) -> str:
                 f"<details><summary><code>{_e(test.nodeid)}</code>: {_e(verdict.get('subject'))}</summary>"
                 f"<p>{figs}</p><ul>{ev}</ul></details>"
             )
+    if hide_passed:
+        items.append(
+            f'<p class="notrun">{len(passed)} passed verdicts: their figures are in junit.xml (properties) and '
+            "report-data.json</p>"
+        )
     return "".join(items) or '<p class="notrun">none</p>'
 
 
 def _files(files: Iterable[str]) -> str:
-    items = "".join(f'<li><a href="{_e(f)}">{_e(f)}</a></li>' for f in files)
-    return f"<ul>{items}</ul>" if items else '<p class="notrun">none</p>'
+    """The folder's files, one collapsed list per top-level folder."""
+    by_top: dict[str, list[str]] = {}
+    for f in files:
+        by_top.setdefault(f.split("/", 1)[0] if "/" in f else "", []).append(f)
+    if not by_top:
+        return '<p class="notrun">none</p>'
+    out = []
+    for top, names in by_top.items():
+        items = "".join(f'<li><a href="{_e(f)}">{_e(f)}</a></li>' for f in names)
+        out.append(
+            f"<ul>{items}</ul>"
+            if not top
+            else f"<details><summary>{_e(top)}/ ({len(names)} files)</summary><ul>{items}</ul></details>"
+        )
+    return "".join(out)
 
 
 def render_html(data: ReportData, *, signing: str, signed: bool, files: Iterable[str] = ()) -> str:
@@ -186,16 +200,11 @@ def render_html(data: ReportData, *, signing: str, signed: bool, files: Iterable
     title = f"Recovery acceptance: {prov.get('cluster', '?')}"
     if prov.get("ticket"):
         title += f" ({prov['ticket']})"
-    banner = (
-        '<div class="banner">SIMULATED: this report comes from the embedded simulator, not from hardware</div>'
-        if data.simulated
-        else ""
-    )
-    if prov.get("interrupted"):
-        banner += (
-            f'<div class="banner interrupted">INTERRUPTED ({_e(prov["interrupted"])}): the run was stopped before '
-            "it finished; its cluster objects were deleted; below is what had finished</div>"
-        )
+    listed = list(files)
+    decision = decide(data)
+    banner = verdict_banner.render_banner(decision)
+    if data.simulated:
+        banner += f'<div class="banner">{_SIMULATED}</div>'
     sig_class = "signed" if signed else "unsigned"
     differ = prov.get("margins_differ") or {}
     notes = "".join(f'<div class="margin-note">{_e(line)}</div>' for line in differ.values())
@@ -211,20 +220,21 @@ def render_html(data: ReportData, *, signing: str, signed: bool, files: Iterable
 <html lang="en"><head><meta charset="utf-8">
 <meta http-equiv="Content-Security-Policy"
  content="default-src 'none'; img-src data:; style-src 'unsafe-inline'">
-<title>{_e(title)}</title><style>{_CSS}</style></head>
+<title>{_e(decision.banner.value)}: {_e(title)}</title>
+<style>{_CSS}{verdict_banner.CSS}{heatmap_html.CSS}</style></head>
 <body>{banner}<main>
 <h1>{_e(title)}</h1>
 <p>{_e(prov.get("start_utc", ""))} → {_e(prov.get("end_utc", ""))} · {_e(tally)}</p>
-<div class="{sig_class}">{_e(signing)}</div>{notes}{causes}
-<h2 id="summary">Summary</h2>{_summary(data.tests)}
+{causes}<div class="{sig_class}">{_e(signing)}</div>{notes}
+<h2 id="summary">Criteria</h2>{verdict_banner.render_criteria(decision, listed)}
+<h2 id="diagnostics">DCGM diagnostics: nodes × tests</h2>{_dcgm(data, listed)}
 <h2 id="fabric">Fabric: busbw vs message size</h2>{_fabric(verdicts)}
 <h2 id="localize">Fabric localization: group results per round</h2>{localization.render(verdicts)}
-<h2 id="diagnostics">DCGM diagnostics: nodes × tests (GPUs that did not pass named)</h2>{_diagnostics(verdicts)}
 <h2 id="steptime">Smoke step time vs baseline</h2>{steptime}
 <h2 id="loss">Loss around the restore</h2>{loss}
 <h2 id="probation">Probation: signals over the window</h2>{probation}
 <h2 id="evidence">Figures and evidence per verdict</h2>{_evidence(data.tests)}
 <h2 id="provenance">Conditions and provenance</h2>{_definition_list(prov)}
-<h2 id="files">Files of this report</h2>{_files(files)}
+<h2 id="files">Files of this report</h2>{_files(listed)}
 </main></body></html>
 """

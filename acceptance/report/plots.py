@@ -107,16 +107,15 @@ def diagnostics_matrix(
     verdicts: Iterable[Mapping[str, Any]],
 ) -> tuple[list[str], list[tuple[str, str]], dict[tuple[str, str, str], str]]:
     """Tests (columns), (node, gpu) rows and status per (node, gpu, test), from DCGM verdicts."""
-    tests: list[str] = []
-    rows: list[tuple[str, str]] = []
+    tests: dict[str, None] = {}
+    seen: dict[tuple[str, str], None] = {}  # dicts keep the first-seen order and look up in O(1) (1024 nodes)
     cells: dict[tuple[str, str, str], str] = {}
     for _verdict, table in iter_tables(verdicts, DIAGNOSTICS_COLUMNS):
         for row in table:
             node, gpu, test = str(row["node"]), str(row["gpu"]), str(row["test"])
-            if test not in tests:
-                tests.append(test)
-            if (node, gpu) not in rows:
-                rows.append((node, gpu))
+            tests.setdefault(test)
+            seen.setdefault((node, gpu))
             cells[(node, gpu, test)] = str(row["status"])
+    rows = list(seen)
     rows.sort(key=lambda r: (r[0], not r[1].isdigit(), int(r[1]) if r[1].isdigit() else 0, r[1]))
-    return tests, rows, cells
+    return list(tests), rows, cells
