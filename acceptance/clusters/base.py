@@ -172,7 +172,8 @@ class RunResult:
 
     `output` is the whole log of the pod that ran the tool (the MPI launcher for an
     MPI job); `placement` maps each pod of the workload to its node; `reason` is one
-    line (the scheduler's message, ``OOMKilled``, ...), empty on success.
+    line (the scheduler's message, ``OOMKilled``, ...), empty on success. `streams` are
+    further outputs kept as evidence by name (an SSH host's stderr, another node's log).
     """
 
     workload: str
@@ -187,6 +188,7 @@ class RunResult:
     events: tuple[Mapping[str, str], ...]
     manifests: tuple[Mapping[str, object], ...]
     log_tail: str
+    streams: Mapping[str, str] = field(default_factory=dict)
 
     @property
     def ok(self) -> bool:
@@ -212,6 +214,7 @@ class RunResult:
             "events": [dict(e) for e in self.events],
             "manifests": [dict(m) for m in self.manifests],
             "log_tail": self.log_tail,
+            "streams": dict(self.streams),
         }
 
     @classmethod
@@ -232,6 +235,7 @@ class RunResult:
             events=tuple(doc["events"]),
             manifests=tuple(doc["manifests"]),
             log_tail=doc["log_tail"],
+            streams=dict(doc.get("streams") or {}),
         )
 
     def rank_placement(self, rank_hosts: Mapping[int, str]) -> dict[int, RankPlacement]:
