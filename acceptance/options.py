@@ -102,6 +102,14 @@ OPTIONS: tuple[Option, ...] = (
         metavar="LOG",
     ),
     Option("--restore-step", "restore_step", "checkpoint step the job was restored from", kind="int", metavar="N"),
+    Option(
+        "--ssh-insecure-accept-new",
+        "ssh_insecure_accept_new",
+        "SSH clusters: accept host keys known_hosts does not list, WITHOUT verifying them (changed keys are still "
+        "refused); the report says so",
+        kind="bool",
+        default=False,
+    ),
 )
 
 
