@@ -73,6 +73,7 @@ class SimulatedHosts:
             bin_dir = str(folder / "bin")
             config.write_text(sshd.sshd_config(folder, hosts.port, up, user, (bin_dir, *SYSTEM_PATH)))
             hosts.sshd = sshd.start_sshd(binary, config, folder / "sshd.log", up, hosts.port)
+            (folder / watchdog.DAEMON_PID).write_text(f"{hosts.sshd.pid}\n")
         except BaseException:
             hosts.close()
             raise
@@ -96,7 +97,7 @@ class SimulatedHosts:
     @classmethod
     def attach(cls, folder: Path, addresses: Mapping[str, str], port: int) -> SimulatedHosts:
         """The hosts another process of this run started (for an xdist worker)."""
-        if not (folder / "sshd.pid").is_file():
+        if not (folder / watchdog.DAEMON_PID).is_file():
             raise ClusterError(f"the simulated hosts of this run are gone ({folder})")
         return cls(folder, dict(addresses), port, getpass.getuser())
 
@@ -106,11 +107,8 @@ class SimulatedHosts:
             self.server.close()
             self.server = None
         if self.sshd is not None:
-            self.sshd.terminate()
-            try:
-                self.sshd.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                self.sshd.kill()
+            self.sshd.kill()  # in its own PID namespace this ends every process of the hosts' sessions too
+            self.sshd.wait(timeout=30)
             self.sshd = None
         if self.watchdog is not None:
             watchdog.end(str(self.folder))

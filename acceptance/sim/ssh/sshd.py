@@ -6,7 +6,7 @@ The sessions of each address see the node's name (``SIM_SSH_NODE``), the simulat
 separate machines). Keys are made with ``ssh-keygen``: an ed25519
 host key (its public half goes into a known_hosts file, one line per address) and an ed25519
 client key that is the only one ``authorized_keys`` accepts. The sshd runs as the user who
-runs the suite, who is the only user it lets in.
+runs the suite, who is the only user it lets in; as root, in a PID namespace of its own.
 """
 
 from __future__ import annotations
@@ -78,6 +78,24 @@ def sshd_config(folder: Path, port: int, addresses: Mapping[str, str], user: str
     return "\n".join(lines) + "\n"
 
 
+def own_process_table() -> list[str]:
+    """The prefix that runs sshd in a PID namespace of its own, when this machine allows it (root, unshare).
+
+    The simulated hosts then see their own processes only, as separate machines do (``ps``, the
+    harness's process scans), another simulated cluster's are invisible to them, and everything
+    their sessions started ends with sshd, the namespace's first process.
+    """
+    unshare = shutil.which("unshare")
+    if os.geteuid() != 0 or unshare is None:
+        return []
+    prefix = [unshare, "--pid", "--mount", "--fork", "--mount-proc", "--kill-child"]
+    try:
+        probe = subprocess.run([*prefix, "true"], capture_output=True, timeout=10, check=False)
+    except (OSError, subprocess.SubprocessError):
+        return []
+    return prefix if probe.returncode == 0 else []
+
+
 def start_sshd(
     binary: str, config: Path, log: Path, addresses: Mapping[str, str], port: int
 ) -> subprocess.Popen[bytes]:
@@ -86,8 +104,8 @@ def start_sshd(
     if check.returncode != 0:
         raise ClusterError(f"sshd refuses its configuration {config}: {check.stderr.strip()}")
     with log.open("ab") as out:
-        proc = subprocess.Popen([binary, "-D", "-e", "-f", str(config)], stdout=out, stderr=subprocess.STDOUT,
-                                stdin=subprocess.DEVNULL)  # fmt: skip
+        proc = subprocess.Popen([*own_process_table(), binary, "-D", "-e", "-f", str(config)], stdout=out,
+                                stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)  # fmt: skip
     deadline = time.monotonic() + 20
     waiting = set(addresses.values())
     while waiting:

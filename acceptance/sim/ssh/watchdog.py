@@ -12,6 +12,8 @@ import signal
 import sys
 import time
 
+DAEMON_PID = "daemon.pid"
+
 
 def _session_pids(folder: str) -> list[int]:
     wanted = ("SIM_SSH_DIR=" + folder).encode()
@@ -30,9 +32,9 @@ def _session_pids(folder: str) -> list[int]:
 
 def end(folder: str) -> None:
     """Stop sshd and every session process of the simulated hosts in `folder`; remove the folder."""
-    try:
-        with open(os.path.join(folder, "sshd.pid")) as handle:
-            os.kill(int(handle.read().strip()), signal.SIGTERM)
+    try:  # the pid this machine knows sshd by (sshd.pid may hold its pid inside its own PID namespace)
+        with open(os.path.join(folder, DAEMON_PID)) as handle:
+            os.kill(int(handle.read().strip()), signal.SIGKILL)  # unshare ignores SIGTERM; its namespace ends
     except (OSError, ValueError):
         pass
     for sig in (signal.SIGTERM, signal.SIGKILL):
