@@ -115,7 +115,7 @@ def marked_processes(hosts: SimulatedHosts, run_id: str | None = None) -> dict[s
     out = {}
     for node in hosts.addresses:
         lines = ssh_command(hosts, node, "ps -e -ww -o pid=,args= e").splitlines()
-        out[node] = [line.split(" ", 2)[1] + " " + line.split(" ", 2)[2][:60] for line in (x.strip() for x in lines)
+        out[node] = [line[:300] for line in (x.strip() for x in lines)
                      if wanted in line and mine in line and "ps -e" not in line]  # fmt: skip
     return out
 

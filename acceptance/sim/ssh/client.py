@@ -19,6 +19,7 @@ import time
 from typing import NoReturn
 
 GATHER_TIMEOUT_S = 60.0
+CONNECT_TIMEOUT_S = 60.0
 
 
 def _fail(text: str, code: int) -> NoReturn:
@@ -63,6 +64,30 @@ def _engine_running(sim: str, node: str) -> bool:
     return True
 
 
+def _ask(path: str, request: bytes, tool: str) -> bytes:
+    """The simulator's answer; a busy simulator (its backlog full) is asked again for up to a minute."""
+    deadline = time.monotonic() + CONNECT_TIMEOUT_S
+    while True:
+        try:
+            with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
+                sock.settimeout(120)
+                sock.connect(path)
+                sock.sendall(request)
+                data = b""
+                while not data.endswith(b"\n"):
+                    chunk = sock.recv(1 << 20)
+                    if not chunk:
+                        break
+                    data += chunk
+                return data
+        except (BlockingIOError, ConnectionRefusedError) as exc:
+            if time.monotonic() > deadline:
+                _fail(f"{tool}: the simulator of these hosts does not answer ({exc})", 127)
+            time.sleep(0.05)
+        except OSError as exc:
+            _fail(f"{tool}: the simulator of these hosts does not answer ({exc})", 127)
+
+
 def main() -> None:
     tool, args = sys.argv[1], sys.argv[2:]
     sim, node = os.environ.get("SIM_SSH_DIR"), os.environ.get("SIM_SSH_NODE")
@@ -84,20 +109,7 @@ def main() -> None:
     keep = ("NCCL_", "OMPI_COMM_WORLD_", "CUDA_", "HOSTNAME", "NODE_RANK", "NNODES", "MASTER_")
     request = {"tool": tool, "argv": [tool, *args], "node": node, "hosts": hosts,
                "env": {k: v for k, v in env.items() if k.startswith(keep)}}  # fmt: skip
-    try:
-        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
-            sock.settimeout(120)
-            sock.connect(os.path.join(sim, "sim.sock"))
-            sock.sendall(json.dumps(request).encode() + b"\n")
-            data = b""
-            while not data.endswith(b"\n"):
-                chunk = sock.recv(1 << 20)
-                if not chunk:
-                    break
-                data += chunk
-    except OSError as exc:
-        _fail(f"{tool}: the simulator of these hosts does not answer ({exc})", 127)
-    answer = json.loads(data)
+    answer = json.loads(_ask(os.path.join(sim, "sim.sock"), json.dumps(request).encode() + b"\n", tool))
     time.sleep(float(answer["wall_s"]))
     sys.stdout.write(answer["stdout"])
     sys.stdout.flush()

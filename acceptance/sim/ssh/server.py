@@ -54,6 +54,7 @@ class _Handler(socketserver.StreamRequestHandler):
 
 class _Server(socketserver.ThreadingUnixStreamServer):
     daemon_threads = True
+    request_queue_size = 512  # every rank-0 shim and nvidia-smi of every host may ask at once
 
     def __init__(self, path: str, runner: SimRunner, time_scale: float) -> None:
         self.runner = runner

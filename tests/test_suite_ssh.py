@@ -1,0 +1,134 @@
+"""The acceptance suite over SSH: simulated bare-metal hosts behind a real sshd, real mpirun, the same verdicts.
+
+An 8-node variant of ``baselines/sim-ssh`` (one nccl test, the smoke job per node) keeps each run
+short; its handover baseline is recorded once, by the suite itself, and every other run is
+judged against it. The fault matrix is `.ci/fault_check.py`'s, the one `--cluster=sim` must meet.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+from pathlib import Path
+
+import pytest
+
+from tests.ssh_support import NEEDS_SSHD, ROOT, Run, run_suite, sim_ssh_profile
+
+pytestmark = [NEEDS_SSHD, pytest.mark.slow]
+
+
+def _fault_checks() -> tuple[tuple[str, str], ...]:
+    spec = importlib.util.spec_from_file_location("fault_check", ROOT / ".ci" / "fault_check.py")
+    assert spec is not None
+    assert spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    checks: tuple[tuple[str, str], ...] = module.FAULT_CHECKS
+    return checks
+
+
+FAULT_CHECKS = _fault_checks()
+
+
+class Runs:
+    """The module's suite runs, made once each on demand (several tests read the same run)."""
+
+    def __init__(self, base: Path) -> None:
+        self.base = base
+        self.baselines = sim_ssh_profile(base).parent
+        self._runs: dict[tuple[str, ...], Run] = {}
+
+    def get(self, *args: str) -> Run:
+        if args not in self._runs:
+            report = self.base / f"report-{len(self._runs)}"
+            self._runs[args] = run_suite(self.baselines, "sim-ssh", report, *args)
+        return self._runs[args]
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory: pytest.TempPathFactory) -> Runs:
+    made = Runs(tmp_path_factory.mktemp("suite-ssh"))
+    recorded = made.get("--record-baseline")
+    assert recorded.returncode == 0, recorded.stdout[-3000:] + recorded.stderr[-2000:]
+    return made
+
+
+def test_recording_over_ssh_keeps_the_conditions_of_the_bare_metal_cluster(runs: Runs) -> None:
+    [path] = (runs.baselines / "sim-ssh").glob("handover-*.json")
+    baseline = json.loads(path.read_text())
+    conditions = baseline["conditions"]
+    assert conditions["kubernetes_version"] == "none (bare metal over SSH)"
+    assert conditions["node_spec"] == {"gpu_product": "NVIDIA H200", "gpus_per_node": 8, "driver_version": "570.133.20",
+                                       "cuda_version": "12.8", "os_image": "Ubuntu 22.04.5 LTS"}  # fmt: skip
+    assert conditions["nccl"]["all_reduce_perf"]["argv"][0] == "all_reduce_perf"
+    assert baseline["provenance"]["simulated"] is True
+
+
+def test_the_healthy_suite_passes_over_ssh_with_evidence_per_host(runs: Runs) -> None:
+    run = runs.get()
+    assert run.returncode == 0, run.stdout[-3000:]
+    outcomes = run.outcomes()
+    assert len(outcomes) == 4 + 8 + 1 + 1 + 1
+    assert set(outcomes.values()) == {"passed"}
+    assert "SIMULATED bare-metal cluster: 8 hosts behind a real OpenSSH sshd on loopback" in run.stdout
+    manifest = (run.report / "manifests" / "nccl" / "all_reduce_perf.yaml").read_text()
+    assert "kind: SshCommand" in manifest
+    assert "fingerprint: SHA256:" in manifest
+    assert "exec mpirun --allow-run-as-root -np 64 --hostfile " in manifest
+    events = json.loads((run.report / "events" / "dcgm" / "sim-node-05.json").read_text())
+    assert [e["reason"] for e in events] == ["Started", "Exited"]
+    assert events[1]["message"].startswith("exit 0 after ")
+    assert (
+        (run.report / "outputs" / "dcgm" / "sim-node-05.sim-node-05.stderr.log")
+        .read_text()
+        .startswith("Started host engine")
+    )
+    placement = json.loads((run.report / "placement" / "all_reduce_perf.json").read_text())
+    assert {(p["host"], p["node"]) for p in placement} == {(f"sim-node-{i:02d}",) * 2 for i in range(1, 9)}
+    assert "Traceback" not in run.stderr
+
+
+@pytest.mark.parametrize(("fault", "expected"), FAULT_CHECKS, ids=[f for f, _ in FAULT_CHECKS])
+def test_an_injected_fault_fails_the_same_criteria_as_on_the_kubernetes_simulator(
+    runs: Runs, fault: str, expected: str
+) -> None:
+    run = runs.get(f"--sim-fault={fault}")
+    assert run.returncode == 1, run.stdout[-3000:]
+    assert run.failing_modules() == set(expected.split(","))
+
+
+def test_xdist_gives_the_same_verdicts_as_one_process(runs: Runs) -> None:
+    one = runs.get("--sim-fault=nic-degraded@sim-node-07")
+    four = runs.get("--sim-fault=nic-degraded@sim-node-07", "-n", "4")
+    assert four.returncode == one.returncode == 1
+    assert four.outcomes() == one.outcomes()
+    made = sorted(p.name for p in (four.report / "manifests").rglob("*.yaml"))
+    assert made == sorted(p.name for p in (one.report / "manifests").rglob("*.yaml"))
+
+
+def test_a_host_that_refuses_connections_fails_the_preflight_naming_it(runs: Runs) -> None:
+    run = runs.get("--sim-fault=node-down@sim-node-05")
+    assert run.returncode == 1
+    outcomes = run.outcomes()
+    assert outcomes["test_preflight::test_node_set_ready"] == "failure"
+    message = run.message("test_node_set_ready")
+    assert "node set: sim-node-05: NotReady (unreachable over SSH: cannot connect to " in message
+    assert "127.0.0.65 port" in message
+    assert "connection refused" in message
+    assert {v for k, v in outcomes.items() if not k.startswith("test_preflight")} == {"skipped"}
+
+
+def test_a_busy_gpu_fails_the_preflight_with_its_process(runs: Runs) -> None:
+    run = runs.get("--sim-fault=gpu-busy@sim-node-02:3", "-k", "preflight")
+    assert run.returncode == 1
+    message = run.message("test_node_set_ready")
+    assert "sim-node-02: NotReady (GPU 3 busy: pid 48213 (python3, 71680 MiB) holds it)" in message
+
+
+def test_accepting_unknown_host_keys_is_written_into_the_report(runs: Runs) -> None:
+    run = runs.get("--ssh-insecure-accept-new", "-k", "cluster_answers")
+    assert run.returncode == 0, run.stdout[-2000:]
+    assert "WARNING: --ssh-insecure-accept-new: unknown SSH host keys are accepted WITHOUT verification" in run.stdout
+    props = run.suite_properties()
+    assert props["ssh_host_keys"].startswith("WARNING: NOT VERIFIED")
