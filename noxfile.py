@@ -50,3 +50,5 @@ def bench(session: nox.Session) -> None:
     session.run("python", "bench/calibration.py", "--replicas", "200" if quick else "1000")
     session.run("python", "bench/orchestrate.py", "--nodes", *(["256"] if quick else ["256", "512", "1024"]))
     session.run("python", "bench/suite_scale.py", "--nodes", "128" if quick else "1024")
+    if not quick:  # the healthy suite over a real sshd and mpirun vs over the emulator (minutes)
+        session.run("python", "bench/suite_ssh.py")

@@ -288,3 +288,30 @@ def test_leftovers_of_a_crashed_run_are_listed_then_removed(tmp_path: Path, host
     assert any("sleep 300" in r for r in removed)
     assert marked_processes(hosts) == {n: [] for n in hosts.addresses}
     assert "ra-20261201000000-dead" not in ssh_command(hosts, "sim-node-04", "ls /tmp/recovery-acceptance || true")
+
+
+def test_a_key_held_by_the_ssh_agent_is_used_when_the_profile_names_none(
+    tmp_path: Path, hosts: SimulatedHosts, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    sock = tmp_path / "agent.sock"
+    agent = subprocess.Popen(["ssh-agent", "-D", "-a", str(sock)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 10
+        while not sock.exists() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        env = {"SSH_AUTH_SOCK": str(sock), "PATH": "/usr/bin:/bin"}
+        subprocess.run(["ssh-add", "-q", str(hosts.key)], env=env, check=True, capture_output=True, timeout=30)
+        monkeypatch.setenv("SSH_AUTH_SOCK", str(sock))
+        monkeypatch.setenv("HOME", str(tmp_path))  # no ~/.ssh/id_* to fall back on
+        folder = host_profile(tmp_path, hosts)
+        data = yaml.safe_load((folder / "cluster.yaml").read_text())
+        del data["ssh"]["key"]
+        (folder / "cluster.yaml").write_text(yaml.safe_dump(data))
+        c = SshCluster(load_profile_file(folder / "cluster.yaml"), new_run_id(datetime.now(UTC)), controller=False)
+        try:
+            assert all(n.ready for n in c.inventory().nodes)
+        finally:
+            c.close()
+    finally:
+        agent.terminate()
+        agent.wait(timeout=10)

@@ -338,3 +338,25 @@ def test_a_finished_workload_is_collected_by_the_wait_script(tmp_path: Path) -> 
     waited = subprocess.run(["sh", "-c", remote.wait_script(folder)], capture_output=True, text=True, timeout=30,
                             check=False)  # fmt: skip
     assert remote.parse_wait(waited.stdout, waited.stderr) == remote.WaitOutput("out WARN\n", "err\n", 3)
+
+
+def test_without_sshd_the_simulated_ssh_cluster_is_a_usage_error_that_says_what_to_install(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from acceptance import clusters
+    from acceptance.profile import load_profile
+    from acceptance.sim.ssh import sshd
+
+    profile = load_profile("sim-ssh", Path(__file__).resolve().parents[1] / "baselines")
+    monkeypatch.setattr(sshd.shutil, "which", lambda name, path=None: None)
+    with pytest.raises(UsageError, match=r"sshd, ssh-keygen, mpirun not found: .*apt-get install -y openssh-server "
+                                         r"openmpi-bin.*--cluster=sim` needs none of them"):  # fmt: skip
+        clusters.open(profile, "ra-x")
+
+
+def test_acceptance_cleanup_of_the_simulated_ssh_cluster_has_nothing_to_do(capsys: pytest.CaptureFixture[str]) -> None:
+    from acceptance.cli import main
+
+    baselines = Path(__file__).resolve().parents[1] / "baselines"
+    assert main(["cleanup", "--cluster", "sim-ssh", "--baselines-dir", str(baselines)]) == 0
+    assert "its hosts end with the run, even a killed one" in capsys.readouterr().out

@@ -132,3 +132,14 @@ def test_accepting_unknown_host_keys_is_written_into_the_report(runs: Runs) -> N
     assert "WARNING: --ssh-insecure-accept-new: unknown SSH host keys are accepted WITHOUT verification" in run.stdout
     props = run.suite_properties()
     assert props["ssh_host_keys"].startswith("WARNING: NOT VERIFIED")
+
+
+def test_a_sites_own_check_runs_on_the_hosts_too(runs: Runs) -> None:
+    """examples/site_checks (ib_write_bw per node) over SSH: the degraded rail's node fails, no other."""
+    run = runs.get(str(ROOT / "examples" / "site_checks"), "-k", "site_check", "--sim-fault=nic-degraded@sim-node-07")
+    outcomes = run.outcomes()
+    assert len(outcomes) == 8
+    assert {k for k, v in outcomes.items() if v != "passed"} == {
+        "test_site_checks::test_site_check[ib_write_bw:sim-node-07]"
+    }
+    assert "sim-node-07: mlx5_0 at " in run.message("test_site_check[ib_write_bw:sim-node-07]")

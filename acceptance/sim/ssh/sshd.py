@@ -23,16 +23,18 @@ from acceptance.errors import ClusterError, UsageError
 
 SSHD = "/usr/sbin/sshd"
 INSTALL_HINT = (
-    "the simulated SSH cluster needs OpenSSH's sshd and ssh-keygen (Debian/Ubuntu: "
-    "`apt-get install -y openssh-server openmpi-bin`); `--cluster=sim` needs neither"
+    "the simulated SSH cluster needs OpenSSH's sshd and ssh-keygen and Open MPI's mpirun (Debian/Ubuntu: "
+    "`apt-get install -y openssh-server openmpi-bin`); `--cluster=sim` needs none of them"
 )
 
 
 def sshd_path() -> str:
-    """The sshd binary, or a usage error saying what to install."""
+    """The sshd binary (with ssh-keygen and mpirun beside it), or a usage error saying what to install."""
     found = shutil.which("sshd", path=f"/usr/sbin:/usr/local/sbin:/sbin:{os.environ.get('PATH', '')}")
-    if found is None or shutil.which("ssh-keygen") is None:
-        raise UsageError(INSTALL_HINT)
+    missing = [name for name, path in (("sshd", found), ("ssh-keygen", shutil.which("ssh-keygen")),
+                                       ("mpirun", shutil.which("mpirun"))) if path is None]  # fmt: skip
+    if found is None or missing:
+        raise UsageError(f"{', '.join(missing)} not found: {INSTALL_HINT}")
     return found
 
 
