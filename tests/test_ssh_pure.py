@@ -360,3 +360,36 @@ def test_acceptance_cleanup_of_the_simulated_ssh_cluster_has_nothing_to_do(capsy
     baselines = Path(__file__).resolve().parents[1] / "baselines"
     assert main(["cleanup", "--cluster", "sim-ssh", "--baselines-dir", str(baselines)]) == 0
     assert "its hosts end with the run, even a killed one" in capsys.readouterr().out
+
+
+def test_the_profiles_ssh_section_with_everything_it_may_say(tmp_path: Path) -> None:
+    import yaml
+
+    from acceptance.profile import load_profile_file
+
+    data = yaml.safe_load((Path(__file__).resolve().parents[1] / "baselines" / "sim-ssh" / "cluster.yaml").read_text())
+    del data["sim"]
+    data["ssh"] = {
+        "hosts": {n: f"10.0.0.{i}" for i, n in enumerate(data["nodes"]["names"], 1)}, "user": "ops", "port": 2222,
+        "key": "keys/id", "known_hosts": "/etc/cluster/known_hosts", "config": "ssh_config", "jump": "ops@bastion:22",
+        "head_node": "sim-node-02", "env": {"NCCL_DEBUG": "WARN"}, "connect_timeout": "5s", "command_timeout": "2m",
+        "run_dir": "/var/tmp/ra/", "launcher": {"mpirun": "/opt/ompi/bin/mpirun", "args": ["--mca", "btl", "^openib"],
+                                                "identity_file": "/home/ops/.ssh/id_cluster"},
+        "smoke": {"launch": "per-node", "master_port": 29600, "log_node_rank": 15},
+    }  # fmt: skip
+    (tmp_path / "cluster.yaml").write_text(yaml.safe_dump(data))
+    ssh = load_profile_file(tmp_path / "cluster.yaml").ssh
+    assert ssh == SshSettings(
+        hosts=data["ssh"]["hosts"], user="ops", port=2222, key=tmp_path / "keys" / "id",
+        known_hosts=Path("/etc/cluster/known_hosts"), head_node="sim-node-02", config=tmp_path / "ssh_config",
+        jump="ops@bastion:22", env={"NCCL_DEBUG": "WARN"}, connect_timeout_s=5.0, command_timeout_s=120.0,
+        run_dir="/var/tmp/ra", launcher_mpirun="/opt/ompi/bin/mpirun", launcher_args=("--mca", "btl", "^openib"),
+        launcher_identity="/home/ops/.ssh/id_cluster", smoke_launch="per-node", master_port=29600, log_node_rank=15,
+    )  # fmt: skip
+    data["ssh"]["smoke"] = {"launch": "everywhere"}
+    (tmp_path / "cluster.yaml").write_text(yaml.safe_dump(data))
+    with pytest.raises(
+        UsageError,
+        match=r"cluster\.yaml:\d+: ssh\.smoke\.launch: found \"everywhere\", expected one of mpirun, head, per-node",
+    ):
+        load_profile_file(tmp_path / "cluster.yaml")
