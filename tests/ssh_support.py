@@ -81,7 +81,8 @@ def host_profile(
     del data["sim"]
     data["ssh"].update({"hosts": dict(hosts.addresses), "port": hosts.port, "user": hosts.user, "key": str(hosts.key),
                         "known_hosts": str(hosts.known_hosts), "config": str(hosts.ssh_config),
-                        "launcher": {"identity_file": str(hosts.key)}, **ssh})  # fmt: skip
+                        "launcher": {"identity_file": str(hosts.key)}, "run_dir": str(hosts.run_dir)})  # fmt: skip
+    data["ssh"].update(ssh)
     folder = base / "baselines" / name
     folder.mkdir(parents=True, exist_ok=True)
     (folder / "cluster.yaml").write_text(yaml.safe_dump(data, sort_keys=False))

@@ -280,14 +280,14 @@ def test_leftovers_of_a_crashed_run_are_listed_then_removed(tmp_path: Path, host
         found = janitor.leftovers()
         assert any(f.startswith("sim-node-04: process ") and "sleep 300" in f and "run ra-20261201000000-dead" in f
                    for f in found)  # fmt: skip
-        assert "sim-node-04: folder /tmp/recovery-acceptance/ra-20261201000000-dead (run" in " ".join(found)
+        assert f"sim-node-04: folder {hosts.run_dir}/ra-20261201000000-dead (run" in " ".join(found)
         assert janitor.remove_leftovers(older_than_s=10 * 365 * 86400) == []
         removed = janitor.remove_leftovers(older_than_s=3600)
     finally:
         janitor.close()
     assert any("sleep 300" in r for r in removed)
     assert marked_processes(hosts) == {n: [] for n in hosts.addresses}
-    assert "ra-20261201000000-dead" not in ssh_command(hosts, "sim-node-04", "ls /tmp/recovery-acceptance || true")
+    assert "ra-20261201000000-dead" not in ssh_command(hosts, "sim-node-04", f"ls {hosts.run_dir} || true")
 
 
 def test_a_key_held_by_the_ssh_agent_is_used_when_the_profile_names_none(

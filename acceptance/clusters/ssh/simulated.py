@@ -3,7 +3,8 @@
 A profile with backend ``ssh`` and a ``sim`` section: the controller process starts the hosts
 (`acceptance.sim.ssh.hosts`) for the run, with the profile's scenario, seed and ``--sim-fault``s,
 and reaches them with the keys, known_hosts and port it generated; xdist workers attach to the
-same hosts. The profile's addresses (``127.0.0.x``) are where each node listens.
+same hosts. The profile's addresses (``127.0.0.x``) are where each node listens; the hosts keep
+their run folders in a folder of their own (simulated clusters share this machine's disk).
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ def _settings(profile: Profile, hosts: SimulatedHosts) -> SshSettings:
     return dataclasses.replace(
         profile.ssh, hosts=dict(hosts.addresses), port=hosts.port, user=hosts.user, key=hosts.key,
         known_hosts=hosts.known_hosts, config=hosts.ssh_config, jump=None, launcher_identity=str(hosts.key),
+        run_dir=str(hosts.run_dir),
     )  # fmt: skip
 
 

@@ -51,6 +51,11 @@ class SimulatedHosts:
     def ssh_config(self) -> Path:
         return self.folder / "ssh_config"
 
+    @property
+    def run_dir(self) -> Path:
+        """Where the hosts keep the harness's run folders (each simulated cluster its own)."""
+        return self.folder / "runs"
+
     @classmethod
     def start(cls, runner: SimRunner, addresses: Mapping[str, str], time_scale: float) -> SimulatedHosts:
         binary = sshd.sshd_path()
