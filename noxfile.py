@@ -40,6 +40,18 @@ def acceptance_sim(session: nox.Session) -> None:
 
 
 @nox.session
+def fuzz(session: nox.Session) -> None:
+    """Coverage-guided fuzzing of every parser and loader (atheris): `-- SECONDS` per target, default 300.
+
+    Prints inputs run and executions per second per target; crashes are saved under fuzz-crashes/
+    (add each as fixtures/fuzz/TARGET/crash-* once fixed: tests/test_fuzz.py replays them).
+    """
+    session.install("-e", ".[test]")
+    seconds = session.posargs[0] if session.posargs else "300"
+    session.run("python", "-m", "tests.fuzz", "all", f"-max_total_time={seconds}", "-seed=0")
+
+
+@nox.session
 def bench(session: nox.Session) -> None:
     """Benchmarks: ratios, sizes and timings printed, never asserted in tests. `-- --quick` for a short run."""
     session.install("-e", ".[test]")
@@ -50,5 +62,9 @@ def bench(session: nox.Session) -> None:
     session.run("python", "bench/calibration.py", "--replicas", "200" if quick else "1000")
     session.run("python", "bench/orchestrate.py", "--nodes", *(["256"] if quick else ["256", "512", "1024"]))
     session.run("python", "bench/suite_scale.py", "--nodes", "128" if quick else "1024")
+    session.run("python", "bench/fault_matrix.py", "--seeds", "6" if quick else "24")
+    session.run("python", "bench/incident.py", "--nodes", *(["16", "128"] if quick else ["16", "128", "1024"]))
+    session.run("python", "bench/localize.py", *(["--quick"] if quick else []))
+    session.run("python", "bench/recurrence.py", "--gpus", *(["16", "128"] if quick else ["16", "128", "1024"]))
     if not quick:  # the healthy suite over a real sshd and mpirun vs over the emulator (minutes)
         session.run("python", "bench/suite_ssh.py")

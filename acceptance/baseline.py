@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import tempfile
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -26,6 +27,7 @@ from acceptance.yamlsrc import format_path
 FORMAT = "recovery-acceptance-baseline/1"
 PREFIX = "handover-"
 STAMP = "%Y%m%dT%H%M%SZ"
+_NAME = re.compile(r"^handover-(\d{8}T\d{6}Z)\.json$")
 
 
 @dataclass(frozen=True)
@@ -137,6 +139,13 @@ class Baseline:
         return tuple(float(x) for x in smoke["step_time_s"]) if smoke else None
 
     @property
+    def agreed_utc(self) -> datetime:
+        """When this agreement was made: its recording, or its amendment."""
+        provenance = self.data["provenance"]
+        text = (provenance.get("amended") or {}).get("utc") or provenance["recorded_utc"]
+        return datetime.strptime(text.split(".")[0].rstrip("Z"), "%Y-%m-%dT%H:%M:%S").replace(tzinfo=UTC)
+
+    @property
     def margins(self) -> Margins:
         """The margins agreed at handover, which later runs judge with."""
         try:
@@ -180,6 +189,8 @@ def load(path: Path) -> LoadedBaseline:
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
         line = getattr(exc, "lineno", 0)
         raise BaselineError(f"{path}:{line}: not valid JSON ({exc})") from exc
+    except RecursionError:
+        raise BaselineError(f"{path}: not a baseline: its JSON nests deeper than the interpreter can read") from None
     return LoadedBaseline(path=path, sha256=hashlib.sha256(raw).hexdigest(), baseline=validate(data, str(path)))
 
 
@@ -190,16 +201,32 @@ class BaselineStore:
         self.folder = folder
 
     def files(self) -> list[Path]:
-        return sorted(self.folder.glob(f"{PREFIX}*.json"))
+        """The baseline files, named as the store names them (``handover-<UTC>.json``); copies are ignored."""
+        return sorted(p for p in self.folder.glob(f"{PREFIX}*.json") if _NAME.match(p.name))
 
     def latest(self) -> LoadedBaseline:
-        files = self.files()
-        if not files:
+        """The baseline agreed last, by the time recorded inside it (amended: the amendment's time).
+
+        A file whose name does not carry that time (a renamed copy) or that is not a valid baseline
+        stops the run: nothing in the store is skipped silently.
+        """
+        found = []
+        for path in self.files():
+            loaded = load(path)
+            when = loaded.baseline.agreed_utc
+            stamp = _NAME.match(path.name).group(1)  # type: ignore[union-attr]
+            if when.strftime(STAMP) != stamp:
+                raise BaselineError(
+                    f"{path}: its name says {stamp} but it was agreed at {utc_stamp(when)}: a renamed or copied "
+                    "baseline; move it out of the store"
+                )
+            found.append((when, path.name, loaded))
+        if not found:
             raise BaselineError(
                 f"no handover baseline in {self.folder}: record one at handover with "
                 f"`pytest acceptance/ --cluster={self.folder.name} --record-baseline`"
             )
-        return load(files[-1])
+        return max(found, key=lambda item: item[:2])[2]
 
     def write(self, data: Mapping[str, Any], when: datetime) -> Path:
         """Validate and write a new dated baseline; an existing file is never replaced."""

@@ -2,7 +2,9 @@
 
 Each subcommand lives in its own module under `acceptance.cmd` and exposes
 `register(subparsers)`, which adds its parser and sets `func` to a callable
-taking the parsed namespace and returning the exit status.
+taking the parsed namespace and returning the exit status. A command's module is
+imported only when that command runs (or its help is asked for): `acceptance parse`
+does not load pandas, matplotlib or the Kubernetes client.
 """
 
 from __future__ import annotations
@@ -12,20 +14,60 @@ import importlib
 import os
 import sys
 from collections.abc import Sequence
+from typing import Any
 
 from acceptance import __version__
 from acceptance.errors import AcceptanceError, UsageError
 
-# Order is the order of `acceptance --help`.
-COMMAND_MODULES: tuple[str, ...] = (
-    "acceptance.cmd.profile",
-    "acceptance.cmd.baseline",
-    "acceptance.cmd.parse",
-    "acceptance.cmd.analyze",
-    "acceptance.cmd.verify",
-    "acceptance.cmd.sim",
-    "acceptance.cmd.cleanup",
-)
+# Order is the order of `acceptance --help`: command -> (module, one-line help).
+COMMANDS: dict[str, tuple[str, str]] = {
+    "init": ("acceptance.cmd.init", "draft baselines/NAME/cluster.yaml from a live cluster"),
+    "profile": ("acceptance.cmd.profile", "check a cluster profile (baselines/NAME/cluster.yaml)"),
+    "baseline": ("acceptance.cmd.baseline", "inspect handover baselines"),
+    "parse": ("acceptance.cmd.parse", "print a tool's output as JSON"),
+    "analyze": ("acceptance.cmd.analyze", "judge training logs: step time or loss continuity"),
+    "verify": (
+        "acceptance.cmd.verify",
+        "check the SSHSIG signature of a report file, or a report or incident bundle folder (or .tar.gz)",
+    ),
+    "bundle": ("acceptance.cmd.bundle", "assemble the first message of an incident: a signed bundle of the evidence"),
+    "lost-time": ("acceptance.cmd.lost_time", "lost training time of an incident; resharding or waiting"),
+    "sim": ("acceptance.cmd.sim", "the simulated H200 cluster (run a tool on it)"),
+    "cleanup": ("acceptance.cmd.cleanup", "delete cluster objects that earlier runs left behind"),
+    "localize": ("acceptance.cmd.localize", "find the bad node, link or switch of a cluster's fabric"),
+}
+COMMAND_MODULES: tuple[str, ...] = tuple(module for module, _ in COMMANDS.values())
+
+
+class _Command(argparse.ArgumentParser):
+    """A command's parser, filled in by its module's `register` the first time it parses."""
+
+    def __init__(self, *args: Any, module: str = "", **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._module = module
+        self._loaded = False
+
+    def parse_known_args(  # type: ignore[override]
+        self, args: Sequence[str] | None = None, namespace: argparse.Namespace | None = None
+    ) -> tuple[argparse.Namespace, list[str]]:
+        if not self._loaded and self._module:
+            self._loaded = True
+            importlib.import_module(self._module).register(_Into(self))
+        return super().parse_known_args(args, namespace)
+
+
+class _Into:
+    """Stands for the command subparsers while a module registers: `add_parser` gives back the command's parser."""
+
+    def __init__(self, parser: argparse.ArgumentParser) -> None:
+        self.parser = parser
+
+    def add_parser(self, name: str, **kwargs: Any) -> argparse.ArgumentParser:
+        for key in ("description", "epilog", "formatter_class", "usage"):
+            if key in kwargs:
+                setattr(self.parser, key, kwargs[key])
+        return self.parser
+
 
 EPILOG = """\
 exit status:
@@ -44,9 +86,9 @@ def build_parser() -> argparse.ArgumentParser:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("--version", action="version", version=f"recovery-acceptance {__version__}")
-    subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
-    for name in COMMAND_MODULES:
-        importlib.import_module(name).register(subparsers)
+    subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Command)
+    for name, (module, help_text) in COMMANDS.items():
+        subparsers.add_parser(name, help=help_text, module=module)
     return parser
 
 

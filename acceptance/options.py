@@ -79,6 +79,13 @@ OPTIONS: tuple[Option, ...] = (
     ),
     Option("--no-sign", "no_sign", "write an unsigned report", kind="bool", default=False),
     Option(
+        "--allow-unsigned-baseline",
+        "allow_unsigned_baseline",
+        "judge with a baseline that is not signed by the profile's allowed signers (labs only; the report says so)",
+        kind="bool",
+        default=False,
+    ),
+    Option(
         "--sim-fault",
         "sim_faults",
         "inject a fault into the simulated cluster (repeatable), "
@@ -109,6 +116,14 @@ OPTIONS: tuple[Option, ...] = (
         "refused); the report says so",
         kind="bool",
         default=False,
+    ),
+    Option(
+        "--probation-from",
+        "probation_from",
+        "criterion 5: the signed report of the passing acceptance whose probation to judge "
+        "(default: the newest acceptance report of --ticket under reports/<cluster>/)",
+        kind="path",
+        metavar="REPORT_DIR",
     ),
 )
 

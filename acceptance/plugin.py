@@ -7,9 +7,12 @@ The state of an active run lives in one `AcceptanceSession`, kept in ``config.st
 from __future__ import annotations
 
 import os
+import signal
 import sys
+import threading
 from collections.abc import Generator
 from pathlib import Path
+from types import FrameType
 from typing import TYPE_CHECKING, Any
 
 import pytest
@@ -17,12 +20,15 @@ import pytest
 from acceptance import options
 
 if TYPE_CHECKING:
+    from acceptance.report.incident import IncidentOutcome
+    from acceptance.report.sign import SignOptions
     from acceptance.session import AcceptanceSession
     from acceptance.suite import Suite
 
 SESSION: pytest.StashKey[AcceptanceSession] = pytest.StashKey()
 SUITE_DIR = Path(__file__).resolve().parent
 SITE_CHECKS_MODULE = SUITE_DIR / "test_site_checks.py"
+PREFLIGHT_SKIP = "preflight failed: "
 
 USAGE = (
     "the acceptance suite needs a cluster: `pytest acceptance/ --cluster=sim` runs it on the embedded "
@@ -47,21 +53,28 @@ def pytest_configure(config: pytest.Config) -> None:
         if _targets_suite(config):
             raise pytest.UsageError(USAGE)
         return
+    from acceptance.report.sign import SignOptions, check_signing
     from acceptance.session import AcceptanceSession
 
+    sign = SignOptions.from_options(
+        no_sign=settings["no_sign"].value, sign_key=settings["sign_key"].value, environ=os.environ
+    )
+    if sign.key is not None and not hasattr(config, "workerinput"):
+        problem = check_signing(sign)  # asked for a signature: know now, not after a six-hour run
+        if problem:
+            raise pytest.UsageError(f"--sign-key: {problem}")
     session = AcceptanceSession.open(config, settings)
     config.stash[SESSION] = session
-    config.pluginmanager.register(ActiveRun(session), "recovery-acceptance-run")
+    active = ActiveRun(session, sign)
+    config.pluginmanager.register(active, "recovery-acceptance-run")
+    if session.controller:
+        active.catch_signals()
     if session.controller and session.report_folder is not None:
         from acceptance.report.session import ReportingPlugin
-        from acceptance.report.sign import SignOptions
 
-        sign = SignOptions.from_options(
-            no_sign=session.value("no_sign"), sign_key=session.value("sign_key"), environ=os.environ
-        )
         reporting = ReportingPlugin(
             config, session.report_folder, sign, session.provenance(), simulated=session.simulated,
-            started_utc=session.context.started,
+            started_utc=session.context.started, secrets=session.context.profile.secret_values(),
         )  # fmt: skip
         config.pluginmanager.register(reporting, "recovery-acceptance-report")
         if session.context.baseline is not None:
@@ -69,6 +82,9 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
+    active = config.pluginmanager.get_plugin("recovery-acceptance-run")
+    if isinstance(active, ActiveRun):
+        active.restore_signals()
     session = config.stash.get(SESSION, None)
     if session is not None:
         for problem in session.close():
@@ -93,11 +109,35 @@ def _targets_suite(config: pytest.Config) -> bool:
 class ActiveRun:
     """Hooks and fixtures that exist only while a run is active."""
 
-    def __init__(self, session: AcceptanceSession) -> None:
+    def __init__(self, session: AcceptanceSession, sign: SignOptions) -> None:
         self.session = session
+        self.sign = sign
+        from acceptance.report.data import ReportRecorder
+
+        self.recorder = ReportRecorder()
         self.failures: list[str] = []
         self.skips: dict[str, int] = {}
         self.record_message: tuple[str, bool] | None = None
+        self.interrupted_by: str | None = None
+        self._previous: dict[int, Any] = {}
+        self.incident: IncidentOutcome | None = None
+        self.probation: dict[str, Any] | None = None  # criterion 5's verdict payload, for the incident's resolution
+
+    def catch_signals(self) -> None:
+        """SIGINT and SIGTERM end the run the same way: objects deleted, an INTERRUPTED report signed."""
+        if threading.current_thread() is not threading.main_thread():
+            return
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            self._previous[sig] = signal.signal(sig, self._on_signal)
+
+    def _on_signal(self, signum: int, frame: FrameType | None) -> None:
+        self.interrupted_by = signal.Signals(signum).name
+        raise KeyboardInterrupt(self.interrupted_by)
+
+    def restore_signals(self) -> None:
+        for sig, handler in self._previous.items():
+            signal.signal(sig, handler)
+        self._previous.clear()
 
     def pytest_report_header(self) -> list[str]:
         return self.session.header_lines()
@@ -142,6 +182,11 @@ class ActiveRun:
         self.session.selected_modules = {
             Path(str(item.path)).stem for item in session.items if SUITE_DIR in Path(str(item.path)).resolve().parents
         }
+        self.session.selected_nccl = {
+            str(params["nccl_test"])
+            for item in session.items
+            if "nccl_test" in (params := getattr(getattr(item, "callspec", None), "params", {}))
+        }
 
     @pytest.fixture
     def acceptance(self, request: pytest.FixtureRequest) -> Suite:
@@ -174,7 +219,12 @@ class ActiveRun:
             return
         from acceptance.report.data import headline
 
+        self.recorder.add(report)
         name = report.nodeid.split("::")[-1]
+        if report.when == "call" and report.nodeid.split("::")[0].endswith("test_recurrence.py"):
+            from acceptance.report.data import VERDICTS_ATTR
+
+            self.probation = next(iter(getattr(report, VERDICTS_ATTR, None) or ()), None)
         if report.failed:
             self.failures.append(f"{name}: {headline(report) or 'failed'}")
         elif report.skipped and isinstance(report.longrepr, tuple):
@@ -183,15 +233,40 @@ class ActiveRun:
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
-        if not (self.session.controller and self.session.recording):
+        if not self.session.controller:
+            return
+        if session.exitstatus == pytest.ExitCode.INTERRUPTED:
+            # delete everything first, then the report says what had finished
+            for problem in self.session.close_cluster_work():
+                print(f"recovery-acceptance: {problem}", file=sys.stderr)
+            return
+        unusable = sum(n for reason, n in self.skips.items() if reason.startswith(PREFLIGHT_SKIP))
+        if unusable and session.exitstatus == 0:
+            # the preflight's own items may be deselected (-k fabric): an unusable cluster still fails the run
+            session.exitstatus = pytest.ExitCode.TESTS_FAILED
+        if session.testscollected and not self.session.config.option.collectonly:
+            self._incident(session, session.exitstatus)
+        if not self.session.recording:
             return
         if session.testscollected == 0 or self.session.config.option.collectonly:
             return
+        from acceptance.baseline_trust import sign_baseline
         from acceptance.errors import AcceptanceError
 
         try:
             path = self.session.record(self.failures)
-            self.record_message = (f"new handover baseline recorded: {path}", True)
+            signed = sign_baseline(path, self.sign)
+            if signed.signed:
+                self.record_message = (f"new handover baseline recorded and signed ({signed.describe()}): {path}", True)
+            else:
+                self.record_message = (
+                    f"new handover baseline recorded UNSIGNED ({signed.describe()}): {path}; later runs refuse it "
+                    "unless --allow-unsigned-baseline; sign it with `ssh-keygen -Y sign -n recovery-acceptance -f KEY "
+                    "FILE`",
+                    False,
+                )
+                if self.sign.key is not None and session.exitstatus == 0:
+                    session.exitstatus = pytest.ExitCode.TESTS_FAILED
             if self.session.report_folder is not None:
                 self.session.report_folder.add_file("baseline.json", path)
         except AcceptanceError as exc:
@@ -199,13 +274,35 @@ class ActiveRun:
             if session.exitstatus == 0:
                 session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
+    def _incident(self, session: pytest.Session, exitstatus: int) -> None:
+        """--ticket with an incident bundle: capacity restored (this run's pass) against the restore clock."""
+        from datetime import UTC, datetime
+
+        from acceptance.report.junit import add_suite_properties
+
+        passed = exitstatus == 0 and session.testsfailed == 0
+        self.incident = self.session.incident(passed, datetime.now(UTC), self.probation)
+        if self.incident is not None:
+            add_suite_properties(self.session.config, dict(self.incident.properties))
+
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
+        if self.incident is not None:
+            terminalreporter.section("incident")
+            for line in self.incident.lines:
+                terminalreporter.write_line(line, green=self.incident.ok, red=not self.incident.ok)
         if self.failures or self.skips:
+            from acceptance.report.causes import headline
+
             terminalreporter.section("acceptance verdicts")
+            for line in headline(self.recorder.data({}, simulated=self.session.simulated)):
+                terminalreporter.write_line(f"CAUSE {line}", red=True, bold=True)
             for line in self.failures:
                 terminalreporter.write_line(f"FAILED {line}", red=True)
             for reason, count in self.skips.items():
                 terminalreporter.write_line(f"SKIPPED {count} item{'s' if count > 1 else ''}: {reason}", yellow=True)
+            if any(reason.startswith(PREFLIGHT_SKIP) for reason in self.skips):
+                terminalreporter.write_line("NOT ACCEPTED: the cluster is unusable (see the preflight); the run fails",
+                                            red=True)  # fmt: skip
         if self.record_message is not None:
             text, ok = self.record_message
             terminalreporter.section("handover baseline")

@@ -2,25 +2,35 @@
 
 A profile says how to reach a cluster (backend ``kube``, ``ssh`` or ``sim``) and what
 both sides agreed: node set, GPUs per node, DCGM level, the nccl-tests commands,
-margins, the smoke job. Every problem found while loading names the file, the line,
+margins, the smoke job, the provider's identifiers of the cluster (``provider:``) and the
+severity levels with their clocks (``severity:``, read by `acceptance.incident.severity`).
+Every problem found while loading names the file, the line,
 the path inside the document, what was found and what was expected.
 """
 
 from __future__ import annotations
 
+import math
 import os
-from collections.abc import Mapping, Sequence
+import re
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from acceptance import schemas
+from acceptance.clusters.base import EnvValue
 from acceptance.errors import ParseError, ProfileError, UsageError
 from acceptance.margins import Margins
 from acceptance.units import parse_duration
 from acceptance.yamlsrc import Document, format_path, load_yaml
 
 PROFILE_FILE = "cluster.yaml"
+#: a Kubernetes node name (RFC 1123 subdomain, lower case); host names may use upper case too
+_NODE = re.compile(r"[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?(\.[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?)*", re.IGNORECASE)
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+#: the longest duration a profile may state (a timeout, the probation window)
+MAX_DURATION_S = 365 * 86400.0
 
 
 @dataclass(frozen=True)
@@ -38,7 +48,7 @@ class SmokeSpec:
 
     command: tuple[str, ...]
     pre_incident_command: tuple[str, ...] | None
-    env: Mapping[str, str]
+    env: Mapping[str, EnvValue]
     format: str | None
     restore_step: int | None
     warmup_steps: int | None
@@ -81,6 +91,28 @@ class SshSettings:
 
 
 @dataclass(frozen=True)
+class TopologySettings:
+    """Where the fabric's leaves and spines come from: node labels, or a listing (SSH hosts)."""
+
+    leaf_label: str | None = None
+    spine_label: str | None = None
+    leaves: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    spines: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class LocalizeSettings:
+    """Naming the bad node when a fabric item fails (``localize:`` in the profile)."""
+
+    enabled: bool = True
+    deadline_s: float = 1800.0
+    round_timeout_s: float = 600.0
+    max_rounds: int = 4
+    sweep_sizes: int = 3
+    topology: TopologySettings = field(default_factory=TopologySettings)
+
+
+@dataclass(frozen=True)
 class Profile:
     """A validated cluster profile."""
 
@@ -103,12 +135,36 @@ class Profile:
     kube: Mapping[str, Any]
     ssh: SshSettings | None
     sim: SimSettings | None
+    allowed_signers: Path | None = None
+    provider: Mapping[str, str] = field(default_factory=dict)
+    severity: Mapping[str, Any] = field(default_factory=dict)
+    localize: LocalizeSettings = field(default_factory=LocalizeSettings)
+    recurrence: Mapping[str, Any] = field(default_factory=dict)  # criterion 5's rules and job sources
+    prometheus: Mapping[str, Any] = field(default_factory=dict)  # where criterion 5 reads metrics
 
     def nccl_test(self, name: str) -> NcclTestSpec:
         for test in self.nccl_tests:
             if test.name == name:
                 return test
         raise UsageError(f"{self.path}: no nccl test named {name!r} (have: {', '.join(self.test_names)})")
+
+    def secret_values(self) -> dict[str, str]:
+        """Credentials written in clear in the profile (env entries with a secret's name): name → value.
+
+        A report is searched for these before it is signed. The recommended way keeps them
+        out of the profile: ``NAME: {valueFrom: {secretKeyRef: {name: ..., key: ...}}}``.
+        """
+        from acceptance.report.secrets import is_secret_name
+
+        envs: list[Mapping[str, Any]] = [self.kube.get("env") or {}, *(t.env for t in self.nccl_tests)]
+        if self.smoke is not None:
+            envs.append(self.smoke.env)
+        return {
+            name: str(value)
+            for env in envs
+            for name, value in env.items()
+            if is_secret_name(name) and isinstance(value, str | int) and str(value)
+        }
 
     @property
     def test_names(self) -> tuple[str, ...]:
@@ -143,10 +199,38 @@ def load_profile_file(path: Path) -> Profile:
         raise ProfileError(str(exc)) from exc
     if not isinstance(doc.data, dict):
         raise ProfileError(f"{path}:1: (top level): expected a mapping of profile fields, found {doc.data!r}")
-    found = [_format(doc, p, f, e) for p, f, e in schemas.problems("profile", doc.data)]
+    found = [_format(doc, p, f, e) for p, f, e in _hostile(doc.data)]
+    found += [_format(doc, p, f, e) for p, f, e in schemas.problems("profile", doc.data)]
     if found:
         raise ProfileError(_joined(path, found))
     return _build(doc)
+
+
+def _hostile(data: Any, path: tuple[str | int, ...] = ()) -> Iterator[tuple[Sequence[str | int], str, str]]:
+    """Values no schema keyword catches: NaN and infinities anywhere, control characters in the
+    words that reach a command line, a host file or a Kubernetes object (node names, arguments,
+    environment values, addresses)."""
+    if isinstance(data, float) and not math.isfinite(data):
+        yield path, repr(data), "a finite number"
+    elif isinstance(data, dict):
+        for key, value in data.items():
+            if isinstance(key, str) and _CONTROL.search(key):
+                yield (*path, key), repr(key), "a name without control characters"
+            yield from _hostile(value, (*path, key))
+    elif isinstance(data, list):
+        for i, value in enumerate(data):
+            yield from _hostile(value, (*path, i))
+    elif isinstance(data, str) and _CONTROL.search(data) and _command_word(path):
+        yield path, repr(data[:60]), "text without control characters (line ends, NUL, escapes)"
+
+
+def _command_word(path: tuple[str | int, ...]) -> bool:
+    """Whether the value at `path` reaches a command line, a host file or a Kubernetes object."""
+    keys = [k for k in path if isinstance(k, str)]
+    return bool(keys) and (
+        keys[-1] in ("args", "command", "pre_incident_command", "names", "head_node", "user")
+        or (len(keys) >= 2 and keys[-2] in ("env", "hosts", "images"))
+    )
 
 
 def _format(doc: Document, path: Sequence[str | int], found: str, expected: str) -> str:
@@ -167,6 +251,11 @@ def _env(raw: Mapping[str, Any] | None) -> dict[str, str]:
     return {str(k): str(v) for k, v in (raw or {}).items()}
 
 
+def workload_env(raw: Mapping[str, Any] | None) -> dict[str, EnvValue]:
+    """A workload environment (`kube.env`, `smoke.env`): values as text, secret references as they are."""
+    return {str(k): dict(v) if isinstance(v, Mapping) else str(v) for k, v in (raw or {}).items()}
+
+
 def _build(doc: Document) -> Profile:
     data: dict[str, Any] = doc.data
     problems: list[str] = []
@@ -185,6 +274,21 @@ def _build(doc: Document) -> Profile:
         if node in seen:
             bad(["nodes", "names", i], repr(node), "each node named once (duplicate)")
         seen.add(node)
+        if not _NODE.fullmatch(node) or len(node) > 253:
+            bad(["nodes", "names", i], repr(node[:80]), "a host name (RFC 1123: letters, digits, '-', '.')")
+        elif backend != "ssh" and node != node.lower():
+            bad(["nodes", "names", i], repr(node), "a Kubernetes node name (lower case)")
+
+    def duration(where: list[str | int], value: Any, default: float) -> float:
+        try:
+            seconds = parse_duration(value if value is not None else default)
+        except (ValueError, TypeError) as exc:
+            bad(where, repr(value), str(exc))
+            return default
+        if seconds > MAX_DURATION_S:
+            bad(where, repr(value), "a duration of at most 365d")
+            return default
+        return seconds
 
     tests: list[NcclTestSpec] = []
     for i, raw in enumerate(data["nccl"]["tests"]):
@@ -200,7 +304,8 @@ def _build(doc: Document) -> Profile:
     try:
         margins = Margins.from_profile(data.get("margins", {}))
     except ValueError as exc:
-        bad(["margins"], str(exc).split(":", 1)[0], str(exc).split(": ", 1)[-1])
+        found, _, expected = str(exc).partition(": expected ")
+        bad(["margins"], found, expected or "margins as numbers, sizes and durations")
         margins = Margins()
 
     ssh = None
@@ -252,13 +357,16 @@ def _build(doc: Document) -> Profile:
         smoke = SmokeSpec(
             command=_strings(raw_smoke["command"]),
             pre_incident_command=_strings(pre) if pre else None,
-            env=_env(raw_smoke.get("env")),
+            env=workload_env(raw_smoke.get("env")),
             format=raw_smoke.get("format"),
             restore_step=raw_smoke.get("restore_step"),
             warmup_steps=raw_smoke.get("warmup_steps"),
-            timeout_s=parse_duration(raw_smoke.get("timeout", 3600)),
+            timeout_s=duration(["smoke", "timeout"], raw_smoke.get("timeout"), 3600),
         )
 
+    localize = _localize(data.get("localize") or {}, names, bad)
+    dcgm_timeout_s = duration(["dcgm", "timeout"], data["dcgm"].get("timeout"), 2 * 3600)
+    nccl_timeout_s = duration(["nccl", "timeout"], data["nccl"].get("timeout"), 3600)
     if problems:
         raise ProfileError(_joined(doc.path, problems))
     return Profile(
@@ -270,17 +378,62 @@ def _build(doc: Document) -> Profile:
         gpus_per_node=int(data["nodes"]["gpus_per_node"]),
         gpu_product=data["nodes"].get("gpu_product"),
         dcgm_level=int(data["dcgm"]["level"]),
-        dcgm_timeout_s=parse_duration(data["dcgm"].get("timeout", 2 * 3600)),
+        dcgm_timeout_s=dcgm_timeout_s,
         dcgm_warning_policy=data["dcgm"].get("fail_on_warning_severity", "isolate"),
         dcgm_host_engine=str(data["dcgm"].get("host_engine", "embedded")),
         nccl_tests=tuple(tests),
-        nccl_timeout_s=parse_duration(data["nccl"].get("timeout", 3600)),
+        nccl_timeout_s=nccl_timeout_s,
         margins=margins,
         smoke=smoke,
         logs=dict(data.get("logs", {})),
         kube=dict(data.get("kube", {})),
         ssh=ssh,
         sim=sim,
+        allowed_signers=_relative(doc.path, data.get("allowed_signers")),
+        provider={str(k): str(v) for k, v in (data.get("provider") or {}).items()},
+        severity=dict(data.get("severity") or {}),
+        localize=localize,
+        recurrence=dict(data.get("recurrence", {})),
+        prometheus=dict(data.get("prometheus", {})),
+    )
+
+
+def _localize(
+    raw: Mapping[str, Any], names: Sequence[str], bad: Callable[[Sequence[str | int], str, str], None]
+) -> LocalizeSettings:
+    """``localize:``; the listed topology must name the profile's nodes, each in one leaf."""
+    topo = raw.get("topology") or {}
+    leaves = {str(k): tuple(str(n) for n in v) for k, v in (topo.get("leaves") or {}).items()}
+    spines = {str(k): tuple(str(n) for n in v) for k, v in (topo.get("spines") or {}).items()}
+    if leaves and topo.get("leaf_label"):
+        bad(["localize", "topology"], "both leaf_label and leaves", "one of them: node labels, or a listing")
+    seen: dict[str, str] = {}
+    for leaf, members in leaves.items():
+        for node in members:
+            if node not in names:
+                bad(["localize", "topology", "leaves", leaf], repr(node), "a node of nodes.names")
+            elif node in seen:
+                bad(["localize", "topology", "leaves", leaf], f"{node} also in {seen[node]}", "each node in one leaf")
+            seen[node] = leaf
+    if leaves and len(seen) < len(names):
+        missing = [n for n in names if n not in seen]
+        bad(["localize", "topology", "leaves"], f"no leaf for {', '.join(missing[:5])}", "a leaf for every node")
+    for spine, members in spines.items():
+        for leaf in members:
+            if leaf not in leaves:
+                bad(
+                    ["localize", "topology", "spines", spine],
+                    repr(leaf),
+                    "a leaf listed under localize.topology.leaves",
+                )
+    d = LocalizeSettings()
+    return LocalizeSettings(
+        enabled=bool(raw.get("enabled", d.enabled)),
+        deadline_s=parse_duration(raw.get("deadline", d.deadline_s)),
+        round_timeout_s=parse_duration(raw.get("round_timeout", d.round_timeout_s)),
+        max_rounds=int(raw.get("max_rounds", d.max_rounds)),
+        sweep_sizes=int(raw.get("sweep_sizes", d.sweep_sizes)),
+        topology=TopologySettings(topo.get("leaf_label"), topo.get("spine_label"), leaves, spines),
     )
 
 

@@ -15,15 +15,16 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
 from acceptance import __version__, clusters
 from acceptance.baseline import BaselineStore, LoadedBaseline, sha256_of
+from acceptance.baseline_trust import trust
 from acceptance.clusters.base import Cluster
 from acceptance.criteria import recording, site
-from acceptance.criteria.context import LogSources, RunContext
+from acceptance.criteria.context import LogSources, ProbationOptions, RunContext
 from acceptance.criteria.run import Run
 from acceptance.criteria.runfolder import RunFolder
 from acceptance.criteria.site import SiteCheck
@@ -32,6 +33,9 @@ from acceptance.options import Setting
 from acceptance.profile import load_profile
 from acceptance.report.folder import ReportFolder
 from acceptance.report.session import worker_report_folder
+
+if TYPE_CHECKING:
+    from acceptance.report.incident import IncidentOutcome
 
 
 def new_run_id(now: datetime) -> str:
@@ -51,6 +55,7 @@ class AcceptanceSession:
     controller: bool
     site_checks: tuple[SiteCheck, ...] = ()
     selected_modules: set[str] = field(default_factory=set)
+    selected_nccl: set[str] = field(default_factory=set)
     _run: Run | None = None
 
     @classmethod
@@ -72,12 +77,16 @@ class AcceptanceSession:
             profile = load_profile(settings["cluster"].value, baselines_dir)
             profile.check_returned_nodes(settings["returned_nodes"].value)
             baseline = None if settings["record_baseline"].value else _latest(profile.path.parent)
+            trusted = "" if baseline is None else trust(
+                baseline, profile.allowed_signers, allow_unsigned=settings["allow_unsigned_baseline"].value
+            ).line  # fmt: skip
             context = RunContext.create(
                 profile, baseline, returned_nodes=settings["returned_nodes"].value, run_id=run_id, started=started,
                 ticket=settings["ticket"].value,
                 logs=LogSources(settings["smoke_log"].value, settings["pre_incident_log"].value,
                                 settings["restore_step"].value),
-                force_record=settings["force_record"].value,
+                force_record=settings["force_record"].value, baseline_trust=trusted,
+                probation=_probation(config, settings),
             )  # fmt: skip
             found = config.hook.pytest_acceptance_site_checks(context=context)
             checks = tuple(check for checks_of_one in found for check in checks_of_one or ())
@@ -122,6 +131,7 @@ class AcceptanceSession:
             self._run = Run(
                 self.context, self.cluster, self.run_folder, self.report_folder,
                 selected=frozenset(self.selected_modules), site_checks=self.site_checks,
+                nccl_selected=frozenset(self.selected_nccl),
             )  # fmt: skip
         return self._run
 
@@ -153,6 +163,7 @@ class AcceptanceSession:
         if ctx.baseline is not None:
             out["baseline"] = str(ctx.baseline.path)
             out["baseline_sha256"] = ctx.baseline.sha256
+            out["baseline_signature"] = ctx.baseline_trust
             c = ctx.baseline.baseline.conditions
             out["conditions"] = {
                 "nodes": len(c.nodes),
@@ -178,6 +189,7 @@ class AcceptanceSession:
         ]
         if ctx.baseline is not None:
             lines.append(f"baseline: {ctx.baseline.path} sha256:{ctx.baseline.sha256}")
+            lines.append(f"baseline signature: {ctx.baseline_trust}")
         else:
             lines.append("baseline: none loaded (recording a new handover baseline with the profile's margins)")
         lines.extend(f"MARGIN DIFFERS: {note}" for note in ctx.margin_notes.values())
@@ -194,20 +206,52 @@ class AcceptanceSession:
             lines.append("settings: " + ", ".join(origins))
         return lines
 
+    def close_cluster_work(self) -> list[str]:
+        """Delete every object of the run now (the controller only; done once). Returns problems."""
+        if not self.controller:
+            return []
+        try:
+            self.cluster.cleanup()
+        except AcceptanceError as exc:
+            return [f"cleanup of run {self.context.run_id} incomplete: {exc}"]
+        return []
+
+    def incident(
+        self, passed: bool, at: datetime, probation: Mapping[str, Any] | None = None
+    ) -> IncidentOutcome | None:
+        """For a run with --ticket: the ticket's incident bundle against this run (capacity restored at `at`;
+        for a run of criterion 5 alone, resolved when its window passed)."""
+        ticket = self.context.ticket
+        if not ticket or not self.controller or self.recording:
+            return None
+        from acceptance.report.incident import resolve_outcome, restore_outcome
+
+        roots = [self.config.invocation_params.dir / "reports"]
+        if self.report_folder is not None and self.report_folder.path.parent.parent not in roots:
+            roots.append(self.report_folder.path.parent.parent)
+        if self.selected_modules == {"test_recurrence"}:
+            return resolve_outcome(roots, ticket, probation)
+        return restore_outcome(roots, ticket, passed, at)
+
     def close(self) -> list[str]:
         """Release what the run holds; the controller deletes every object of the run. Returns problems."""
         problems: list[str] = []
         try:
-            if self.controller:
-                try:
-                    self.cluster.cleanup()
-                except AcceptanceError as exc:
-                    problems.append(f"cleanup of run {self.context.run_id} incomplete: {exc}")
+            if self._run is not None:
+                self._run.close()
+            problems = self.close_cluster_work()
         finally:
             self.cluster.close()
             if self.controller:
                 shutil.rmtree(self.run_folder.path, ignore_errors=True)
         return problems
+
+
+def _probation(config: pytest.Config, settings: Mapping[str, Setting]) -> ProbationOptions:
+    here = config.invocation_params.dir
+    found: Path | None = settings["probation_from"].value
+    return ProbationOptions(here / found if found is not None else None, here / "reports",
+                            tuple(settings["sim_faults"].value))  # fmt: skip
 
 
 def _latest(folder: Path) -> LoadedBaseline:

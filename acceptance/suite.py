@@ -8,7 +8,8 @@ import pytest
 
 from acceptance.criteria.context import RunContext
 from acceptance.criteria.run import Run
-from acceptance.judge.verdict import Verdict
+from acceptance.judge.verdict import Status, Verdict
+from acceptance.plugin import PREFLIGHT_SKIP
 from acceptance.report.session import record_verdict
 from acceptance.session import AcceptanceSession
 
@@ -32,18 +33,29 @@ class Suite:
         """Skip with the preflight's reason rather than fail misleadingly on a broken cluster."""
         blocking = self.run.preflight.blocking
         if blocking:
-            pytest.skip(f"preflight failed: {blocking}")
+            pytest.skip(f"{PREFLIGHT_SKIP}{blocking}")
+
+    def skip_if(self, reason: str | None) -> None:
+        """Skip this item with `reason` (a criterion that does not apply to this run), if there is one."""
+        if reason:
+            pytest.skip(reason)
 
     def preflight(self, name: str) -> Verdict:
         """One of criterion 0's verdicts; a skip when the cluster did not answer at all."""
         verdicts = self.run.preflight.result().verdicts
         if name not in verdicts:
-            pytest.skip(f"preflight failed: {verdicts['cluster'].summary}")
+            pytest.skip(f"{PREFLIGHT_SKIP}{verdicts['cluster'].summary}")
         return verdicts[name]
 
     def check(self, verdict: Verdict) -> None:
-        """Record every figure of the verdict on this item, then pass or fail with its one-line reason."""
+        """Record every figure of the verdict on this item, then pass or fail with its one-line reason.
+
+        PENDING (a verdict whose time has not come) is a skip with its summary as the reason; its
+        junit property ``verdict`` says ``pending``. Every other status but PASS fails the item.
+        """
         record_verdict(self.item, verdict)
         self.item.config.hook.pytest_acceptance_verdict(item=self.item, verdict=verdict)
+        if verdict.status is Status.PENDING:
+            pytest.skip(f"PENDING: {verdict.summary}")
         if not verdict.passed:
             pytest.fail(verdict.message(), pytrace=False)

@@ -2,6 +2,11 @@
 
 Validation errors point at a path inside the document (``nccl.tests[1].args``);
 this module maps such a path back to the line the user has to edit.
+
+Our YAML files are small, hand-written agreements, so what a hostile or broken file could do is
+bounded before anything is built from it: at most `MAX_BYTES`, no aliases (`*name`: a
+"billion laughs" document expands a few hundred bytes into gigabytes), and nesting deeper than
+the parser can follow is a ParseError like any other, with the file and line.
 """
 
 from __future__ import annotations
@@ -14,6 +19,25 @@ from typing import Any
 import yaml
 
 from acceptance.errors import ParseError
+
+#: the largest YAML file we read (a 1,024-node profile is about 40 KB)
+MAX_BYTES = 1 << 20
+
+
+class _NoAliasLoader(yaml.SafeLoader):
+    """The safe loader, refusing aliases: every value is written out where it is used."""
+
+    def compose_node(self, parent: yaml.Node | None, index: object) -> yaml.Node | None:
+        if self.check_event(yaml.AliasEvent):
+            event = self.peek_event()  # type: ignore[no-untyped-call]
+            raise yaml.composer.ComposerError(
+                None,
+                None,
+                f"an alias (*{getattr(event, 'anchor', '')}): aliases are not accepted, write the value out",
+                event.start_mark,
+            )
+        node: yaml.Node | None = super().compose_node(parent, index)  # type: ignore[arg-type]
+        return node
 
 
 @dataclass(frozen=True)
@@ -50,14 +74,35 @@ def _child(node: yaml.Node | None, key: str | int) -> yaml.Node | None:
 
 
 def load_yaml(path: Path) -> Document:
-    """Read and parse `path`; a broken file raises ParseError with its line."""
+    """Read and parse `path`; a broken, oversized, aliased or too deeply nested file raises ParseError."""
+    if path.is_dir():
+        raise ParseError(str(path), 0, "", "a YAML file (this is a directory)")
     try:
-        text = path.read_text(encoding="utf-8")
+        with path.open("rb") as handle:
+            raw = handle.read(MAX_BYTES + 1)
     except OSError as exc:
         raise ParseError(str(path), 0, "", f"a readable YAML file ({exc.strerror})") from exc
+    if len(raw) > MAX_BYTES:
+        raise ParseError(str(path), 0, "", f"a YAML file of at most {MAX_BYTES // 1024} KiB (this one is larger)")
     try:
-        root = yaml.compose(text, Loader=yaml.SafeLoader)
-        data = yaml.safe_load(text)
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = raw[: exc.start].count(b"\n") + 1
+        raise ParseError(str(path), line, "", f"UTF-8 text ({exc.reason} at byte {exc.start})") from None
+    return parse_yaml(text, path)
+
+
+def parse_yaml(text: str, path: Path) -> Document:
+    """Parse YAML text read from `path` (see `load_yaml`)."""
+    try:
+        loader = _NoAliasLoader(text)  # the reader refuses control characters here, before any parsing
+    except yaml.YAMLError as exc:
+        raise ParseError(str(path), 0, "", f"valid YAML ({' '.join(str(exc).split())})") from exc
+    try:
+        root = loader.get_single_node()
+        data = loader.construct_document(root) if root is not None else None
+    except RecursionError:
+        raise ParseError(str(path), 0, "", "YAML nested at most a few hundred levels deep") from None
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         line = mark.line + 1 if mark is not None else 0
@@ -66,6 +111,8 @@ def load_yaml(path: Path) -> Document:
         raise ParseError(str(path), line, bad, f"valid YAML ({exc.problem or exc})") from exc
     except yaml.YAMLError as exc:
         raise ParseError(str(path), 0, "", f"valid YAML ({exc})") from exc
+    finally:
+        loader.dispose()
     return Document(path=path, data=data, root=root)
 
 

@@ -1,14 +1,27 @@
-"""Benchmark of the nccl-tests parser (issue 3): throughput, cost relative to plain line
-iteration, and peak memory as the input grows.
+"""Benchmark of the nccl-tests parser (issues 3 and 19): throughput, cost relative to plain line
+iteration, and peak memory as the input grows; the `acceptance parse nccl` command end to end.
 
-    python bench/parse_nccl.py            # 1,000,000-line capture; 10x and 100x for memory
-    python bench/parse_nccl.py --quick    # 100,000-line capture; 10x and 100x of that
+    python bench/parse_nccl.py            # 1,000,000-line capture; 10x and 100x for memory; 34 MB corpus captures
+    python bench/parse_nccl.py --quick    # 100,000-line capture; 10x and 100x of that; 8 MB corpus captures
 
-The capture is synthetic but in nccl-tests' real format: five collectives, each with a
-2,160-rank header (540 nodes x 4 GPUs), 30 rows, and NCCL INFO lines from every host
-before the header and between rows. Larger inputs add INFO noise (the report stays the
-same), streamed from a generator in a fresh subprocess per size so that each peak RSS
-(resource.getrusage, ru_maxrss) is the parser's own.
+The synthetic capture is in nccl-tests' real format: five collectives, each with a 2,160-rank
+header (540 nodes x 4 GPUs), 30 rows, and NCCL INFO lines from every host before the header and
+between rows. Larger inputs add INFO noise (the report stays the same), streamed from a generator
+in a fresh subprocess per size so that each peak RSS (resource.getrusage, ru_maxrss) is the
+parser's own.
+
+The corpus captures (issue 19, when ../shared is there) are built from real outputs
+(`bench/noisy_captures.py`): "interleaved", the 540-node report and the 8-node EFA capture between
+blocks of the EFA captures' NCCL INFO lines (several reports in one NCCL_DEBUG=INFO log), and
+"separate", many whole NCCL_DEBUG=INFO captures of one report each (the 2- and 8-node EFA ones)
+one after the other. On each: plain line iteration, the parser (`read_nccl`), and the command
+(`python -m acceptance parse nccl FILE > out.json`, a fresh process: start-up, imports, parse and
+the JSON written), with their ratios to plain iteration (targets: parser <= 4x, command <= 5x),
+the command's peak RSS and JSON size. Wall and CPU times are both printed: on a machine shared
+with other work, wall time measures the others too, CPU time (process_time, the children's rusage)
+only ours. Last, flat memory: the command on many captures of the
+540-node report (rank lists dominate: 34 MB and 200 MB, quick: 8 and 50 MB), whose JSON is
+streamed out run by run.
 """
 
 from __future__ import annotations
@@ -24,7 +37,7 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the project, and `bench` as a package
 
 COLLECTIVES = ("all_reduce", "all_gather", "reduce_scatter", "alltoall", "sendrecv")
 NODES, GPUS = 540, 4
@@ -146,13 +159,127 @@ def _baseline_rss() -> float:
     return float(subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout)
 
 
+def _plain(path: Path) -> None:
+    with open(path, encoding="utf-8", errors="replace", newline="") as handle:
+        for _ in handle:
+            pass
+
+
+def _command_child(path: str, out: str) -> None:
+    """The command as a user runs it, in this fresh process: peak RSS and the heavy modules it loaded."""
+    from acceptance.cli import main
+
+    with open(out, "w", encoding="utf-8") as handle:
+        saved, sys.stdout = sys.stdout, handle
+        try:
+            code = main(["parse", "nccl", path])
+        finally:
+            sys.stdout = saved
+    rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    heavy = [m for m in ("pandas", "numpy", "matplotlib", "kubernetes") if m in sys.modules]
+    print(f"{rss:.1f} {code} {','.join(heavy) or '-'}")
+
+
+def _cpu_best(fn, repeat: int) -> float:  # type: ignore[no-untyped-def]
+    """Best CPU time (this process) of `fn`: on a machine shared with others, wall time measures them too."""
+    best = float("inf")
+    for _ in range(repeat):
+        start = time.process_time()
+        fn()
+        best = min(best, time.process_time() - start)
+    return best
+
+
+def _children_cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def _command(path: Path, repeat: int) -> tuple[float, float, str, float]:
+    """Best wall and CPU time of `python -m acceptance parse nccl FILE > out` in fresh processes; RSS; JSON MB."""
+    with tempfile.TemporaryDirectory() as tmp:
+        out = Path(tmp) / "out.json"
+        best = cpu = float("inf")
+        for _ in range(repeat):
+            start, start_cpu = time.perf_counter(), _children_cpu()
+            with open(out, "w") as handle:
+                subprocess.run(
+                    [sys.executable, "-m", "acceptance", "parse", "nccl", str(path)], stdout=handle, check=False
+                )
+            best = min(best, time.perf_counter() - start)
+            cpu = min(cpu, _children_cpu() - start_cpu)
+        child = subprocess.run(
+            [sys.executable, __file__, "--command-child", str(path), str(out)],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.strip()
+        return best, cpu, child, out.stat().st_size / 1e6
+
+
+def _corpus(quick: bool) -> None:
+    from acceptance.cmd.parse_nccl import read_nccl
+    from bench.noisy_captures import build, corpus_dir
+
+    if corpus_dir() is None:
+        print("corpus captures: ../shared/corpus/nccl is absent; skipped")
+        return
+    size = 8e6 if quick else 34e6
+    with tempfile.TemporaryDirectory() as tmp:
+        for kind in ("interleaved", "separate"):
+            path = Path(tmp) / f"{kind}.txt"
+            lines, info_lines = build(kind, size, path)
+            mb = path.stat().st_size / 1e6
+            plain_s, plain_cpu = _best(lambda p=path: _plain(p), 3), _cpu_best(lambda p=path: _plain(p), 5)
+            capture = read_nccl(path)
+            parse_s, parse_cpu = _best(lambda p=path: read_nccl(p), 3), _cpu_best(lambda p=path: read_nccl(p), 5)
+            command_s, command_cpu, child, json_mb = _command(path, 5)
+            rss, code, heavy = child.split()
+            info = info_lines / lines
+            print(
+                f"{kind}: {mb:.1f} MB, {lines:,} lines ({info:.0%} NCCL INFO), {len(capture.runs)} runs, "
+                f"status {capture.status}"
+            )
+            print(f"  plain line iteration: wall {plain_s:.3f} s, CPU {plain_cpu:.3f} s")
+            print(
+                f"  parser (read_nccl):   wall {parse_s:.3f} s = {parse_s / plain_s:.2f}x, "
+                f"CPU {parse_cpu:.3f} s = {parse_cpu / plain_cpu:.2f}x plain (target <= 4x)"
+            )
+            print(
+                f"  command end to end:   wall {command_s:.3f} s = {command_s / plain_s:.2f}x, "
+                f"CPU {command_cpu:.3f} s = {command_cpu / plain_cpu:.2f}x plain (target <= 5x); exit {code}, "
+                f"peak RSS {rss} MiB, JSON {json_mb:.1f} MB, heavy modules loaded: {heavy}"
+            )
+        print("flat memory, the command on many captures of the 540-node report (JSON streamed run by run):")
+        for mb_wanted in (8e6, 50e6) if quick else (34e6, 200e6):
+            path = Path(tmp) / f"ranks-{mb_wanted:.0f}.txt"
+            lines, _ = build("ranks", mb_wanted, path)
+            plain_cpu = _cpu_best(lambda p=path: _plain(p), 2)
+            command_s, command_cpu, child, json_mb = _command(path, 1)
+            rss, code, heavy = child.split()
+            print(
+                f"  {path.stat().st_size / 1e6:6.1f} MB, {lines:>10,} lines: command wall {command_s:6.2f} s, "
+                f"CPU {command_cpu:6.2f} s ({command_cpu / plain_cpu:.1f}x plain), peak RSS {rss:>6} MiB, "
+                f"JSON {json_mb:6.1f} MB, exit {code}"
+            )
+            path.unlink()
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--quick", action="store_true", help="100,000 lines instead of 1,000,000")
+    parser.add_argument("--quick", action="store_true", help="100,000 lines instead of 1,000,000; 8 MB corpus captures")
     parser.add_argument("--child", type=int, help=argparse.SUPPRESS)
+    parser.add_argument("--command-child", nargs=2, help=argparse.SUPPRESS)
+    parser.add_argument("--corpus-only", action="store_true", help="only the corpus captures (issue 19)")
     args = parser.parse_args()
     if args.child:
         _child(args.child)
+        return 0
+    if args.command_child:
+        _command_child(*args.command_child)
+        return 0
+    if args.corpus_only:
+        _corpus(args.quick)
         return 0
 
     from acceptance.cmd.parse_nccl import read_nccl
@@ -198,6 +325,7 @@ def main() -> int:
             f"  {scale:>3}x ({lines:>11,} lines streamed): peak RSS {out[0]:>7} MiB, parse {out[1]:>6} s, "
             f"{out[2]} runs, {out[3]} rows, {out[4]}"
         )
+    _corpus(args.quick)
     return 0
 
 

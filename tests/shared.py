@@ -13,6 +13,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 SHARED = Path(os.environ.get("ACCEPTANCE_SHARED_DIR", ROOT.parent / "shared"))
 CORPUS = SHARED / "corpus"
+CORPUS2 = SHARED / "corpus-wave2"
 K8S = SHARED / "k8s"
 FIXTURES = ROOT / "fixtures"
 
@@ -26,3 +27,19 @@ def corpus_files(kind: str) -> list[Path]:
 
 
 needs_shared = pytest.mark.skipif(not SHARED.is_dir(), reason="../shared is absent")
+
+
+def wave2_files(kind: str) -> list[Path]:
+    """Every sample of one ``corpus-wave2`` folder (``pytorch-nccl-watchdog``, ``kubectl`` ...), .source excluded."""
+    folder = CORPUS2 / kind
+    if not folder.is_dir():
+        return []
+    return sorted(p for p in folder.iterdir() if p.is_file() and p.suffix != ".source")
+
+
+def wave2(kind: str, name: str) -> str:
+    """The text of one corpus-wave2 sample (the test is skipped when ../shared is absent)."""
+    path = CORPUS2 / kind / name
+    if not path.is_file():
+        pytest.skip(f"{path} is absent")
+    return path.read_text(encoding="utf-8")

@@ -28,10 +28,40 @@ def sim_cluster_folder(base: Path, with_baseline: bool = True) -> Path:
         return folder
     folder.mkdir(parents=True)
     (folder / "cluster.yaml").write_text(sim_profile_text())
-    if with_baseline:
-        for baseline in (ROOT / "baselines" / "sim").glob("handover-*.json"):
-            shutil.copy(baseline, folder / baseline.name)
+    copy_agreement(folder, with_baseline=with_baseline)
     return folder
+
+
+DEMO_KEY = ROOT / "fixtures" / "keys" / "sim-baseline-demo-key"
+
+
+def demo_key(folder: Path) -> Path:
+    """A usable copy of the simulator's demo signing key (git does not keep a private key's 0600)."""
+    key = folder / "sim-baseline-demo-key"
+    shutil.copy(DEMO_KEY, key)
+    key.chmod(0o600)
+    return key
+
+
+def sign_as_demo(path: Path) -> Path:
+    """Sign a simulated baseline with the simulator's demo key (fixtures/keys/README.md); the .sig path."""
+    import subprocess
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as tmp:
+        key = demo_key(Path(tmp))
+        subprocess.run(["ssh-keygen", "-q", "-Y", "sign", "-n", "recovery-acceptance", "-f", str(key), str(path)],
+                       check=True, capture_output=True)  # fmt: skip
+    return path.with_name(path.name + ".sig")
+
+
+def copy_agreement(folder: Path, with_baseline: bool = True) -> None:
+    """The shipped sim baseline, its signature and the allowed signers, into a cluster folder."""
+    shipped = ROOT / "baselines" / "sim"
+    shutil.copy(shipped / "allowed_signers", folder / "allowed_signers")
+    if with_baseline:
+        for baseline in shipped.glob("handover-*.json*"):
+            shutil.copy(baseline, folder / baseline.name)
 
 
 @dataclass(frozen=True)
@@ -92,7 +122,8 @@ class SuiteRun:
 
 def run_suite(pytester: pytest.Pytester, *args: str, baselines: Path | None = None) -> SuiteRun:
     base = baselines or sim_cluster_folder(pytester.path).parent
-    report_dir = pytester.path / "report"
+    runs = sum(1 for _ in pytester.path.glob("report*"))
+    report_dir = pytester.path / ("report" if not runs else f"report-{runs + 1}")  # a report folder is never reused
     junit = pytester.path / "junit.xml"
     result = pytester.runpytest_subprocess(
         str(SUITE),
@@ -101,6 +132,7 @@ def run_suite(pytester: pytest.Pytester, *args: str, baselines: Path | None = No
         f"--report-dir={report_dir}",
         f"--junitxml={junit}",
         "--no-sign",
+        "--allow-unsigned-baseline",  # the shipped baseline is signed and checked; ones recorded here with --no-sign
         "-p",
         "no:cacheprovider",
         *args,

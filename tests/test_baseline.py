@@ -23,12 +23,12 @@ from acceptance.errors import BaselineError
 WHEN = datetime(2026, 11, 29, 23, 5, 7, tzinfo=UTC)
 
 
-def document() -> dict[str, Any]:
+def document(when: datetime = WHEN) -> dict[str, Any]:
     return {
         "format": "recovery-acceptance-baseline/1",
         "cluster": "c1",
         "provenance": {
-            "recorded_utc": "2026-11-29T23:05:07Z",
+            "recorded_utc": when.strftime("%Y-%m-%dT%H:%M:%SZ"),
             "harness_version": "0.1.0",
             "recorded_by": "ops@host",
             "ticket": None,
@@ -79,11 +79,24 @@ def test_an_existing_baseline_is_never_overwritten(tmp_path: Path) -> None:
     assert [p.name for p in (tmp_path / "c1").iterdir()] == [path.name], "no temporary file may remain"
 
 
-def test_latest_is_the_newest_dated_file(tmp_path: Path) -> None:
+def test_latest_is_the_newest_agreement_and_copies_do_not_count(tmp_path: Path) -> None:
+    """A copy named handover-old-copy.json once sorted last and became "latest"."""
     store = BaselineStore(tmp_path / "c1")
     store.write(document(), WHEN)
-    newer = store.write(document(), WHEN.replace(year=2027))
+    newer = store.write(document(WHEN.replace(year=2027)), WHEN.replace(year=2027))
     assert store.latest().path == newer
+    (tmp_path / "c1" / "handover-old-copy.json").write_text(json.dumps(document()))
+    (tmp_path / "c1" / "handover-zzz.json").write_text("{}")
+    assert store.latest().path == newer
+    assert [p.name for p in store.files()] == ["handover-20261129T230507Z.json", "handover-20271129T230507Z.json"]
+
+
+def test_a_baseline_renamed_to_look_newer_is_refused(tmp_path: Path) -> None:
+    store = BaselineStore(tmp_path / "c1")
+    store.write(document(), WHEN)
+    (tmp_path / "c1" / "handover-20991231T000000Z.json").write_text(json.dumps(document()))
+    with pytest.raises(BaselineError, match="its name says 20991231T000000Z but it was agreed at 2026-11-29T23:05:07Z"):
+        store.latest()
 
 
 def test_invalid_document_is_refused_before_anything_is_written(tmp_path: Path) -> None:

@@ -115,7 +115,7 @@ CORPUS_EXPECT: dict[str, Expect] = {
         message=("pcie", "cudaDeviceGetByPCIBusId Check DCGM and system logs for errors. Reset GPU."),
     ),
     "dcgm-3.3.9-r3-text-2xrtxpro6000-srun-doubled-output-all-skip.txt": Expect(
-        "pass",
+        "skip",
         1,
         "3.3.9",
         "570.172.08",
@@ -156,7 +156,7 @@ CORPUS_EXPECT: dict[str, Expect] = {
         gpus={0: "pass"},
     ),
     "dcgm-4.4.2-r3-text-gb10-k8s-pod-all-skip.txt": Expect(
-        "pass",
+        "skip",
         1,
         "4.4.2",
         "580.95.05",
@@ -230,6 +230,10 @@ FIXTURE_EXPECT: dict[str, Expect] = {
         message=("software", "Page Retirement/Row Remap: GPU 2 had uncorrectable memory errors"),
     ),
     "dcgm-3.3.9-r3-text-8gpu-pass.txt": Expect("pass", 0, "3.3.9", "550.90.07", tests=_all(R3_3X), gpus=_gpus(8)),
+    # a complete r2 table, then `dcgmi stats` boxes of the same job log: still complete and passing
+    "dcgm-4.4.1-r2-text-2gpu-pass-then-dcgmi-stats-job-table.txt": Expect(
+        "pass", 0, "4.4.1", "570.133.20", tests=_all(["software", "memory", "pcie"]), gpus=_gpus(2)
+    ),
     "dcgm-3.3.9-r3-text-8gpu-pcie-replay-fail-gpu4.txt": Expect(
         "fail",
         1,
@@ -422,6 +426,7 @@ def test_cli_json_has_the_design_shape() -> None:
         "dcgm_version",
         "driver_version",
         "status",
+        "skipped",
         "tests",
         "gpus",
         "errors",

@@ -177,7 +177,7 @@ def _samples() -> list[str]:
     files = sorted((FIXTURES / "dcgm").iterdir())
     if SHARED.is_dir():
         files += sorted((CORPUS / "dcgm").glob("dcgm-4.4.2-r2-*.txt"))
-    texts = [p.read_text() for p in files if p.suffix in (".txt", ".json")]
+    texts = [p.read_text() for p in files if p.suffix in (".txt", ".json") and "dcgmi-stats" not in p.name]
     return [t for t in texts if parse(t).status == "pass"]
 
 
@@ -206,6 +206,42 @@ def test_a_truncated_passing_output_never_passes(data: st.DataObject) -> None:
     except ParseError:
         return
     assert report.status != "pass" or (report.incomplete is False and cut >= end)
+
+
+def test_a_complete_table_stays_complete_whatever_box_another_dcgmi_command_prints_after_it() -> None:
+    """A job log: the diagnostic's table, then `dcgmi stats` boxes (hand-made fixture, real layouts).
+
+    Cut anywhere inside the diagnostic table it is never a pass; cut anywhere after its closing
+    border (inside the stats boxes) it is the same complete, passing diagnostic.
+    """
+    text = (FIXTURES / "dcgm" / "dcgm-4.4.1-r2-text-2gpu-pass-then-dcgmi-stats-job-table.txt").read_text()
+    whole = parse(text)
+    assert (whole.status, whole.errors, len(whole.tests)) == ("pass", (), 3)
+    closing = text.index("+---------------------------+-------", text.index("| pcie"))
+    end_of_table = text.index("\n", closing) + 1
+    for cut in range(text.index("| Diagnostic"), len(text), 7):
+        try:
+            report = parse(text[:cut])
+        except ParseError:
+            assert cut < end_of_table
+            continue
+        if cut < end_of_table:
+            assert report.status != "pass", cut
+        else:
+            assert report == whole, cut
+
+
+def test_a_box_of_another_dcgmi_command_with_the_diagnostic_geometry_is_skipped() -> None:
+    """`dcgmi health`-style rows (a name, a bar at column 28, a value that is no verdict) are not a diagnostic."""
+    box = (
+        "+---------------------------+------------------------------------------------+\n"
+        "| Overall Health            | Healthy                                        |\n"
+        "+---------------------------+------------------------------------------------+\n"
+    )
+    text = (FIXTURES / "dcgm" / "dcgm-3.3.9-r3-text-8gpu-pass.txt").read_text()
+    assert parse(box + text) == parse(text) == parse(text + box)
+    with pytest.raises(ParseError):
+        parse(box)
 
 
 @settings(max_examples=100, deadline=None)

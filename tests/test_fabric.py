@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import math
 
 import pytest
 
@@ -149,3 +150,41 @@ def test_corpus_eighty_rank_run_against_itself_and_degraded() -> None:
 def test_margins_are_validated() -> None:
     with pytest.raises(ValueError, match="busbw_tolerance"):
         Margins(busbw_tolerance=1.5)
+
+
+def _replace_busbw(run: NcclRun, values: dict[int, float]) -> NcclRun:
+    rows = tuple(
+        dataclasses.replace(r, oop=dataclasses.replace(r.oop, busbw=values[r.size]))
+        if r.oop is not None and r.size in values
+        else r
+        for r in run.rows
+    )
+    return dataclasses.replace(run, rows=rows)
+
+
+@pytest.mark.parametrize("bad", [math.nan, math.inf, -math.inf])
+def test_a_busbw_that_is_not_a_number_fails_that_size_wherever_it_is(bad: float) -> None:
+    """A NaN at the first judged size once won the worst-ratio race and passed a −60% fabric."""
+    base = _baseline()
+    judged = [r for r in base.rows if r.size >= 1 << 20 and r.oop is not None]
+    for position in (0, len(judged) // 2, len(judged) - 1):
+        slow = {r.size: round(r.oop.busbw * 0.4, 2) for r in judged if r.oop is not None}
+        slow[judged[position].size] = bad
+        status, summary = _judge(_replace_busbw(base, slow), base)
+        assert status is Status.FAIL
+        assert "busbw is not a number at 1 size" in summary
+    healthy = {r.size: r.oop.busbw for r in judged if r.oop is not None}
+    healthy[judged[0].size] = bad
+    status, summary = _judge(_replace_busbw(base, healthy), base)
+    assert status is Status.FAIL, "one unusable size fails even when every other size is fine"
+
+
+def test_a_different_image_is_not_comparable() -> None:
+    base = _baseline()
+    then = dataclasses.replace(NcclConditions.of(base), image="repo/nccl-tests@sha256:aaa")
+    now = dataclasses.replace(NcclConditions.of(base), image="repo/nccl-tests@sha256:bbb")
+    verdict = judge_fabric(base, now, base, then, Margins())
+    assert verdict.status is Status.NOT_COMPARABLE
+    assert "image repo/nccl-tests@sha256:bbb now, repo/nccl-tests@sha256:aaa at handover" in verdict.summary
+    unrecorded = dataclasses.replace(then, image=None)  # a baseline from before images were recorded
+    assert judge_fabric(base, now, base, unrecorded, Margins()).status is Status.PASS

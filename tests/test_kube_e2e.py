@@ -42,15 +42,25 @@ def dcgm_workloads(nodes: tuple[str, ...], gpus: int, level: int, deadline_s: fl
     return [DcgmWorkload(f"dcgm-{node}", node, gpus, argv, deadline_s) for node in nodes]
 
 
-def labelled(api: EmulatedApi) -> list[str]:
-    """Every object of the emulated cluster that carries the harness's label."""
+def labelled(api: EmulatedApi, leases: bool = True) -> list[str]:
+    """Every object of the emulated cluster that carries the harness's label (without the runs' leases)."""
     out = []
     for resource in ("mpijobs", "jobs", "pods", "configmaps"):
         items, _ = api.store.list(
             resource, None, lambda lb: lb.get("app.kubernetes.io/managed-by") == "recovery-acceptance"
         )
         out += [f"{resource}/{o['metadata']['name']}" for o in items]
-    return out
+    return [o for o in out if leases or not o.startswith("configmaps/ra-lease-")]
+
+
+def crashed_cluster(api: EmulatedApi) -> KubeCluster:
+    """A run that dies without cleaning up: its lease (short) is no longer renewed."""
+    return KubeCluster(replace(SETTINGS, lease_s=0.3), "crashed", api.api_client())
+
+
+def crash(run: KubeCluster) -> None:
+    run.lease.release()
+    time.sleep(0.5)
 
 
 @contextmanager
@@ -68,7 +78,7 @@ def test_dcgm_on_16_nodes_at_once_with_one_failing_node() -> None:
     runner = CannedRunner(failing_nodes=frozenset({"gpu-0005"}))
     with cluster(runner=runner) as (api, kube):
         results = kube.run(dcgm_workloads(NODES, 8, 3, 1800), deadline_s=30)
-        assert labelled(api) == [], "finished workloads are deleted at once"
+        assert labelled(api, leases=False) == [], "finished workloads are deleted at once"
     assert {call[1] for call in runner.calls} == set(NODES)
     by_node = {r.workload: r for r in results}
     bad = by_node.pop("dcgm-gpu-0005")
@@ -198,6 +208,7 @@ def test_results_with_5xx_answers_and_dropped_watches_equal_a_clean_run() -> Non
 
 def test_client_errors_are_not_retried_and_say_what_was_sent() -> None:
     with cluster() as (api, kube):
+        kube.lease.hold()  # the run's lease is made at its first submission: count the Job's POSTs only
         before = api.requests_by_verb.get("POST", 0)
         with pytest.raises(KubeApiError, match=r"HTTP 422: Job.batch \"dcgm-bad-t1\" is invalid: .*sent: "):
             kube.submit([DcgmWorkload("dcgm-bad", "gpu-0001", -1, ("dcgmi",), 60)])
@@ -209,18 +220,19 @@ def test_a_wait_that_times_out_deletes_its_objects() -> None:
         [result] = kube.run(dcgm_workloads(NODES[:1], 8, 3, 600), deadline_s=0.5)
         assert result.status == "timeout"
         assert "no final state within 0 s: pod dcgm-gpu-0001-2026-11-30t00-00-00z-inc-1-" in result.reason
-        assert labelled(api) == []
+        assert labelled(api, leases=False) == []
 
 
 def test_cleanup_removes_what_a_crashed_run_left() -> None:
     with EmulatedApi(CannedRunner(), time_scale=1.0) as api:
-        crashed = KubeCluster(SETTINGS, "crashed", api.api_client())
+        crashed = crashed_cluster(api)
         crashed.submit([*dcgm_workloads(NODES[:2], 8, 3, 600), replace(NCCL, nodes=NODES[2:4])])
-        time.sleep(0.2)
+        crash(crashed)
         assert labelled(api)
         with KubeCluster(SETTINGS, "next", api.api_client()) as kube:
             left = kube.leftovers()
-        assert any(s.startswith("MPIJob/all-reduce-crashed") for s in left)
+        assert any(o.object.startswith("MPIJob/all-reduce-crashed") for o in left)
+        assert {o.live_until for o in left} == {None}
         assert len(left) >= 4
         janitor = KubeCluster(SETTINGS, "janitor", api.api_client())
         assert janitor.remove_leftovers(older_than_s=3600) == []
@@ -276,11 +288,35 @@ def test_acceptance_cleanup_command_deletes_leftovers(tmp_path: Path, capsys: py
         profile["kube"]["kubeconfig"] = str(api.kubeconfig_path)
         (tmp_path / "prod").mkdir()
         (tmp_path / "prod" / "cluster.yaml").write_text(yaml.safe_dump(profile))
-        KubeCluster(SETTINGS, "crashed", api.api_client()).submit(dcgm_workloads(NODES[:3], 8, 3, 600))
-        time.sleep(0.2)
+        crashed = crashed_cluster(api)
+        crashed.submit(dcgm_workloads(NODES[:3], 8, 3, 600))
+        crash(crashed)
         assert main(["cleanup", "--cluster", "prod", "--baselines-dir", str(tmp_path), "--older-than", "1h"]) == 0
         assert "0 object(s) deleted" in capsys.readouterr().out
         assert main(["cleanup", "--cluster", "prod", "--baselines-dir", str(tmp_path)]) == 0
         out = capsys.readouterr().out
-        assert "deleting Job/dcgm-gpu-0001-crashed (run crashed" in out
+        assert "deleting Job/dcgm-gpu-0001-crashed (run crashed, run ended)" in out
+        assert labelled(api) == []
+
+
+def test_a_live_runs_objects_are_another_run_not_leftovers_and_cleanup_keeps_them() -> None:
+    """`acceptance cleanup` during a live run once deleted its objects, and the run then waited out its deadline."""
+    from acceptance.judge.preflight import judge_leftovers
+
+    with EmulatedApi(CannedRunner(), time_scale=1.0) as api:
+        with KubeCluster(SETTINGS, "live", api.api_client()) as live:
+            handles = live.submit(dcgm_workloads(NODES[:2], 8, 3, 600))
+            other = KubeCluster(SETTINGS, "second", api.api_client())
+            verdict = judge_leftovers(other.leftovers())
+            assert verdict.summary.startswith("leftovers: another run is using this cluster now: live (lease until ")
+            janitor = KubeCluster(SETTINGS, "janitor", api.api_client())
+            assert janitor.remove_leftovers(older_than_s=None) == []
+            assert labelled(api, leases=False), "the live run's objects are kept"
+            found = janitor.remove_leftovers(older_than_s=None, include_live=True)
+            assert {o.run_id for o in found} == {"live"}
+            started = time.monotonic()
+            results = live.wait(handles, deadline_s=600)
+            assert time.monotonic() - started < 15, "a deleted object fails its wait at once"
+            assert {r.status for r in results} == {"error"}
+            assert all("was deleted while this run waited for it" in r.reason for r in results)
         assert labelled(api) == []

@@ -15,7 +15,7 @@ from acceptance.judge.loss import LossPolicy
 from acceptance.judge.steptime import StepTimePolicy
 from acceptance.margins import Margins, judged_with_notes
 from acceptance.profile import load_profile_file
-from tests.suite_run import ROOT, sim_cluster_folder
+from tests.suite_run import ROOT, demo_key, sim_cluster_folder
 
 WHEN = datetime(2026, 12, 1, 3, 0, tzinfo=UTC)
 
@@ -108,8 +108,9 @@ def test_baseline_amend_command_writes_a_new_file_and_keeps_the_old(
     folder = _edited_profile(tmp_path, 0.1)
     old = BaselineStore(folder).latest()
     before = old.path.read_bytes()
+    key = demo_key(tmp_path)
     assert main(["baseline", "amend", "sim", "--margins-from-profile", "--reason", "agreed in INC-7",
-                 "--baselines-dir", str(folder.parent)]) == 0  # fmt: skip
+                 "--baselines-dir", str(folder.parent), "--sign-key", str(key)]) == 0  # fmt: skip
     out = capsys.readouterr().out
     assert "busbw tolerance: 5% -> 10%" in out
     assert old.path.read_bytes() == before
@@ -123,8 +124,9 @@ def test_baseline_amend_command_writes_a_new_file_and_keeps_the_old(
     assert "margins amended" in capsys.readouterr().out
     # a second amendment with nothing new is refused, and writes nothing
     assert main(["baseline", "amend", "sim", "--margins-from-profile", "--reason", "again",
-                 "--baselines-dir", str(folder.parent)]) == 2  # fmt: skip
+                 "--baselines-dir", str(folder.parent), "--sign-key", str(key)]) == 2  # fmt: skip
     assert len(BaselineStore(folder).files()) == 2
+    assert main(["baseline", "verify", "sim", "--baselines-dir", str(folder.parent)]) == 0, "signed by the demo key"
 
 
 def test_the_shipped_sim_baseline_records_every_margin() -> None:

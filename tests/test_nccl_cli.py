@@ -42,17 +42,40 @@ def test_failed_run_exits_1(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["parse", "nccl", str(path)]) == 1
     doc = json.loads(capsys.readouterr().out)
     assert doc["status"] == "failed"
-    assert doc["runs"][0]["errors"][0] == {"line": 34, "text": "gpu-01: Test timeout (30s) common.cu:412"}
+    assert doc["runs"][0]["errors"][0] == {
+        "line": 34,
+        "text": "gpu-01: Test timeout (30s) common.cu:412",
+        "host": "gpu-01",
+        "kind": "test",
+    }
 
 
 @needs_shared
-def test_no_nccl_output_exits_2_naming_the_file(capsys: pytest.CaptureFixture[str]) -> None:
+def test_a_run_that_died_before_the_header_is_a_failure_naming_its_host(capsys: pytest.CaptureFixture[str]) -> None:
+    """Launcher errors only (PALS could not allocate the NIC): a failure with every failure line, not exit 2."""
     path = CORPUS / "nccl" / "launcher-only-cxi-alloc-failed-no-nccl-output.txt"
+    assert main(["parse", "nccl", str(path)]) == 1
+    doc = json.loads(capsys.readouterr().out)
+    assert (doc["status"], doc["runs"]) == ("failed", [])
+    assert doc["errors"] == [
+        {
+            "line": 1,
+            "text": "start failed on x3006c0s1b1n0: CXI alloc failed on cxi0: request exceeds ACs limits",
+            "host": "x3006c0s1b1n0",
+            "kind": "launcher",
+        },
+        {"line": 2, "text": "CXI alloc failed on cxi1: request exceeds ACs limits", "host": None, "kind": "launcher"},
+    ]
+
+
+def test_text_with_nothing_of_nccl_exits_2_naming_the_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = tmp_path / "notes.txt"
+    path.write_text("we tried again and the copy failed\nsee ticket 12\n")
     assert main(["parse", "nccl", str(path)]) == 2
     captured = capsys.readouterr()
     assert captured.out == ""
     assert str(path) in captured.err
-    assert "CXI alloc failed" in captured.err
+    assert "the copy failed" in captured.err
 
 
 @needs_shared

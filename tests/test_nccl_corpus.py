@@ -190,11 +190,20 @@ def _dgx2(c: NcclCapture) -> None:
 
 def _prterun_8(c: NcclCapture) -> None:
     assert c.runs[0].errors[0].line == 20
-    assert any("prterun detected" in e.text for e in c.errors)
+    assert c.runs[0].errors[0].host == "sophia-gpu-13"
+    box = [e for e in c.runs[0].errors if e.kind == "launcher"]
+    assert box[0].text.startswith("prterun detected that one or more processes exited")
+    assert box[-1].text.startswith("Process name: [prterun-sophia-gpu-09-2562232@1,15] Exit code:")
 
 
 def _prterun_1(c: NcclCapture) -> None:
-    assert [e.line for e in c.runs[0].errors] == [20, 21]
+    assert [(e.line, e.kind, e.host) for e in c.runs[0].errors] == [
+        (20, "test", "sophia-gpu-04"),
+        (21, "test", "sophia-gpu-04"),
+        (23, "launcher", None),  # the Open MPI box: its sentence, the line after, the process line
+        (24, "launcher", None),
+        (26, "launcher", None),
+    ]
     assert c.runs[0].errors[1].text == ".. sophia-gpu-04 pid 3613973: Test failure common.cu:891"
 
 

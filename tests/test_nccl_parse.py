@@ -146,7 +146,12 @@ NOISE = [
     "[1779464407.212356] [gpu-9:8738 :0]    parser.c:2305 UCX  WARN  unused environment variable: UCX_X",
     "    AllReduce |        0         0         1   |             1              1              1",
     "MPICH Slingshot Network Summary: 139 network timeouts",
+]
+#: failure lines: they change the status (they are failures), never the rows
+FAILURES = [
     "prterun detected that one or more processes exited with non-zero status,",
+    "srun: error: gpu-07: task 3: Exited with exit code 1",
+    "gpu-07: Test NCCL failure common.cu:1012 'unhandled system error / '",
 ]
 
 _TEXT_FILES = corpus_files("nccl")
@@ -189,6 +194,19 @@ def test_noise_lines_anywhere_do_not_change_rows(data: st.DataObject) -> None:
         at = data.draw(st.integers(0, len(noisy)))
         noisy.insert(at, data.draw(st.sampled_from(NOISE)) + "\n")
     assert _shape(parse(noisy)) == _shape(parse(lines))
+
+
+@needs_shared
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.data())
+def test_failure_lines_anywhere_fail_the_capture_but_keep_the_rows(data: st.DataObject) -> None:
+    path = data.draw(st.sampled_from(_TEXT_FILES))
+    lines = _lines(path)
+    noisy = list(lines)
+    noisy.insert(data.draw(st.integers(0, len(noisy))), data.draw(st.sampled_from(FAILURES)) + "\n")
+    got, plain = parse(noisy), parse(lines)
+    assert [r.rows for r in got.runs] == [r.rows for r in plain.runs]
+    assert got.status == "failed"
 
 
 @needs_shared

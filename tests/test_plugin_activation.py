@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.suite_run import sim_profile_text
+from tests.suite_run import copy_agreement, sign_as_demo, sim_profile_text
 from tests.test_baseline import document
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -24,6 +24,8 @@ def make_cluster(pytester: pytest.Pytester, name: str = "c1") -> Path:
     import json
 
     (folder / "handover-20261129T230507Z.json").write_text(json.dumps(document()))
+    copy_agreement(folder, with_baseline=False)
+    sign_as_demo(folder / "handover-20261129T230507Z.json")
     return folder
 
 

@@ -77,6 +77,28 @@ def _full_data(simulated: bool = True) -> ReportData:
             }
         ),
     )
+    hours = np.arange(0, 6, 0.1)
+    probation = Verdict(
+        Status.PENDING,
+        "probation",
+        "probation window not reached: 6h of 1d elapsed, 18h to go",
+        {
+            "window_s": 86400,
+            "elapsed_s": 21600,
+            "nodes": "gpu-07",
+            "gpus_expected": 8,
+            "limit.step_time_ratio": 1.1,
+            "window_start": "2026-11-30T00:20Z",
+        },
+        (),
+        pd.DataFrame(
+            {
+                "probation_signal": ["GPUs reporting"] * hours.size + ["step time / baseline"] * hours.size,
+                "hours": np.concatenate([hours, hours]),
+                "value": np.concatenate([np.full(hours.size, 8.0), 1 + rng.normal(0, 0.01, hours.size)]),
+            }
+        ),
+    )
     tests = (
         TestRecord("acceptance/test_preflight.py::test_nodes_ready", "passed", 0.2, "", ()),
         TestRecord(
@@ -99,8 +121,8 @@ def _full_data(simulated: bool = True) -> ReportData:
             "acceptance/test_recurrence.py::test_probation",
             "skipped",
             0.0,
-            "probation window not reached",
-            (),
+            "PENDING: probation window not reached",
+            (verdict_payload(probation),),
         ),
     )
     provenance = {
@@ -127,7 +149,7 @@ def _distinct_colors(png: bytes) -> int:
 def test_every_section_is_drawn_from_verdict_tables():
     html = render_html(_full_data(), signing="signed by key k (SHA256:x)", signed=True, files=["junit.xml"])
     images = _images(html)
-    assert len(images) == 3  # busbw, step time, loss
+    assert len(images) == 4  # busbw, step time, loss, probation
     for png in images:
         assert png.startswith(b"\x89PNG")
         assert _distinct_colors(png) > 20
@@ -145,7 +167,7 @@ def test_every_section_is_drawn_from_verdict_tables():
 def test_sections_without_data_say_not_run_and_no_banner_for_real_clusters():
     data = ReportData({"cluster": "prod-h200"}, (), simulated=False)
     html = render_html(data, signing="unsigned: signing was turned off with --no-sign", signed=False)
-    assert html.count("not run") == 4
+    assert html.count("not run") == 5
     assert "SIMULATED" not in html
     assert "No test ran." in html
     assert 'class="unsigned"' in html

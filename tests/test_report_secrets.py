@@ -160,3 +160,69 @@ def test_flags_named_like_secrets_survive_but_numbers_do_not():
         "automountServiceAccountToken": False,
         "pin_password": "[REDACTED]",
     }
+
+
+PLANTED = {
+    "HF_TOKEN": "hf_plantedAAAAAAAAAAAAAAAAAAAAAAAA",
+    "WANDB_API_KEY": "wandb0123456789plantedBBBBBBBB",
+    "AWS_SECRET_ACCESS_KEY": "awsPlantedSecretCCCCCCCCCCCCCCCCCCCC",
+    "AWS_ACCESS_KEY_ID": "AKIAPLANTEDDDDDDDDDD",
+    "NGC_API_KEY": "ngcPlantedEEEEEEEEEEEEEEEE",
+    "DB_PASSWORD": "planted-password-FFFF",
+    "GITHUB_TOKEN": "ghp_plantedGGGGGGGGGGGGGGGGGGGG",
+}
+
+
+def test_kubernetes_env_entries_are_redacted_by_their_name() -> None:
+    """Env entries are name/value pairs: scrubbing by key alone let all seven values through."""
+    env = [{"name": name, "value": value} for name, value in PLANTED.items()] + [
+        {"name": "NCCL_DEBUG", "value": "INFO"}
+    ]
+    scrubbed = scrub_obj({"containers": [{"env": env}]})
+    values = {e["name"]: e["value"] for e in scrubbed["containers"][0]["env"]}
+    assert values == {**dict.fromkeys(PLANTED, "[REDACTED]"), "NCCL_DEBUG": "INFO"}
+
+
+def test_a_suite_run_with_secrets_in_the_profile_writes_none_of_them(pytester: pytest.Pytester) -> None:
+    """Plant credentials in kube.env and smoke.env (and one as a Secret reference); grep the whole report."""
+    import yaml
+
+    from tests.suite_run import run_suite, sim_cluster_folder
+
+    folder = sim_cluster_folder(pytester.path)
+    profile = yaml.safe_load((folder / "cluster.yaml").read_text())
+    names = list(PLANTED)
+    profile["kube"]["env"].update({n: PLANTED[n] for n in names[:4]})
+    profile["smoke"]["env"] = {n: PLANTED[n] for n in names[4:]}
+    profile["smoke"]["env"]["HF_HOME_TOKEN"] = {"valueFrom": {"secretKeyRef": {"name": "hf", "key": "token"}}}
+    (folder / "cluster.yaml").write_text(yaml.safe_dump(profile, sort_keys=False))
+    run = run_suite(pytester, "-k", "all_reduce or smoke")
+    assert run.result.ret == 0, run.result.stdout.str()[-2000:]
+    files = [p for p in run.report_dir.rglob("*") if p.is_file()] + [run.junit]
+    assert len(files) > 10
+    for path in files:
+        data = path.read_bytes()
+        leaked = [name for name, value in PLANTED.items() if value.encode() in data]
+        assert not leaked, f"{path}: {leaked}"
+    smoke = (run.report_dir / "manifests" / "training" / "smoke.yaml").read_text()
+    assert "secretKeyRef" in smoke, "a Secret reference is submitted as a reference"
+    assert "[REDACTED]" in (run.report_dir / "manifests" / "nccl" / "all_reduce_perf.yaml").read_text()
+
+
+def test_a_profile_secret_value_anywhere_in_the_folder_is_redacted_before_signing(tmp_path: Path) -> None:
+    """The last line of defence: a tool that echoes a token into its log, under no secret-looking name."""
+    folder = ReportFolder.create(tmp_path / "reports", "sim", datetime(2026, 12, 1, tzinfo=UTC))
+    token = PLANTED["HF_TOKEN"]
+    (folder.path / "outputs").mkdir()
+    (folder.path / "outputs" / "train.log").write_text(f"step 1 loss 2.3\ndownloading with {token}\n")
+    (folder.path / "blob.bin").write_bytes(b"\x00\xff" + token.encode() + b"\x00")
+    junit = tmp_path / "junit.xml"
+    junit.write_text(f'<testsuites><testsuite><property name="note" value="{token}"/></testsuite></testsuites>')
+    result = finalize(folder, junit, ReportData(), SignOptions(enabled=False), secrets={"HF_TOKEN": token})
+    for path in [*folder.path.rglob("*"), junit]:
+        if path.is_file():
+            assert token.encode() not in path.read_bytes(), path
+    assert "step 1 loss 2.3" in (folder.path / "outputs" / "train.log").read_text()
+    found = [p for p in result.problems if p.startswith("secret found in")]
+    assert any("outputs/train.log: the value of HF_TOKEN" in p for p in found)
+    assert any("junit.xml: the value of HF_TOKEN" in p for p in found)

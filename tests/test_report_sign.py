@@ -128,17 +128,18 @@ def test_verify_folder_against_allowed_signers(tmp_path, key, allowed_signers):
     assert not any("NOT checked" in line for line in result.lines())
 
 
-def test_verify_without_trust_list_names_the_key_and_says_it_is_unchecked(tmp_path, key):
+def test_verify_without_trust_list_names_the_key_as_untrusted_and_does_not_succeed(tmp_path, key):
+    """A report re-signed with any key would match its own signature: without a trust list that is no pass."""
     folder, junit = _report(tmp_path, SignOptions(key=key))
     fingerprint = subprocess.run(
         ["ssh-keygen", "-l", "-f", str(key)], capture_output=True, text=True, check=True
     ).stdout.split()[1]
     for target in (folder, junit):
         result = verify(target)
-        assert result.exit_status == 0, result.lines()
-        text = "\n".join(result.lines())
-        assert fingerprint in text
-        assert "NOT checked against a trust list" in text
+        assert result.exit_status == 3, result.lines()
+        lines = result.lines()
+        assert f"UNTRUSTED signer {fingerprint}" in "\n".join(lines)
+        assert lines[-1] == "consistent, signer UNTRUSTED"
 
 
 def _flip_byte(path: Path, offset: int = 10) -> None:
@@ -322,7 +323,7 @@ def test_cli_exit_statuses(tmp_path, key, allowed_signers, capsys):
     folder, junit = _report(tmp_path, SignOptions(key=key))
     assert _cli(["verify", str(folder), "--allowed-signers", str(allowed_signers), "--identity", IDENTITY]) == 0
     assert "verified" in capsys.readouterr().out
-    assert _cli(["verify", str(junit) + ".sig"]) == 0
+    assert _cli(["verify", str(junit) + ".sig"]) == 3
     _flip_byte(junit, 60)
     assert _cli(["verify", str(junit)]) == 1
     assert "changed after signing" in capsys.readouterr().err
@@ -332,3 +333,37 @@ def test_cli_exit_statuses(tmp_path, key, allowed_signers, capsys):
     assert "BEGIN SSH SIGNATURE" in capsys.readouterr().err
     (folder / MANIFEST_NAME).write_text("{broken")
     assert _cli(["verify", str(folder / MANIFEST_NAME)]) == 2
+
+
+@pytest.mark.parametrize("listed", ["../../../../etc/hostname", "/etc/passwd", "evidence/link-out"])
+def test_a_manifest_entry_outside_the_report_folder_is_refused(tmp_path, key, allowed_signers, listed):
+    """Entries naming files outside the folder were hashed and reported "verified"."""
+    import hashlib
+
+    folder, _ = _report(tmp_path, SignOptions(key=key))
+    if listed == "evidence/link-out":
+        (folder / listed).symlink_to("/etc/hostname")
+    outside = Path("/etc/hostname") if listed != "/etc/passwd" else Path("/etc/passwd")
+    manifest = json.loads((folder / MANIFEST_NAME).read_text())
+    data = outside.read_bytes()
+    manifest["files"].append({"path": listed, "sha256": hashlib.sha256(data).hexdigest(), "size": len(data)})
+    (folder / MANIFEST_NAME).write_text(json.dumps(manifest, indent=2))
+    assert sign_files([folder / MANIFEST_NAME], SignOptions(key=key)).signed, "re-signed by the trusted key itself"
+    result = verify(folder, allowed_signers)
+    assert result.exit_status == 1
+    (refused,) = [c for c in result.checks if c.subject == listed]
+    assert not refused.ok
+    assert refused.detail.startswith("refused: ")
+
+
+def test_verify_takes_the_trust_list_of_a_clusters_profile(tmp_path, key, capsys):
+    """With the profile at hand, its allowed_signers is the trust list: a report signed by another key fails."""
+    from tests.suite_run import sim_cluster_folder
+
+    folder, _ = _report(tmp_path, SignOptions(key=key))
+    base = sim_cluster_folder(tmp_path).parent
+    assert _cli(["verify", str(folder), "--cluster", "sim", "--baselines-dir", str(base)]) == 1
+    assert "which is not in" in capsys.readouterr().err
+    with (base / "sim" / "allowed_signers").open("a") as handle:
+        handle.write("oncall@provider " + " ".join(key.with_suffix(".pub").read_text().split()[:2]) + "\n")
+    assert _cli(["verify", str(folder), "--cluster", "sim", "--baselines-dir", str(base)]) == 0

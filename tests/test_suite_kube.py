@@ -16,7 +16,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from acceptance.clusters.kube.manifests import managed_selector
+from tests.served import kube_profile, labelled_objects, served_cluster
+from tests.suite_run import copy_agreement
 
 pytestmark = pytest.mark.slow
 
@@ -26,61 +27,24 @@ ROOT = Path(__file__).resolve().parents[1]
 @pytest.fixture
 def served(tmp_path: Path) -> Iterator[Path]:
     """A standalone emulated cluster; yields its kubeconfig."""
-    out = tmp_path / "serve.out"
-    with out.open("w") as handle:
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "acceptance", "sim", "serve", "--time-scale", "0.02"],
-            stdout=handle, stderr=subprocess.STDOUT, cwd=ROOT,
-        )  # fmt: skip
-    try:
-        deadline = time.monotonic() + 30
-        while "kubeconfig:" not in out.read_text():
-            assert proc.poll() is None, out.read_text()
-            assert time.monotonic() < deadline, "the emulator did not start"
-            time.sleep(0.1)
-        line = next(x for x in out.read_text().splitlines() if x.startswith("kubeconfig:"))
-        yield Path(line.split(":", 1)[1].strip())
-    finally:
-        proc.terminate()
-        proc.wait(timeout=30)
+    with served_cluster(tmp_path, "--time-scale", "0.02") as kubeconfig:
+        yield kubeconfig
 
 
-def kube_profile(base: Path, kubeconfig: Path) -> Path:
-    data = yaml.safe_load((ROOT / "baselines" / "sim" / "cluster.yaml").read_text())
-    data["cluster"] = "remote"
-    data["backend"] = "kube"
-    del data["sim"]
-    data["kube"]["kubeconfig"] = str(kubeconfig)
-    folder = base / "baselines" / "remote"
-    folder.mkdir(parents=True)
-    (folder / "cluster.yaml").write_text(yaml.safe_dump(data, sort_keys=False))
-    return folder
-
-
-def labelled_objects(kubeconfig: Path) -> list[str]:
-    from kubernetes import client, config
-
-    api = config.new_client_from_config(config_file=str(kubeconfig))
-    core, batch, custom = client.CoreV1Api(api), client.BatchV1Api(api), client.CustomObjectsApi(api)
-    selector = managed_selector()
-    ns = "recovery-acceptance"
-    names = [f"pod/{p.metadata.name}" for p in core.list_namespaced_pod(ns, label_selector=selector).items]
-    names += [f"job/{j.metadata.name}" for j in batch.list_namespaced_job(ns, label_selector=selector).items]
-    mpijobs = custom.list_namespaced_custom_object("kubeflow.org", "v2beta1", ns, "mpijobs", label_selector=selector)
-    names += [f"mpijob/{m['metadata']['name']}" for m in mpijobs["items"]]
-    names += [
-        f"configmap/{c.metadata.name}" for c in core.list_namespaced_config_map(ns, label_selector=selector).items
-    ]
-    return names
-
-
-def test_ctrl_c_during_diagnostics_leaves_no_object_behind(served: Path, tmp_path: Path) -> None:
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
+def test_an_interrupt_during_diagnostics_deletes_everything_then_signs_an_interrupted_report(
+    served: Path, tmp_path: Path, sig: signal.Signals
+) -> None:
+    """SIGTERM once left objects and wrote no report; SIGINT's report did not say it was interrupted."""
     folder = kube_profile(tmp_path, served)
+    key = tmp_path / "signing_key"
+    subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(key)], check=True)
+    report = tmp_path / "report"
     log = tmp_path / "pytest.out"
     with log.open("w") as handle:
         proc = subprocess.Popen(
             [sys.executable, "-m", "pytest", str(ROOT / "acceptance"), "--cluster=remote", "--record-baseline",
-             f"--baselines-dir={folder.parent}", f"--report-dir={tmp_path / 'report'}", "--no-sign",
+             f"--baselines-dir={folder.parent}", f"--report-dir={report}", f"--sign-key={key}",
              "-p", "no:cacheprovider", "-v"],
             stdout=handle, stderr=subprocess.STDOUT, cwd=tmp_path, env={**os.environ, "PYTHONUNBUFFERED": "1"},
         )  # fmt: skip
@@ -90,15 +54,27 @@ def test_ctrl_c_during_diagnostics_leaves_no_object_behind(served: Path, tmp_pat
         assert time.monotonic() < deadline, log.read_text()[-3000:]
         time.sleep(0.2)
     assert any(name.startswith("job/dcgm-") for name in labelled_objects(served))
-    proc.send_signal(signal.SIGINT)
-    assert proc.wait(timeout=120) != 0
+    proc.send_signal(sig)
+    assert proc.wait(timeout=120) == pytest.ExitCode.INTERRUPTED, log.read_text()[-3000:]
     assert labelled_objects(served) == [], log.read_text()[-3000:]
     assert "KeyboardInterrupt" in log.read_text()
     assert not list(folder.glob("handover-*.json")), "an interrupted run records nothing"
+    name = sig.name
+    assert f'name="interrupted" value="{name}"' in (report / "junit.xml").read_text()
+    assert f"INTERRUPTED ({name})" in (report / "report.html").read_text()
+    allowed = tmp_path / "allowed_signers"
+    allowed.write_text("oncall@provider " + " ".join(key.with_suffix(".pub").read_text().split()[:2]) + "\n")
+    verified = subprocess.run(
+        [sys.executable, "-m", "acceptance", "verify", str(report), "--allowed-signers", str(allowed)],
+        capture_output=True, text=True, check=False, timeout=120,
+    )  # fmt: skip
+    assert verified.returncode == 0, verified.stdout + verified.stderr
 
 
 def test_a_killed_run_leaves_objects_that_preflight_reports_and_cleanup_removes(served: Path, tmp_path: Path) -> None:
-    folder = kube_profile(tmp_path, served)
+    """Once its lease has run out, a killed run's objects are leftovers: preflight names them and
+    `acceptance cleanup` removes them (a live run's objects are kept: tests/test_kube_e2e.py)."""
+    folder = kube_profile(tmp_path, served, lease="3s")
     common = [f"--baselines-dir={folder.parent}", "--no-sign", "-p", "no:cacheprovider", "--record-baseline"]
     proc = subprocess.Popen(
         [sys.executable, "-m", "pytest", str(ROOT / "acceptance"), "--cluster=remote", *common,
@@ -113,6 +89,8 @@ def test_a_killed_run_leaves_objects_that_preflight_reports_and_cleanup_removes(
     proc.wait(timeout=30)
     left = labelled_objects(served)
     assert left
+    assert any(name.startswith("configmap/ra-lease-") for name in left), "the run held a lease"
+    time.sleep(4)  # the lease runs out
 
     second = subprocess.run(
         [sys.executable, "-m", "pytest", str(ROOT / "acceptance"), "--cluster=remote", *common,
@@ -182,8 +160,7 @@ def test_an_ssh_profile_never_falls_back_to_the_kubernetes_cluster_at_hand(serve
     env = {**os.environ, "KUBECONFIG": str(served)}
     for extra in (["--record-baseline"], []):  # at handover, then judging against a copy of the sim baseline
         if not extra:
-            for baseline in (ROOT / "baselines" / "sim").glob("handover-*.json"):
-                (folder / baseline.name).write_bytes(baseline.read_bytes())
+            copy_agreement(folder)
         proc = subprocess.run(
             [sys.executable, "-m", "pytest", str(ROOT / "acceptance"), "--cluster=remote",
              f"--baselines-dir={tmp_path / 'baselines'}", "-p", "no:cacheprovider", "--no-sign",

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from tests.suite_run import run_suite, sim_cluster_folder
@@ -12,6 +14,7 @@ NODES = [f"sim-node-{i:02d}" for i in range(1, 17)]
 FABRIC = ["all_reduce_perf", "all_gather_perf", "reduce_scatter_perf", "alltoall_perf"]
 STEP = "test_smoke_step_time"
 LOSS = "test_loss_continuity"
+RECURRENCE = "test_no_recurrence"
 
 
 def fabric(name: str) -> str:
@@ -26,7 +29,8 @@ def test_healthy_cluster_passes_every_item(pytester: pytest.Pytester) -> None:
     run = run_suite(pytester)
     assert run.result.ret == 0, run.result.stdout.str()[-3000:]
     outcomes = run.outcomes
-    assert len(outcomes) == 4 + 16 + 4 + 1 + 1
+    assert len(outcomes) == 4 + 16 + 4 + 1 + 1 + 1
+    assert outcomes.pop(RECURRENCE) == "skipped", "criterion 5 runs later, for a ticket"
     assert set(outcomes.values()) == {"passed"}
     assert run.properties(STEP)["verdict"] == "pass"
     assert run.properties(LOSS)["verdict"] == "pass"
@@ -35,6 +39,8 @@ def test_healthy_cluster_passes_every_item(pytester: pytest.Pytester) -> None:
     assert float(props["worst_ratio"]) > 0.95
     assert (run.report_dir / "report.html").is_file()
     assert (run.report_dir / "MANIFEST.json").is_file()
+    assert "culprit" not in props, "a passing fabric item runs no localization"
+    assert not [n for n in run.objects_created() if n.startswith("MPIJob/loc-")]
 
 
 def test_degraded_nic_fails_fabric_and_the_step_time_it_slows(pytester: pytest.Pytester) -> None:
@@ -42,19 +48,43 @@ def test_degraded_nic_fails_fabric_and_the_step_time_it_slows(pytester: pytest.P
     run = run_suite(pytester, "--sim-fault=nic-degraded@sim-node-07")
     assert run.result.ret == 1
     outcomes = run.outcomes
-    assert {name for name, o in outcomes.items() if o != "passed"} == {fabric(n) for n in FABRIC} | {STEP}
+    assert {name for name, o in outcomes.items() if o != "passed" and name != RECURRENCE} == {
+        fabric(n) for n in FABRIC
+    } | {STEP}
     assert outcomes[LOSS] == "passed"
     message = run.message(fabric("all_reduce_perf"))
     assert "all_reduce_perf: busbw" in message
     assert "at handover" in message
     assert "margin −5%" in message
     assert "FAILED test_nccl_busbw[all_reduce_perf]: all_reduce_perf: busbw " in run.result.stdout.str()
+    for name in FABRIC:  # one localization, carried by every failing fabric item
+        props = run.properties(fabric(name))
+        assert (props["culprit"], props["culprit_kind"], props["localize_confirmed"]) == ("sim-node-07", "nic", "true")
+        assert int(props["localize_rounds"]) <= 3
+        assert props["localize_test"] == "all_gather_perf"
+    assert "localized in 2 rounds: sim-node-07: every group with it at 6" in message
+    run.result.stdout.fnmatch_lines([
+        "CAUSE sim-node-07 network (NIC or link) (criterion 2) explains nccl-tests busbw −*% (4 items, criterion 2), "
+        "smoke step +*% (criterion 3)",
+    ])  # fmt: skip
+    html = (run.report_dir / "report.html").read_text()
+    assert "Fabric localization: group results per round" in html
+    assert '<td class="fail" title="62% of the pair baseline">62% <small>with sim-node-15</small></td>' in html
+
+
+def test_a_slow_spine_fails_fabric_with_a_switch_and_no_node(pytester: pytest.Pytester) -> None:
+    run = run_suite(pytester, "--sim-fault=spine-slow", "-k", "fabric")
+    props = run.properties(fabric("all_reduce_perf"))
+    assert props["verdict"] == "fail"
+    assert (props["culprit"], props["culprit_kind"]) == ("leaf-01<->leaf-02", "switch")
+    assert int(props["localize_rounds"]) <= 3
+    assert "fabric, not a node" in run.message(fabric("all_reduce_perf"))
 
 
 def test_gpu_xid_fails_that_node_and_gpu_and_the_fabric(pytester: pytest.Pytester) -> None:
     run = run_suite(pytester, "--sim-fault=gpu-xid@sim-node-03:5")
     outcomes = run.outcomes
-    failed = {name for name, o in outcomes.items() if o != "passed"}
+    failed = {name for name, o in outcomes.items() if o != "passed" and name != RECURRENCE}
     assert dcgm("sim-node-03") in failed
     assert not {dcgm(n) for n in NODES if n != "sim-node-03"} & failed
     message = run.message(dcgm("sim-node-03"))
@@ -68,7 +98,7 @@ def test_gpu_xid_fails_that_node_and_gpu_and_the_fabric(pytester: pytest.Pyteste
 def test_different_nccl_version_makes_fabric_not_comparable(pytester: pytest.Pytester) -> None:
     run = run_suite(pytester, "--sim-fault=nccl-version")
     outcomes = run.outcomes
-    assert {name for name, o in outcomes.items() if o != "passed"} == {fabric(n) for n in FABRIC}
+    assert {name for name, o in outcomes.items() if o != "passed" and name != RECURRENCE} == {fabric(n) for n in FABRIC}
     message = run.message(fabric("all_reduce_perf"))
     assert "NOT-COMPARABLE" in message
     assert "NCCL 2.27.3 now, 2.26.5 at handover" in message
@@ -80,20 +110,31 @@ def test_node_down_fails_preflight_and_the_rest_skip_with_its_reason(pytester: p
     assert outcomes["test_node_set_ready"] == "failed"
     assert "sim-node-14: NotReady" in run.message("test_node_set_ready")
     skipped = {name for name, o in outcomes.items() if o == "skipped"}
-    assert skipped == {dcgm(n) for n in NODES} | {fabric(n) for n in FABRIC} | {STEP, LOSS}
+    assert skipped == {dcgm(n) for n in NODES} | {fabric(n) for n in FABRIC} | {STEP, LOSS, RECURRENCE}
     assert "preflight failed: node set: sim-node-14: NotReady" in run.message(fabric("all_reduce_perf"))
     run.result.stdout.fnmatch_lines(["SKIPPED 22 items: preflight failed: node set: sim-node-14: NotReady*"])
+
+
+def test_an_unusable_cluster_fails_the_run_even_when_the_preflight_items_are_deselected(
+    pytester: pytest.Pytester,
+) -> None:
+    """`-k fabric` on a cluster with a node down once gave "4 skipped" and exit 0."""
+    run = run_suite(pytester, "-k", "fabric", "--sim-fault=node-down@sim-node-05")
+    assert set(run.outcomes.values()) == {"skipped"}
+    assert len(run.outcomes) == len(FABRIC)
+    assert run.result.ret == 1
+    run.result.stdout.fnmatch_lines(["NOT ACCEPTED: the cluster is unusable (see the preflight); the run fails"])
 
 
 def test_xdist_gives_the_same_verdicts_and_objects_as_one_process(pytester: pytest.Pytester) -> None:
     one = run_suite(pytester, "--sim-fault=nic-degraded@sim-node-07", "-p", "no:xdist")
     one_outcomes, one_objects = one.outcomes, one.objects_created()
-    (pytester.path / "report").rename(pytester.path / "report-n0")
     four = run_suite(pytester, "--sim-fault=nic-degraded@sim-node-07", "-n", "4")
     assert four.outcomes == one_outcomes
     strip = lambda names: sorted(n.split("-ra-")[0] for n in names)  # noqa: E731 - run ids differ
     assert strip(four.objects_created()) == strip(one_objects)
-    assert len(one_objects) == 16 + 4 + 2  # DCGM per node, one MPIJob per nccl test, two training runs
+    # DCGM per node, one MPIJob per nccl test, two training runs, one localization (8 pairs, then 2)
+    assert len(one_objects) == 16 + 4 + 2 + 8 + 2
 
 
 def test_record_mode_refuses_on_a_failing_node_and_never_overwrites(pytester: pytest.Pytester) -> None:
@@ -102,12 +143,14 @@ def test_record_mode_refuses_on_a_failing_node_and_never_overwrites(pytester: py
     assert run.result.ret == 1
     run.result.stdout.fnmatch_lines(["*baseline NOT recorded: 1 check(s) did not pass*sim-node-05*--force-record*"])
     assert not list(folder.glob("handover-*.json"))
-    (pytester.path / "report").rename(pytester.path / "report-1")
     run = run_suite(pytester, "--record-baseline", baselines=folder.parent)
     assert run.result.ret == 0, run.result.stdout.str()[-3000:]
     (first,) = folder.glob("handover-*.json")
     before = first.read_bytes()
-    (pytester.path / "report").rename(pytester.path / "report-2")
+    pairs = json.loads(before)["results"]["pairs"]  # the pair baseline of every test, for localization
+    assert set(pairs) == set(FABRIC)
+    assert {n for g in pairs["all_reduce_perf"]["groups"] for n in g["nodes"]} == set(NODES)
+    assert {g["crossing"] for g in pairs["all_reduce_perf"]["groups"]} == {True, False}
     run = run_suite(pytester, baselines=folder.parent)
     assert run.result.ret == 0, run.result.stdout.str()[-3000:]
     assert first.read_bytes() == before
@@ -115,7 +158,7 @@ def test_record_mode_refuses_on_a_failing_node_and_never_overwrites(pytester: py
 
 def test_throttling_gpu_fails_its_diagnostics_and_the_smoke_step_time(pytester: pytest.Pytester) -> None:
     run = run_suite(pytester, "--sim-fault=gpu-throttle@sim-node-05:2")
-    failed = {name for name, o in run.outcomes.items() if o != "passed"}
+    failed = {name for name, o in run.outcomes.items() if o != "passed" and name != RECURRENCE}
     assert failed == {dcgm("sim-node-05"), STEP}
     message = run.message(STEP)
     assert "smoke step time" in message
@@ -125,7 +168,7 @@ def test_throttling_gpu_fails_its_diagnostics_and_the_smoke_step_time(pytester: 
 
 def test_bad_restore_fails_loss_continuity_only(pytester: pytest.Pytester) -> None:
     run = run_suite(pytester, "--sim-fault=bad-restore")
-    failed = {name for name, o in run.outcomes.items() if o != "passed"}
+    failed = {name for name, o in run.outcomes.items() if o != "passed" and name != RECURRENCE}
     assert failed == {LOSS}
     assert "first step beyond at 1001" in run.message(LOSS)
 

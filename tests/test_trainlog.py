@@ -183,7 +183,7 @@ def test_per_rank_records_that_differ_are_kept_with_their_rank():
             "nanogpt.log",
             "nanogpt",
             31,
-            [("eval", 0), ("eval", 26), ("checkpoint_save", 25), ("nan", 29), ("nan", 30)],
+            [("start", None), ("eval", 0), ("eval", 26), ("checkpoint_save", 25), ("nan", 29), ("nan", 30)],
             "step_time_s",
             12.43661,
         ),

@@ -9,12 +9,24 @@ SSH backend against simulated hosts behind a real sshd, ``--cluster=sim-ssh``).
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from acceptance.clusters.base import Cluster
 from acceptance.errors import ClusterError, UsageError
-from acceptance.profile import Profile
 
-__all__ = ["Cluster", "open"]
+if TYPE_CHECKING:
+    from acceptance.profile import Profile
+
+__all__ = ["Cluster", "Draft", "draft_profile", "open"]
+
+
+@dataclass(frozen=True)
+class Draft:
+    """A profile drafted from a live cluster: its text, and what could not be found (with what to do)."""
+
+    text: str
+    notes: tuple[str, ...]
 
 
 def open(
@@ -65,3 +77,32 @@ def open(
     except ClusterError as exc:  # credentials that do not load, an emulator or sshd that does not start
         raise UsageError(f"{profile.path}: backend {profile.backend}: {exc}") from None
     raise UsageError(f"{profile.path}: unknown backend {profile.backend!r} (known: kube, sim, ssh)")
+
+
+def draft_profile(
+    name: str,
+    backend: str,
+    *,
+    namespace: str = "default",
+    context: str | None = None,
+    kubeconfig: str | None = None,
+    node_selector: str | None = None,
+) -> Draft:
+    """Read a live cluster and draft ``baselines/NAME/cluster.yaml`` for it (`acceptance init`)."""
+    if backend != "kube":
+        raise UsageError(f"acceptance init drafts Kubernetes profiles; backend {backend!r} is not supported yet")
+    from acceptance.clusters.kube import KubeSettings
+    from acceptance.clusters.kube.discover import discover
+    from acceptance.clusters.kube.draft import draft_kube_profile
+
+    settings = KubeSettings(kubeconfig=kubeconfig, context=context, namespace=namespace)
+    try:
+        facts = discover(settings, node_selector)
+    except ClusterError as exc:
+        raise UsageError(str(exc)) from None
+    try:
+        text, notes = draft_kube_profile(name, facts, namespace=namespace, context=context, kubeconfig=kubeconfig)
+    except ValueError as exc:
+        where = f" matching {node_selector!r}" if node_selector else ""
+        raise UsageError(f"{exc}{where}") from None
+    return Draft(text, notes)

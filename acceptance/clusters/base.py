@@ -14,6 +14,9 @@ from datetime import datetime
 from typing import Any, Literal, Protocol
 
 WorkloadKind = Literal["nccl", "dcgm", "smoke", "node"]
+# An environment value: plain text, or a reference to where the cluster keeps it
+# (``{"valueFrom": {"secretKeyRef": {"name": ..., "key": ...}}}``): credentials never enter a manifest.
+EnvValue = str | Mapping[str, Any]
 RunStatus = Literal["succeeded", "failed", "timeout", "unschedulable", "error"]
 
 
@@ -52,7 +55,7 @@ class SmokeWorkload:
     nodes: tuple[str, ...]
     gpus_per_node: int
     argv: tuple[str, ...]
-    env: Mapping[str, str] = field(default_factory=dict)
+    env: Mapping[str, EnvValue] = field(default_factory=dict)
     deadline_s: float = 3600.0
 
 
@@ -158,6 +161,14 @@ class ClusterEvent:
         }
 
 
+# Reasons of the `ClusterEvent`s that `Cluster.node_signals` derives from a node's state (besides
+# the backend's own events, which keep their reason): each means the node was not healthy.
+NODE_NOT_READY = "NodeNotReady"  # not Ready now (or an event saying it went NotReady)
+NODE_READY_CHANGED = "NodeReadyChanged"  # Ready now, but Ready changed since `since`: it was not Ready before
+GPUS_NOT_ALLOCATABLE = "GpuAllocatableDropped"  # fewer GPUs allocatable than the node has
+NODE_PROBLEM = "NodeProblem"  # a problem condition (node-problem-detector's) is True; the message names it
+
+
 @dataclass(frozen=True)
 class RankPlacement:
     rank: int
@@ -188,6 +199,7 @@ class RunResult:
     events: tuple[Mapping[str, str], ...]
     manifests: tuple[Mapping[str, object], ...]
     log_tail: str
+    image: str = ""  # the tool's image as the cluster ran it: with its digest when the cluster reports one
     streams: Mapping[str, str] = field(default_factory=dict)
 
     @property
@@ -214,6 +226,7 @@ class RunResult:
             "events": [dict(e) for e in self.events],
             "manifests": [dict(m) for m in self.manifests],
             "log_tail": self.log_tail,
+            "image": self.image,
             "streams": dict(self.streams),
         }
 
@@ -235,6 +248,7 @@ class RunResult:
             events=tuple(doc["events"]),
             manifests=tuple(doc["manifests"]),
             log_tail=doc["log_tail"],
+            image=str(doc.get("image", "")),
             streams=dict(doc.get("streams") or {}),
         )
 
@@ -291,6 +305,23 @@ class NodeInfo:
 
 
 @dataclass(frozen=True)
+class Leftover:
+    """An object or process of another run of this harness (``kind/name``).
+
+    `live_until` is set when that run still holds its lease: it is running now (or crashed
+    less than a lease ago); None means its run is gone and the object is a leftover to remove.
+    """
+
+    object: str
+    run_id: str
+    live_until: datetime | None = None
+
+    def __str__(self) -> str:
+        state = f"live, lease until {self.live_until:%Y-%m-%dT%H:%M:%SZ}" if self.live_until else "run ended"
+        return f"{self.object} (run {self.run_id}, {state})"
+
+
+@dataclass(frozen=True)
 class ClusterInventory:
     server_version: str
     nodes: tuple[NodeInfo, ...]
@@ -300,6 +331,56 @@ class ClusterInventory:
             if node.name == name:
                 return node
         return None
+
+
+@dataclass(frozen=True)
+class JobContainer:
+    """One container of a job's pod as the cluster reports it (spec and status)."""
+
+    name: str
+    image: str
+    image_id: str | None
+    command: tuple[str, ...]
+    env: Mapping[str, str]
+    state: str | None
+    reason: str | None
+    exit_code: int | None
+
+
+@dataclass(frozen=True)
+class JobPod:
+    """A pod of the customer's job: where it ran, what it ran, and its log (None when unreadable)."""
+
+    name: str
+    namespace: str
+    node: str | None
+    hostname: str | None
+    phase: str
+    labels: Mapping[str, str]
+    containers: tuple[JobContainer, ...]
+    created: datetime | None
+    log: str | None
+
+
+@dataclass(frozen=True)
+class JobLogs:
+    """What `Cluster.job_logs` found for a label selector: the pods (their logs, placement) and their events."""
+
+    selector: str
+    namespace: str
+    pods: tuple[JobPod, ...]
+    events: tuple[ClusterEvent, ...] = ()
+
+    @property
+    def placement(self) -> dict[str, str]:
+        """pod name and hostname → node, for every pod that was placed."""
+        out: dict[str, str] = {}
+        for pod in self.pods:
+            if pod.node:
+                out[pod.name] = pod.node
+                if pod.hostname:
+                    out[pod.hostname] = pod.node
+        return out
 
 
 class Cluster(Protocol):
@@ -333,12 +414,30 @@ class Cluster(Protocol):
 
     def events(self, nodes: Sequence[str], since: datetime) -> list[ClusterEvent]: ...
 
-    def leftovers(self) -> list[str]:
-        """Objects that earlier runs of this harness left behind (``kind/name``)."""
+    def job_logs(self, selector: str, namespace: str | None = None) -> JobLogs:
+        """The pods of a job the harness did not start (label `selector`, in `namespace` or the profile's):
+        their logs, nodes, images and commands, and the events about them. Read-only."""
         ...
 
-    def remove_leftovers(self, older_than_s: float | None, dry_run: bool = False) -> list[str]:
-        """Delete (or, dry, list) what runs of this harness left behind; what was found (``kind/name``)."""
+    def node_signals(self, nodes: Sequence[str], since: datetime) -> list[ClusterEvent]:
+        """What the cluster knows of `nodes`' health since `since`, oldest first (criterion 5).
+
+        The backend's own warnings about the nodes (events, logs), plus events it derives from the
+        nodes' state now, with the reasons above: `NODE_NOT_READY` (time: when it went not Ready),
+        `NODE_READY_CHANGED` (Ready, but its last transition is after `since`), `GPUS_NOT_ALLOCATABLE`
+        (time: now), `NODE_PROBLEM` (a problem condition True; time: its transition). A backend
+        that keeps no history says so in an event of type ``Normal`` and reason ``Coverage``.
+        """
+        ...
+
+    def leftovers(self) -> list[Leftover]:
+        """Objects of other runs of this harness: those of live runs (a lease) and those crashed runs left."""
+        ...
+
+    def remove_leftovers(
+        self, older_than_s: float | None, dry_run: bool = False, include_live: bool = False
+    ) -> list[Leftover]:
+        """Delete (or, dry, list) what ended runs left behind; a live run's objects only with `include_live`."""
         ...
 
     def cleanup(self) -> None:

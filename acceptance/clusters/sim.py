@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Mapping, Sequence
+from datetime import datetime
 
+from acceptance.clusters.base import ClusterEvent
 from acceptance.clusters.kube import KubeCluster, KubeSettings
 from acceptance.errors import AcceptanceError, ClusterError, UsageError
 from acceptance.profile import Profile
@@ -25,6 +27,7 @@ class EmbeddedSimCluster(KubeCluster):
         super().__init__(settings, run_id)
         self.server = server
         self.faults = tuple(faults)
+        self.profile: Profile | None = None
 
     @classmethod
     def start(cls, profile: Profile, run_id: str, faults: Sequence[str]) -> EmbeddedSimCluster:
@@ -33,21 +36,34 @@ class EmbeddedSimCluster(KubeCluster):
         except AcceptanceError as exc:
             raise ClusterError(str(exc)) from None
         try:
-            return cls(_settings(profile, str(server.kubeconfig)), run_id, server, faults)
+            cluster = cls(_settings(profile, str(server.kubeconfig)), run_id, server, faults)
         except BaseException:
             server.close()
             raise
+        cluster.profile = profile
+        return cluster
 
     @classmethod
     def attach(cls, profile: Profile, run_id: str, info: Mapping[str, str]) -> EmbeddedSimCluster:
         if not info.get("kubeconfig"):
             raise UsageError("this pytest process was not told where the run's simulated cluster is")
         faults = tuple(f for f in info.get("faults", "").split(",") if f)
-        return cls(_settings(profile, info["kubeconfig"]), run_id, None, faults)
+        cluster = cls(_settings(profile, info["kubeconfig"]), run_id, None, faults)
+        cluster.profile = profile
+        return cluster
 
     def describe(self) -> list[str]:
         url = self.server.api.url if self.server is not None else self.settings.kubeconfig
         return [f"SIMULATED cluster: Kubernetes API emulator at {url}; faults: {', '.join(self.faults) or 'none'}"]
+
+    def node_signals(self, nodes: Sequence[str], since: datetime) -> list[ClusterEvent]:
+        """The simulated production period's node events: the emulator's own nodes live in wall-clock time,
+        not in the simulated window after the acceptance."""
+        from acceptance.sim.probation import simulated_node_signals
+
+        if self.profile is None:
+            return super().node_signals(nodes, since)
+        return simulated_node_signals(self.profile, nodes, since, self.faults)
 
     def attach_info(self) -> dict[str, str]:
         return {"kubeconfig": self.settings.kubeconfig or "", "faults": ",".join(self.faults)}

@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
+import math
 import sys
 from pathlib import Path
 from typing import Any
@@ -22,15 +23,36 @@ from acceptance.judge.steptime import StepTimePolicy, judge_steptime
 from acceptance.judge.verdict import Status, Verdict
 from acceptance.tools.trainlog import TrainLog
 
-EXIT = {Status.PASS: 0, Status.FAIL: 1, Status.INCONCLUSIVE: 3, Status.NOT_COMPARABLE: 1, Status.ERROR: 2}
+EXIT = {
+    Status.PASS: 0,
+    Status.FAIL: 1,
+    Status.INCONCLUSIVE: 3,
+    Status.NOT_COMPARABLE: 1,
+    Status.ERROR: 2,
+    Status.PENDING: 3,
+}
 
 
 def _fraction(text: str) -> float:
-    """`0.05` or `5%`."""
+    """`0.05` or `5%` (finite)."""
     try:
-        return float(text[:-1]) / 100 if text.endswith("%") else float(text)
+        value = float(text[:-1]) / 100 if text.endswith("%") else float(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"expected a fraction like 0.05 or 5%, got {text!r}") from None
+    if not math.isfinite(value):
+        raise argparse.ArgumentTypeError(f"expected a fraction like 0.05 or 5%, got {text!r} (not a number)")
+    return value
+
+
+def _number(text: str) -> float:
+    """A finite number: a threshold of NaN compares false with everything and would pass any run."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
+    if not math.isfinite(value):
+        raise argparse.ArgumentTypeError(f"expected a finite number, got {text!r}")
+    return value
 
 
 def _common(parser: argparse.ArgumentParser) -> None:
@@ -60,9 +82,9 @@ def register(subparsers: Any) -> None:
     st.add_argument("--warmup-steps", type=int, default=d.warmup_steps)
     st.add_argument("--warmup-intervals", type=int, default=d.warmup_intervals)
     st.add_argument("--after-restore-steps", type=int, default=d.after_restore_steps)
-    st.add_argument("--outlier-factor", type=float, default=d.outlier_factor)
+    st.add_argument("--outlier-factor", type=_number, default=d.outlier_factor)
     st.add_argument("--keep-event-steps", action="store_true", help="keep steps at checkpoint/eval events")
-    st.add_argument("--confidence", type=float, default=d.confidence)
+    st.add_argument("--confidence", type=_number, default=d.confidence)
     st.add_argument("--resamples", type=int, default=d.resamples)
     st.add_argument("--block-length", type=int, default=d.block_length)
     st.add_argument("--min-steps", type=int, default=d.min_steps)
@@ -81,11 +103,11 @@ def register(subparsers: Any) -> None:
     lo.add_argument("--min-trend-points", type=int, default=p.min_trend_points)
     lo.add_argument("--min-points", type=int, default=p.min_points)
     lo.add_argument("--check-steps", type=int, default=p.check_steps)
-    lo.add_argument("--spike-z", type=float, default=p.spike_z)
+    lo.add_argument("--spike-z", type=_number, default=p.spike_z)
     lo.add_argument("--shift-window", type=int, default=p.shift_window)
-    lo.add_argument("--shift-z", type=float, default=p.shift_z)
-    lo.add_argument("--grad-norm-z", type=float, default=p.grad_norm_z)
-    lo.add_argument("--lr-rel-tol", type=float, default=p.lr_rel_tol)
+    lo.add_argument("--shift-z", type=_number, default=p.shift_z)
+    lo.add_argument("--grad-norm-z", type=_number, default=p.grad_norm_z)
+    lo.add_argument("--lr-rel-tol", type=_number, default=p.lr_rel_tol)
     lo.add_argument("--lr-override", action="store_true", help="the LR was changed on purpose at the restore")
     _common(lo)
     lo.set_defaults(func=_loss)
@@ -93,6 +115,8 @@ def register(subparsers: Any) -> None:
 
 def _read(path: Path, args: argparse.Namespace) -> TrainLog:
     label = "<stdin>" if str(path) == "-" else str(path)
+    if label != "<stdin>" and path.is_dir():
+        raise ParseError(label, 0, "", "a log file (this is a directory)")
     if label != "<stdin>" and not path.is_file():
         raise ParseError(label, 0, "", "an existing log file")
     return read_trainlog(path, args.format, parse_columns(args.column))

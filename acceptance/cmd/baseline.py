@@ -1,15 +1,17 @@
-"""`acceptance baseline show NAME`, `diff NAME OLD NEW` and `amend NAME --margins-from-profile --reason TEXT`."""
+"""`acceptance baseline show|verify NAME`, `diff NAME OLD NEW`, `amend NAME --margins-from-profile --reason TEXT`."""
 
 from __future__ import annotations
 
 import argparse
+import os
+import sys
 from collections.abc import Mapping
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from acceptance.baseline import BaselineStore, LoadedBaseline, amended, load
-from acceptance.errors import BaselineError
+from acceptance.errors import BaselineError, UsageError
 from acceptance.tools.dcgm import DcgmConditions
 from acceptance.tools.nccl import NcclConditions
 from acceptance.units import format_size
@@ -28,6 +30,12 @@ def register(subparsers: Any) -> None:
     diff.add_argument("new", help="baseline file (or its name inside the cluster's folder)")
     diff.add_argument("--baselines-dir", type=Path, default=Path("baselines"), metavar="DIR")
     diff.set_defaults(func=_diff)
+    check = actions.add_parser(
+        "verify", help="check the latest baseline's signature against the profile's allowed signers; exit 1 if not"
+    )
+    check.add_argument("name")
+    check.add_argument("--baselines-dir", type=Path, default=Path("baselines"), metavar="DIR")
+    check.set_defaults(func=_verify)
     amend = actions.add_parser(
         "amend",
         help="agree new margins: write a new dated baseline with the profile's margins (the old file stays)",
@@ -38,6 +46,10 @@ def register(subparsers: Any) -> None:
         help="take the margins of baselines/NAME/cluster.yaml (the only amendment there is)",
     )  # fmt: skip
     amend.add_argument("--reason", required=True, help="why the agreed margins change (kept in the new baseline)")
+    amend.add_argument(
+        "--sign-key", type=Path, metavar="KEY", help="SSH key that signs the new baseline (default: agent)"
+    )
+    amend.add_argument("--no-sign", action="store_true", help="leave the new baseline unsigned (labs only)")
     amend.add_argument("--baselines-dir", type=Path, default=Path("baselines"), metavar="DIR")
     amend.set_defaults(func=_amend)
 
@@ -76,17 +88,42 @@ def _show(args: argparse.Namespace) -> int:
     return 0
 
 
+def _verify(args: argparse.Namespace) -> int:
+    from acceptance.baseline_trust import trust
+    from acceptance.profile import load_profile
+
+    profile = load_profile(args.name, args.baselines_dir)
+    loaded = BaselineStore(profile.path.parent).latest()
+    try:
+        found = trust(loaded, profile.allowed_signers, allow_unsigned=False)
+    except BaselineError as exc:
+        print(f"FAIL {exc}", file=sys.stderr)
+        return 1
+    print(f"OK   {found.line}")
+    return 0
+
+
 def _amend(args: argparse.Namespace) -> int:
+    from acceptance.baseline_trust import sign_baseline
     from acceptance.criteria.recording import who
     from acceptance.profile import load_profile
+    from acceptance.report.sign import SignOptions, check_signing
 
     profile = load_profile(args.name, args.baselines_dir)
     store = BaselineStore(profile.path.parent)
     loaded = store.latest()
     when = datetime.now(UTC)
     changes = profile.margins.differences(loaded.baseline.margins)
+    sign = SignOptions.from_options(no_sign=args.no_sign, sign_key=args.sign_key, environ=os.environ)
+    problem = check_signing(sign)
+    if problem:
+        raise UsageError(f"the amended baseline could not be signed: {problem} (--no-sign for labs only)")
     path = store.write(amended(loaded, profile.margins, reason=args.reason, by=who(), when=when), when)
-    print(f"{path}: new baseline; {loaded.path.name} (sha256:{loaded.sha256[:12]}…) is kept unchanged")
+    signed = sign_baseline(path, sign)
+    if sign.enabled and not signed.signed:
+        path.unlink()
+        raise UsageError(f"the amended baseline could not be signed, so it was not kept: {signed.describe()}")
+    print(f"{path}: new baseline, {signed.describe()}; {loaded.path.name} (sha256:{loaded.sha256[:12]}…) is kept")
     for _, what, new, old in changes:
         print(f"  {what}: {old} -> {new}")
     print(f"  reason: {args.reason.strip()}")

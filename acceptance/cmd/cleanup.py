@@ -25,6 +25,11 @@ def register(subparsers: Any) -> None:
     parser.add_argument("--baselines-dir", type=Path, default=Path("baselines"), metavar="DIR")
     parser.add_argument("--older-than", metavar="DURATION", help="only objects older than this (e.g. 30m, 2h)")
     parser.add_argument("--dry-run", action="store_true", help="list what would be deleted, delete nothing")
+    parser.add_argument(
+        "--include-live", action="store_true",
+        help="also delete the objects of runs that still hold their lease (a run in progress, or one killed "
+        "less than a lease ago)",
+    )  # fmt: skip
     parser.set_defaults(func=_run)
 
 
@@ -43,11 +48,15 @@ def _run(args: argparse.Namespace) -> int:
         raise UsageError(f"--older-than: {exc}") from None
     cluster = clusters.open(profile, new_run_id(datetime.now(UTC)))
     try:
-        found = cluster.remove_leftovers(seconds, dry_run=args.dry_run)
+        found = cluster.remove_leftovers(seconds, dry_run=args.dry_run, include_live=args.include_live)
+        spared = [o for o in cluster.leftovers() if o.live_until is not None] if not args.include_live else []
     finally:
         cluster.close()
     for item in found:
-        print(("would delete " if args.dry_run else "deleting ") + item)
+        print(("would delete " if args.dry_run else "deleting ") + str(item))
     where = "; ".join(cluster.describe())
     print(f"{len(found)} object(s) {'found' if args.dry_run else 'deleted'} ({where})")
+    if spared:
+        runs = sorted({f"{o.run_id} (lease until {o.live_until:%Y-%m-%dT%H:%M:%SZ})" for o in spared})
+        print(f"{len(spared)} object(s) of live runs kept: {', '.join(runs)}; --include-live deletes them too")
     return 0

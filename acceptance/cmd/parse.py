@@ -2,20 +2,26 @@
 
 Each kind is served by a module `acceptance.cmd.parse_KIND` (the I/O side of the pure
 `acceptance.tools.KIND`: it reads the file, or standard input for `-`) that exposes
-`add_parse_options(parser)` and `parse_cli(path, args) -> (document, exit_status)`:
-exit 0 parsed and the tool's run was clean, 1 parsed but the run failed or is
-incomplete, 2 not recognised. A `ParseError` from the module also means 2.
+`add_parse_options(parser)` and `parse_cli(path, args) -> (document, exit_status)`, or
+`write_cli(path, args, out) -> exit_status` when it streams its document itself: exit 0
+parsed and the tool's run was clean, 1 parsed but the run failed or is incomplete, 2 not
+recognised. A `ParseError` from the module also means 2.
+
+A kind's module is imported only when that kind is parsed (its options are added then), so
+`acceptance parse nccl` never loads pandas for the training-log reader. The document is
+written once (`acceptance.cmd.jsonout`), indented at the top and one line per record.
 """
 
 from __future__ import annotations
 
 import argparse
 import importlib
-import json
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from acceptance.cmd import jsonout
 from acceptance.errors import ParseError
 
 KINDS: dict[str, tuple[str, str]] = {
@@ -25,28 +31,51 @@ KINDS: dict[str, tuple[str, str]] = {
 }
 
 
+class _KindParser(argparse.ArgumentParser):
+    """The parser of one kind; its module's options are added the first time it parses."""
+
+    def __init__(self, *args: Any, module: str = "", **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._module = module
+        self._loaded = False
+
+    def parse_known_args(  # type: ignore[override]
+        self, args: Sequence[str] | None = None, namespace: argparse.Namespace | None = None
+    ) -> tuple[argparse.Namespace, list[str]]:
+        if not self._loaded and self._module:
+            self._loaded = True
+            importlib.import_module(self._module).add_parse_options(self)
+        return super().parse_known_args(args, namespace)
+
+
 def register(subparsers: Any) -> None:
     parser = subparsers.add_parser("parse", help="print a tool's output as JSON")
-    kinds = parser.add_subparsers(dest="kind", metavar="KIND", required=True)
+    kinds = parser.add_subparsers(dest="kind", metavar="KIND", required=True, parser_class=_KindParser)
     for kind, (module_name, help_text) in KINDS.items():
-        sub = kinds.add_parser(kind, help=help_text)
+        sub = kinds.add_parser(kind, help=help_text, module=module_name)
         sub.add_argument("file", type=Path, help="the captured output ('-' for standard input)")
-        module = importlib.import_module(module_name)
-        module.add_parse_options(sub)
         sub.set_defaults(func=_run, parse_module=module_name)
 
 
 def _run(args: argparse.Namespace) -> int:
     module = importlib.import_module(args.parse_module)
     label = "<stdin>" if str(args.file) == "-" else str(args.file)
-    if label != "<stdin>" and not args.file.is_file():
-        print(f"acceptance parse: {label}: no such file", file=sys.stderr)
-        return 2
+    if label != "<stdin>":
+        if args.file.is_dir():
+            print(f"acceptance parse: {label}: is a directory, not a captured output", file=sys.stderr)
+            return 2
+        if not args.file.exists():
+            print(f"acceptance parse: {label}: no such file", file=sys.stderr)
+            return 2
     try:
+        if hasattr(module, "write_cli"):
+            return int(module.write_cli(args.file, args, sys.stdout))
         document, status = module.parse_cli(args.file, args)
     except ParseError as exc:
         print(f"acceptance parse: {exc}", file=sys.stderr)
         return 2
-    json.dump(document, sys.stdout, indent=2, sort_keys=False)
-    sys.stdout.write("\n")
+    except OSError as exc:
+        print(f"acceptance parse: {label}: cannot read it ({exc.strerror or exc})", file=sys.stderr)
+        return 2
+    jsonout.write(sys.stdout, document, getattr(module, "JSON_INLINE_FROM", 4))
     return int(status)

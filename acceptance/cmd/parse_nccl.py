@@ -1,25 +1,36 @@
 """`acceptance parse nccl FILE [--collective NAME]`, and the reader of nccl-tests captures.
 
-The I/O side of `acceptance.tools.nccl` (which never opens a file).
+The I/O side of `acceptance.tools.nccl` (which never opens a file). The JSON goes out as the
+runs are read: each finished run is encoded into a spool (memory up to `SPOOL_BYTES`, a
+temporary file beyond), so a capture of a thousand 2,160-rank reports takes the memory of one.
 """
 
 from __future__ import annotations
 
 import argparse
+import shutil
 import sys
+import tempfile
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, TextIO
 
+from acceptance.cmd.jsonout import pretty
 from acceptance.errors import ParseError
 from acceptance.tools import nccl
 
+SPOOL_BYTES = 32 << 20
+_INLINE = 4  # document > runs > run > rows > one row per line
 
-def read_nccl(path: str | Path, collective: str | None = None) -> nccl.NcclCapture:
+
+def read_nccl(
+    path: str | Path, collective: str | None = None, sink: Callable[[nccl.NcclRun], None] | None = None
+) -> nccl.NcclCapture:
     """Parse an nccl-tests capture (text or `-J` JSON) from a file, or standard input for `-`."""
     if str(path) == "-":
-        return nccl.parse(sys.stdin, "<stdin>", collective)
+        return nccl.parse(sys.stdin, "<stdin>", collective, sink)
     with open(path, encoding="utf-8", errors="replace", newline="") as handle:
-        return nccl.parse(handle, str(path), collective)
+        return nccl.parse(handle, str(path), collective, sink)
 
 
 def _collective_arg(text: str) -> str:
@@ -38,12 +49,50 @@ def add_parse_options(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def _unrecognised(capture: nccl.NcclCapture) -> ParseError:
+    said = f"; it holds only: {capture.errors[0]}" if capture.errors else ""
+    return ParseError(
+        capture.source,
+        0,
+        "",
+        "nccl-tests output (a '# nThread …' header, a -J JSON document, or NCCL/launcher failure lines)" + said,
+    )
+
+
 def parse_cli(path: Path, args: argparse.Namespace) -> tuple[dict[str, Any], int]:
-    """Exit 0: clean run; 1: a run failed or is incomplete; ParseError (exit 2): no nccl-tests output."""
+    """Exit 0: clean run; 1: a run failed or is incomplete, or the run died before its header
+    (failure lines only); ParseError (exit 2): nothing of nccl-tests, NCCL or a known launcher."""
     capture = read_nccl(path, getattr(args, "collective", None))
-    if not capture.runs:
-        said = f"; it holds only: {capture.errors[0]}" if capture.errors else ""
-        raise ParseError(
-            capture.source, 0, "", f"nccl-tests output (a '# nThread …' header or a -J JSON document){said}"
-        )
+    if not capture.runs and not capture.recognised:
+        raise _unrecognised(capture)
     return capture.to_json(), 0 if capture.status == "ok" else 1
+
+
+def write_cli(path: Path, args: argparse.Namespace, out: TextIO) -> int:
+    """`parse_cli` streamed: the document is written as runs finish, memory stays flat."""
+    with tempfile.SpooledTemporaryFile(max_size=SPOOL_BYTES, mode="w+", encoding="utf-8") as spool:
+        written = 0
+        count = 0
+
+        def sink(run: nccl.NcclRun) -> None:
+            nonlocal written, count
+            text = (",\n    " if count else "\n    ") + pretty(run.to_json(), _INLINE, 2)
+            spool.write(text)
+            written += len(text)
+            count += 1
+
+        capture = read_nccl(path, getattr(args, "collective", None), sink)
+        if not count and not capture.recognised:
+            raise _unrecognised(capture)
+        head = '{\n  "kind": "nccl-tests",\n  "status": "' + capture.status + '",\n  "runs": ['
+        errors = pretty([e.to_json() for e in capture.errors], 2, 1)
+        tail = ("\n  ]" if count else "]") + ',\n  "errors": ' + errors + "\n}\n"
+        spool.seek(0)
+        if written <= SPOOL_BYTES:
+            out.write(head + spool.read() + tail)
+        else:
+            out.write(head)
+            shutil.copyfileobj(spool, out, 1 << 20)
+            out.write(tail)
+        out.flush()
+    return 0 if capture.status == "ok" else 1

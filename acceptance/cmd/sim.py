@@ -7,6 +7,9 @@ prints what the tool would print on the simulated cluster and exits with the too
     acceptance sim run --fault nic-degraded@sim-node-07 -- mpirun -np 128 all_reduce_perf -b 1M -e 16G -f 2
     acceptance sim run --fault gpu-xid@sim-node-03:5 --node sim-node-03 -- dcgmi diag -r 3 -j
     acceptance sim run -- python pretrain_gpt.py --train-iters 1200 --save-interval 200
+    acceptance sim run --incident gpu-xid@sim-node-05:3 --at-step 700 -- \
+        torchrun --nnodes 16 --nproc-per-node 8 pretrain_gpt.py --train-iters 1200 --save-interval 200
+    acceptance sim run --incident gpu-xid@sim-node-05:3 --at-step 700 --node sim-node-05 -- dmesg
 
 Further subcommands (``serve``) are added to the same `sim` parser.
 """
@@ -58,10 +61,27 @@ def add_cluster_options(parser: argparse.ArgumentParser) -> None:
         help="inject a fault (repeatable)",
     )
     parser.add_argument("--seed", type=int, default=None, help="override the scenario's seed")
+    parser.add_argument(
+        "--incident",
+        action="append",
+        default=[],
+        metavar="KIND@NODE[:INDEX]",
+        help="a fault that strikes the training job at --at-step (gpu-xid: the job hangs until the NCCL watchdog "
+        "fires; nic-degraded, nic-down, gpu-throttle: it runs slower from then on)",
+    )
+    parser.add_argument("--at-step", type=int, default=None, metavar="N", help="the step an --incident strikes in")
 
 
 def runner_from_args(args: argparse.Namespace) -> SimRunner:
-    return SimRunner.from_scenario(load_scenario(args.scenario), args.fault, args.seed)
+    incidents = list(getattr(args, "incident", []) or [])
+    at_step = getattr(args, "at_step", None)
+    if incidents and at_step is None:
+        raise UsageError("--incident needs --at-step N: the training step the fault strikes in")
+    if at_step is not None and not incidents:
+        raise UsageError("--at-step needs an --incident KIND@NODE[:INDEX] to strike")
+    faults: list[str | dict[str, object]] = list(args.fault)
+    faults += [{"fault": text, "at_step": at_step} for text in incidents]
+    return SimRunner.from_scenario(load_scenario(args.scenario), faults, args.seed)
 
 
 def _run(args: argparse.Namespace) -> int:

@@ -27,6 +27,16 @@ class LogSources:
 
 
 @dataclass(frozen=True)
+class ProbationOptions:
+    """Criterion 5's inputs: the acceptance report to start from (``--probation-from``), where reports are
+    looked for by ticket, and the simulator's recurrence faults (``--sim-fault``)."""
+
+    from_report: Path | None = None
+    reports_root: Path | None = None
+    sim_faults: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
 class RunContext:
     """One run's fixed facts (see module docstring)."""
 
@@ -40,6 +50,8 @@ class RunContext:
     ticket: str | None = None
     logs: LogSources = field(default_factory=LogSources)
     force_record: str | None = None
+    baseline_trust: str = ""  # how the baseline is trusted (signed by whom, or unsigned by request)
+    probation: ProbationOptions = field(default_factory=ProbationOptions)
 
     @classmethod
     def create(
@@ -53,6 +65,8 @@ class RunContext:
         ticket: str | None = None,
         logs: LogSources | None = None,
         force_record: str | None = None,
+        baseline_trust: str = "",
+        probation: ProbationOptions | None = None,
     ) -> RunContext:
         """The context of a run; the margins come from `baseline` when there is one."""
         margins, notes = profile.margins, {}
@@ -70,6 +84,8 @@ class RunContext:
             ticket=ticket,
             logs=logs or LogSources(),
             force_record=force_record,
+            baseline_trust=baseline_trust,
+            probation=probation or ProbationOptions(),
         )
 
     @property
@@ -100,8 +116,14 @@ class RunContext:
     def gpu_budget_s(self) -> float:
         """The longest the GPU work of this run can last (every deadline added up, plus slack).
 
+        Localization adds its deadline (recording: the pair baselines, one nccl deadline per test).
+
         Bounds how long a pytest process waits for another that holds the GPUs.
         """
         p = self.profile
         smoke = 2 * p.smoke.timeout_s if p.smoke else 0.0
-        return p.dcgm_timeout_s + p.nccl_timeout_s * max(1, len(self.nccl_tests)) + smoke + 600.0
+        tests = max(1, len(self.nccl_tests))
+        localize = (
+            (p.nccl_timeout_s * tests if self.recording else p.localize.deadline_s) if p.localize.enabled else 0.0
+        )
+        return p.dcgm_timeout_s + p.nccl_timeout_s * tests + smoke + localize + 600.0

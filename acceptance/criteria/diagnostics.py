@@ -8,7 +8,7 @@ handover report. Adds to a new baseline: each node's report and the DCGM level a
 from __future__ import annotations
 
 import shlex
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from acceptance.clusters.base import DcgmWorkload
 from acceptance.criteria.outcomes import no_output
@@ -67,31 +67,39 @@ class Diagnostics:
             report = dcgm.parse(result.output, source=f"{node}:dcgmi diag")
         except ParseError as exc:
             return Verdict(Status.ERROR, node, f"{node}: DCGM output not understood ({exc}); see the evidence folder")
-        reference = reference_level = None
+        reference = reference_level = reference_image = None
         if ctx.baseline is not None:
             found = ctx.baseline.baseline.dcgm_report(node)
             reference = dcgm.DcgmReport.from_json(found) if found else None
-            conditions = ctx.baseline.baseline.dcgm_conditions
-            reference_level = int(conditions["level"]) if conditions and conditions.get("level") else None
+            conditions = ctx.baseline.baseline.dcgm_conditions or {}
+            reference_level = int(conditions["level"]) if conditions.get("level") else None
+            reference_image = conditions.get("image") or None
         verdict = judge_node(
             node, report, reference, p.gpus_per_node, policy_for(p.dcgm_warning_policy), result.exit_code,
-            level=p.dcgm_level, reference_level=reference_level,
+            level=p.dcgm_level, reference_level=reference_level, image=result.image or None,
+            reference_image=reference_image,
         )  # fmt: skip
         if ctx.recording:
-            self.run.folder.write_part("dcgm", node, {"report": report.to_json(), "level": p.dcgm_level})
+            part = {"report": report.to_json(), "level": p.dcgm_level, "image": result.image or None}
+            self.run.folder.write_part("dcgm", node, part)
         return verdict
 
 
 def baseline_part(folder: RunFolder, profile: Profile) -> BaselinePart:
     """Each node's DCGM report, and the DCGM level and version they share."""
     parts = folder.parts("dcgm")
-    levels = {part["level"] for part in parts.values()}
+
+    def common(key: str) -> Any:
+        values = {part.get(key) for part in parts.values()}
+        return values.pop() if len(values) == 1 else None
+
     versions = {part["report"].get("dcgm_version") for part in parts.values()}
     conditions = (
-        {"dcgm_version": versions.pop() if len(versions) == 1 else None, "level": levels.pop() if levels else None}
+        {"dcgm_version": versions.pop() if len(versions) == 1 else None, "level": common("level"),
+         "image": common("image")}
         if parts
         else None
-    )
+    )  # fmt: skip
     return BaselinePart(
         conditions={"dcgm": conditions},
         results={"dcgm": {node: part["report"] for node, part in parts.items()}},

@@ -8,6 +8,7 @@ baseline too (`RunContext.margins`). Adds to a new baseline: each clean run and 
 
 from __future__ import annotations
 
+import dataclasses
 from typing import TYPE_CHECKING, Any
 
 from acceptance.clusters.base import NcclWorkload, RunResult
@@ -30,6 +31,7 @@ class Fabric:
 
     def __init__(self, run: Run) -> None:
         self.run = run
+        self._judged: dict[str, Verdict] = {}
 
     def command(self, name: str) -> tuple[tuple[str, ...], dict[str, str], list[str]]:
         """argv, env and notes of a test: the baseline's when judging, the profile's when recording."""
@@ -60,6 +62,36 @@ class Fabric:
         return Batch(f"nccl-{name}", "nccl", {name: workload}, p.nccl_timeout_s)
 
     def verdict(self, name: str) -> Verdict:
+        """The item's verdict; a failing one carries the run's localization (`acceptance.criteria.localize`)."""
+        verdict = self.judged(name)
+        if verdict.status is Status.FAIL:
+            found = self.run.localize.for_failure(name)
+            if found is not None:
+                verdict = found.attach(verdict)
+        return verdict
+
+    def judged(self, name: str) -> Verdict:
+        """The run of test `name` judged against the baseline (once per process)."""
+        if name not in self._judged:
+            self._judged[name] = self._judge(name)
+        return self._judged[name]
+
+    def failing_nodes(self, name: str) -> list[str]:
+        """Nodes whose own CUDA failure the failing run's error lines report (``host: Test CUDA failure ...``)."""
+        result = self.run.scheduler.results(self.batch(name))[name]
+        capture = nccl.parse_text(result.output, source=f"{name}:launcher log")
+        out: set[str] = set()
+        for run in capture.runs:
+            hosts = {p.host: p.node for p in result.rank_placement({r.rank: r.host for r in run.ranks}).values()}
+            for error in run.errors:
+                host = (
+                    error.text.split(":", 1)[0].strip(" .").split(" ")[0] if "Test CUDA failure" in error.text else ""
+                )
+                if hosts.get(host):
+                    out.add(str(hosts[host]))
+        return sorted(out)
+
+    def _judge(self, name: str) -> Verdict:
         ctx = self.run.context
         argv, env, notes = self.command(name)
         nccl_env = {k: v for k, v in self.run.cluster.workload_env().items() if k.startswith("NCCL_")}
@@ -71,22 +103,18 @@ class Fabric:
         capture = nccl.parse_text(result.output, source=f"{name}:launcher log", collective=test.collective)
         run = next((r for r in capture.runs if r.collective in (None, test.collective)), None)
         if run is None:
-            errors = "; ".join(f"line {e.line}: {e.text}" for e in capture.errors[:3]) or result.reason
-            return Verdict(
-                Status.FAIL,
-                name,
-                f"{name}: nccl-tests printed no results ({errors}); exit {result.exit_code}",
-                {"exit_code": result.exit_code, "status": capture.status},
-                tuple(f"line {e.line}: {e.text}" for e in capture.errors),
-            )
+            return _died_before_header(name, capture, result)
         self._save_placement(name, result, run)
-        conditions = nccl.NcclConditions.of(run, test)
+        conditions = dataclasses.replace(nccl.NcclConditions.of(run, test), image=result.image or None)
         if ctx.baseline is None:
             if run.status == "ok" and capture.status == "ok":
                 self.run.folder.write_part("nccl", name, {
                     "conditions": {"argv": list(argv), "env": env, **conditions.to_json()},
                     "run": run.to_json(),
                 })  # fmt: skip
+                pairs = self.run.localize.record_pairs(name, argv, env)
+                if pairs is not None:
+                    return pairs
             return _recorded(name, run, capture.status)
         recorded = {k: v for k, v in (ctx.baseline.baseline.nccl_conditions(name) or {}).items()
                     if k not in ("argv", "env")}  # fmt: skip
@@ -111,6 +139,25 @@ class Fabric:
             for r in (placement[rank.rank],)
         ]  # fmt: skip
         self.run.evidence.placement(name, rows)
+
+
+def _died_before_header(name: str, capture: nccl.NcclCapture, result: RunResult) -> Verdict:
+    """No report at all: quote the first line in which nccl-tests, NCCL or the launcher says why, and its host."""
+    first = nccl.first_failure(capture.errors)
+    figures: dict[str, Any] = {"exit_code": result.exit_code, "status": capture.status}
+    if first is not None:
+        where = f" on {first.host}" if first.host else ""
+        summary = f"{name}: the run died before nccl-tests printed its header{where} — line {first.line}: {first.text}"
+        if first.host:
+            figures["failing_host"] = first.host
+    else:
+        errors = "; ".join(f"line {e.line}: {e.text}" for e in capture.errors[:3]) or result.reason
+        summary = f"{name}: nccl-tests printed no results ({errors})"
+    hosts = sorted({e.host for e in capture.errors if e.host})
+    if hosts:
+        figures["failing_hosts"] = ",".join(hosts)
+    evidence = tuple(f"line {e.line}: {e.text}" + (f" [{e.host}]" if e.host else "") for e in capture.errors)
+    return Verdict(Status.FAIL, name, f"{summary}; exit {result.exit_code}", figures, evidence)
 
 
 def _recorded(subject: str, run: nccl.NcclRun, status: str) -> Verdict:

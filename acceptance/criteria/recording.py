@@ -11,7 +11,7 @@ from typing import Any
 
 from acceptance import __version__
 from acceptance.baseline import FORMAT, BaselineStore, sha256_of, utc_stamp
-from acceptance.criteria import diagnostics, fabric, preflight, smoke
+from acceptance.criteria import diagnostics, fabric, localize, preflight, smoke
 from acceptance.criteria.context import RunContext
 from acceptance.criteria.parts import BaselinePart
 from acceptance.criteria.runfolder import RunFolder
@@ -33,6 +33,7 @@ def parts_of(context: RunContext, folder: RunFolder, extra: Iterable[BaselinePar
         preflight.baseline_part(folder),
         diagnostics.baseline_part(folder, p),
         fabric.baseline_part(folder, p),
+        localize.baseline_part(folder, p),
         smoke.baseline_part(folder, p),
         *extra,
     ]

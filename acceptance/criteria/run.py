@@ -14,8 +14,10 @@ from acceptance.criteria.context import RunContext
 from acceptance.criteria.diagnostics import Diagnostics
 from acceptance.criteria.evidence import Evidence
 from acceptance.criteria.fabric import Fabric
+from acceptance.criteria.localize import Localize
 from acceptance.criteria.loss import LossContinuity
 from acceptance.criteria.preflight import Preflight
+from acceptance.criteria.recurrence import Recurrence
 from acceptance.criteria.runfolder import RunFolder
 from acceptance.criteria.scheduler import Scheduler
 from acceptance.criteria.site import SiteCheck, SiteChecks
@@ -36,17 +38,26 @@ class Run:
         *,
         selected: frozenset[str],
         site_checks: Sequence[SiteCheck] = (),
+        nccl_selected: frozenset[str] | None = None,
     ) -> None:
+        """`selected`: the suite modules this run has; `nccl_selected`: its fabric items' tests (None: all)."""
         self.context = context
         self.cluster = cluster
         self.folder = folder
         self.evidence = Evidence(report) if report is not None else None
         self.selected = selected
+        self.nccl_selected = nccl_selected
         self.scheduler = Scheduler(cluster, folder, self.evidence, context.gpu_budget_s)
         self.preflight = Preflight(self)
         self.diagnostics = Diagnostics(self)
         self.fabric = Fabric(self)
+        self.localize = Localize(self)
         self.training = TrainingLogs(self)
         self.smoke = SmokeStep(self)
         self.loss = LossContinuity(self)
         self.site = SiteChecks(self, site_checks)
+        self.recurrence = Recurrence(self)
+
+    def close(self) -> None:
+        """Release what the criteria hold beyond the cluster (criterion 5's metrics source)."""
+        self.recurrence.close()

@@ -84,6 +84,8 @@ def judge_node(
     *,
     level: int | None = None,
     reference_level: int | None = None,
+    image: str | None = None,
+    reference_image: str | None = None,
 ) -> Verdict:
     gpus = list(range(expected_gpus)) if isinstance(expected_gpus, int) else sorted(expected_gpus)
     now = DcgmConditions(current.dcgm_version, level)
@@ -117,6 +119,21 @@ def judge_node(
         summary = f"{node}: the diagnostic did not complete ({_short(why)}) — {where}; rerun it before judging"
         return Verdict(Status.ERROR, node, summary, figures, (*notes, *(e.text for e in current.errors)), table)
 
+    if image and reference_image and image != reference_image:
+        summary = (
+            f"{node}: not comparable with the handover baseline: DCGM image {image} now, {reference_image} at "
+            "handover; run the agreed image (kube.images.dcgm) or record a new baseline"
+        )
+        figures["handover_image"] = reference_image
+        return Verdict(Status.NOT_COMPARABLE, node, summary, figures, tuple(notes), table)
+    if level is not None and reference_level is not None and level != reference_level:
+        # another level runs other tests: a comparison would read a condition change as broken hardware
+        summary = (
+            f"{node}: not comparable with the handover baseline: DCGM level -r {level} now, -r {reference_level} "
+            f"at handover; run the agreed level (dcgm.level) or record a new baseline"
+        )
+        figures["handover_level"] = reference_level
+        return Verdict(Status.NOT_COMPARABLE, node, summary, figures, tuple(notes), table)
     findings = _findings(current, reference, gpus, policy, notes=notes, levels=(level, reference_level))
     if exit_meaning is not None and not exit_meaning.passed and not findings:
         findings.append(_Finding(None, "-", f"dcgmi exited {exit_code} ({exit_meaning.meaning}) but no test failed"))
@@ -237,7 +254,7 @@ def _against_handover(
 def _explain(difference: str) -> str:
     if difference.startswith("DCGM"):
         return f"{difference}: tests matched by their DCGM 4.x names"
-    return f"{difference}: handover tests this level does not run count as missing"
+    return f"{difference}: another level runs other tests, so the runs are not compared"
 
 
 def _replaced_gpus(current: DcgmReport, reference: DcgmReport) -> list[str]:

@@ -106,6 +106,7 @@ def _compare(subject: str, current: NcclRun, reference: NcclRun, margins: Margin
     records = []
     figures: dict[str, Figure] = {}
     missing: list[NcclRow] = []
+    unusable: list[tuple[NcclRow, float, float]] = []  # a measured or baseline busbw that is not a number
     worst: tuple[float, NcclRow, float, float] | None = None
     for base in judged:
         row = now.get(base.key)
@@ -116,6 +117,10 @@ def _compare(subject: str, current: NcclRun, reference: NcclRun, margins: Margin
             continue
         measured = row.oop.busbw if row.oop else None
         if measured is None or expected is None or expected <= 0:
+            continue
+        if not (math.isfinite(measured) and math.isfinite(expected)):
+            unusable.append((base, measured, expected))
+            records.append((base.size, measured, expected, math.nan, False))
             continue
         ratio = measured / expected
         records.append((base.size, measured, expected, ratio, ratio >= floor))
@@ -169,6 +174,13 @@ def _compare(subject: str, current: NcclRun, reference: NcclRun, margins: Margin
             f"{subject}: {w:g} wrong elements at {label(r)} ({place}); data corruption in "
             f"{len(wrong)} result{'s' if len(wrong) != 1 else ''}"
         )
+        return Verdict(Status.FAIL, subject, summary, figures, tuple(evidence), table)
+    if unusable:
+        figures["unusable_sizes"] = len(unusable)
+        shown = "; ".join(f"{label(b)}: {m} GB/s now, {e} at handover" for b, m, e in unusable[:3])
+        plural = "s" if len(unusable) != 1 else ""
+        summary = f"{subject}: busbw is not a number at {len(unusable)} size{plural} ({shown})"
+        evidence += [f"{label(b)}: busbw {m} GB/s now vs {e} at handover: not a measurement" for b, m, e in unusable]
         return Verdict(Status.FAIL, subject, summary, figures, tuple(evidence), table)
     if missing:
         names = ", ".join(label(b) for b in missing[:3]) + (" …" if len(missing) > 3 else "")

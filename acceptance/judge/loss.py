@@ -12,7 +12,7 @@ fitted to the last pre-incident points, scale 1.4826·MAD of the residuals: FAIL
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 
 import numpy as np
 import pandas as pd
@@ -43,6 +43,10 @@ class LossPolicy:
     sigma_floor: float = 1e-6
 
     def __post_init__(self) -> None:
+        for f in fields(self):
+            value = getattr(self, f.name)
+            if isinstance(value, float) and not math.isfinite(value):
+                raise ValueError(f"{f.name} must be a finite number, got {value}")
         if self.spike_z <= 0 or self.shift_z <= 0 or self.trend_window < 3 or self.check_steps < 1:
             raise ValueError("spike_z and shift_z must be > 0, trend_window ≥ 3, check_steps ≥ 1")
 

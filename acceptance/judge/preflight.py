@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from acceptance.baseline import ClusterConditions, NodeSpec
-from acceptance.clusters.base import ClusterInventory, NodeInfo
+from acceptance.clusters.base import ClusterInventory, Leftover, NodeInfo
 from acceptance.judge.verdict import Figure, Status, Verdict
 
 
@@ -108,16 +108,30 @@ def judge_versions(now: ClusterConditions, then: ClusterConditions | None) -> Ve
     return Verdict(Status.PASS, "versions", f"versions as at handover: {described}", figures)
 
 
-def judge_leftovers(leftovers: Sequence[str]) -> Verdict:
-    """No object of an earlier run is still on the cluster (it would hold GPUs or confuse evidence)."""
-    if leftovers:
-        shown = ", ".join(leftovers[:5]) + (f" (+{len(leftovers) - 5} more)" if len(leftovers) > 5 else "")
+def judge_leftovers(leftovers: Sequence[Leftover]) -> Verdict:
+    """No other run's object is on the cluster: another run using it now, or what a crashed run left."""
+    live = {o.run_id: o.live_until for o in leftovers if o.live_until is not None}
+    ended = [o for o in leftovers if o.live_until is None]
+    figures: dict[str, Figure] = {"leftover_objects": len(ended), "live_runs": len(live)}
+    evidence = tuple(str(o) for o in leftovers)
+    if live:
+        runs = ", ".join(f"{run} (lease until {until:%Y-%m-%dT%H:%M:%SZ})" for run, until in sorted(live.items()))
         return Verdict(
             Status.FAIL,
             "leftovers",
-            f"leftovers: {len(leftovers)} objects of earlier runs remain ({shown}); remove them with "
-            "`acceptance cleanup --cluster NAME`",
-            {"leftover_objects": len(leftovers)},
-            tuple(leftovers),
+            f"leftovers: another run is using this cluster now: {runs}; wait for it to end (a crashed run's "
+            "lease expires on its own, then `acceptance cleanup --cluster NAME` removes what it left)",
+            figures,
+            evidence,
         )
-    return Verdict(Status.PASS, "leftovers", "leftovers: none from earlier runs", {"leftover_objects": 0})
+    if ended:
+        shown = ", ".join(o.object for o in ended[:5]) + (f" (+{len(ended) - 5} more)" if len(ended) > 5 else "")
+        return Verdict(
+            Status.FAIL,
+            "leftovers",
+            f"leftovers: {len(ended)} objects of earlier runs remain ({shown}); remove them with "
+            "`acceptance cleanup --cluster NAME`",
+            figures,
+            evidence,
+        )
+    return Verdict(Status.PASS, "leftovers", "leftovers: none from other runs", figures)

@@ -11,7 +11,7 @@ decide. Significance alone never fails a run.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from statistics import NormalDist
 
 import numpy as np
@@ -50,6 +50,10 @@ class StepTimePolicy:
     max_bootstrap_n: int = 1000
 
     def __post_init__(self) -> None:
+        for f in fields(self):
+            value = getattr(self, f.name)
+            if isinstance(value, float) and not math.isfinite(value):
+                raise ValueError(f"{f.name} must be a finite number, got {value}")
         if not 0 < self.margin < 10:
             raise ValueError(f"margin must be a fraction like 0.05, got {self.margin}")
         if not 0.5 <= self.confidence < 1:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import enum
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -19,6 +19,9 @@ class Status(enum.Enum):
     NOT_COMPARABLE = "not-comparable"
     INCONCLUSIVE = "inconclusive"
     ERROR = "error"
+    # Not decided yet because its time has not come (criterion 5's probation window is still open):
+    # the only status a suite item reports as a skip rather than a pass or a failure.
+    PENDING = "pending"
 
     @property
     def ok(self) -> bool:
@@ -36,7 +39,8 @@ class Verdict:
     by how much, against what. `figures` are flat name → value pairs that become
     junit properties (measured, expected, margin, ratio, unit, node, gpu, size ...).
     `evidence` holds longer lines (differences, error messages) in reading order.
-    `table` is an optional per-item frame (e.g. busbw per size) for plots.
+    `table` is an optional per-item frame (e.g. busbw per size) for plots. `details` is plain
+    structured data a report section draws (a localization's rounds), not a junit property.
     """
 
     status: Status
@@ -45,6 +49,7 @@ class Verdict:
     figures: Mapping[str, Figure] = field(default_factory=dict)
     evidence: tuple[str, ...] = ()
     table: pd.DataFrame | None = field(default=None, compare=False, repr=False)
+    details: Mapping[str, Any] = field(default_factory=dict, compare=False, repr=False)
 
     @property
     def passed(self) -> bool:

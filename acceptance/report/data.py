@@ -46,7 +46,7 @@ def verdict_payload(verdict: Verdict) -> dict[str, Any]:
     columns = [str(c) for c in rows[0]] if rows else []
     if not rows and verdict.table is not None:
         columns = [str(c) for c in verdict.table.columns]
-    return {
+    payload = {
         "status": verdict.status.value,
         "subject": verdict.subject,
         "summary": verdict.summary,
@@ -54,6 +54,9 @@ def verdict_payload(verdict: Verdict) -> dict[str, Any]:
         "evidence": list(verdict.evidence),
         "table": {"columns": columns, "rows": [[_plain(row[c]) for c in row] for row in rows]},
     }
+    if verdict.details:
+        payload["details"] = _plain(dict(verdict.details))
+    return payload
 
 
 def attach_verdicts(report: Any, verdicts: Sequence[Verdict]) -> None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import shutil
 import subprocess
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -19,7 +20,7 @@ from acceptance.report.data import ReportData, dumps
 from acceptance.report.folder import ReportFolder
 from acceptance.report.html import render_html
 from acceptance.report.manifest import MANIFEST_NAME, build_manifest, write_manifest
-from acceptance.report.secrets import scrub_text
+from acceptance.report.secrets import redact_values, scan_folder, scrub_text
 from acceptance.report.sign import NAMESPACE, SignOptions, SignOutcome, sign_files, signature_path
 
 HTML_NAME = "report.html"
@@ -47,11 +48,13 @@ class FinalizeResult:
         return out
 
 
-def _scrub_in_place(path: Path) -> None:
+def _scrub_in_place(path: Path, secrets: Mapping[str, str]) -> list[str]:
+    """Scrub a file written outside the report folder (the junit); the names of secret values found."""
     raw = path.read_text(encoding="utf-8")
-    clean = scrub_text(raw)
+    clean, found = redact_values(scrub_text(raw), secrets)
     if clean != raw:
         path.write_text(clean, encoding="utf-8")
+    return found
 
 
 def _signing_record(outcome: SignOutcome) -> dict[str, object]:
@@ -74,8 +77,13 @@ def finalize(
     sign: SignOptions,
     *,
     now_utc: datetime | None = None,
+    secrets: Mapping[str, str] | None = None,
 ) -> FinalizeResult:
-    """Complete the report folder; see the module docstring for when to call it."""
+    """Complete the report folder; see the module docstring for when to call it.
+
+    `secrets` (name → value, the profile's credentials) are searched for in every file and
+    redacted before anything is signed; each find is named in the problems.
+    """
     problems: list[str] = []
     now = (now_utc or datetime.now(UTC)).astimezone(UTC).isoformat(timespec="seconds")
     junit_copy: Path | None = None
@@ -83,7 +91,9 @@ def finalize(
     # 1. The junit file: scrub, sign where pytest wrote it, copy file and signature in.
     try:
         if junit_path is not None and junit_path.is_file():
-            _scrub_in_place(junit_path)
+            found = _scrub_in_place(junit_path, secrets or {})
+            if found:
+                problems.append(f"secret found in {junit_path.name}: the value of {', '.join(found)} (redacted)")
             junit_outcome = sign_files([junit_path], sign)
             junit_copy = folder.path / junit_path.name
             if junit_path.resolve() != junit_copy.resolve():
@@ -108,6 +118,7 @@ def finalize(
     manifest_path: Path | None = None
     outcome = junit_outcome
     try:
+        problems += [f"secret found in {f}" for f in scan_folder(folder.path, secrets or {})]
         folder.add_text(DATA_NAME, dumps(data) + "\n")
         files = [*folder.files(), MANIFEST_NAME]
         if can_sign:

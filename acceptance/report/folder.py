@@ -40,13 +40,38 @@ class ReportFolder:
                 candidate.mkdir(parents=True, exist_ok=False)
                 return cls(candidate)
             except FileExistsError:
+                if not candidate.is_dir():
+                    raise UsageError(f"report folder {candidate}: a file is in the way") from None
                 n += 1
                 candidate = base.with_name(f"{base.name}-{n}")
+            except OSError as exc:
+                raise UsageError(f"cannot create the report folder {candidate} ({exc.strerror or exc})") from None
 
     @classmethod
     def at(cls, path: Path) -> ReportFolder:
-        """An explicit folder (`--report-dir`); created if needed, may already hold files."""
-        path.mkdir(parents=True, exist_ok=True)
+        """An explicit folder (`--report-dir`): created if needed; one that holds files is refused.
+
+        A report signs what its folder holds, so an earlier run's evidence must never be merged
+        into it. Anything that keeps the folder from being written is a usage error, before the run.
+        """
+        where = f"--report-dir {path}"
+        for parent in path.parents:
+            if parent.exists() and not parent.is_dir():
+                raise UsageError(f"{where}: {parent} is a file, not a folder")
+        if path.exists() and not path.is_dir():
+            raise UsageError(f"{where}: it is a file, not a folder")
+        if path.is_dir() and any(path.iterdir()):
+            raise UsageError(
+                f"{where}: the folder is not empty (an earlier report?); a report is never merged into another: "
+                "name a new folder, or leave --report-dir out for reports/<cluster>/<UTC time>/"
+            )
+        try:
+            path.mkdir(parents=True, exist_ok=True)
+            probe = path / ".write-probe"
+            probe.write_bytes(b"")
+            probe.unlink()
+        except OSError as exc:
+            raise UsageError(f"{where}: cannot write there ({exc.strerror or exc})") from None
         return cls(path)
 
     def _target(self, relpath: str | Path) -> Path:

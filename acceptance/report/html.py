@@ -6,8 +6,11 @@ from collections.abc import Iterable, Mapping, Sequence
 from html import escape
 from typing import Any
 
+from acceptance.report import localize as localization
+from acceptance.report.causes import headline
 from acceptance.report.data import ReportData, TestRecord
 from acceptance.report.plots import busbw_plots, diagnostics_matrix
+from acceptance.report.plots_recurrence import recurrence_plot
 from acceptance.report.plots_training import loss_plot, steptime_plot
 
 _CSS = """
@@ -19,11 +22,13 @@ th,td{border:1px solid #ccc;padding:.25em .5em;text-align:left;vertical-align:to
 th{background:#f2f2f2}
 td:first-child{white-space:nowrap}
 .banner{background:#b8860b;color:#fff;font-weight:bold;font-size:1.3em;text-align:center;padding:.6em;letter-spacing:.1em}
+.banner.interrupted{background:#8b0000}
 .unsigned{background:#8b0000;color:#fff;padding:.5em 1em;font-weight:bold}
 .signed{background:#e8f4ea;border:1px solid #9c9;padding:.5em 1em}
 .margin-note{background:#fff3cd;border:1px solid #d4a000;padding:.5em 1em;margin-top:.3em}
+.cause{background:#f8d7da;border:1px solid #b00;padding:.5em 1em;margin-top:.3em;font-weight:bold}
 .pass,.passed{background:#d4edda}.fail,.failed,.error{background:#f8d7da}
-.skip,.skipped,.warn,.inconclusive,.not-comparable{background:#fff3cd}
+.skip,.skipped,.warn,.inconclusive,.not-comparable,.pending{background:#fff3cd}
 .missing{background:#e2e3e5}
 .notrun{color:#666;font-style:italic}
 .caption{color:#555;font-size:.88em;margin:.2em 0 1em}
@@ -77,6 +82,11 @@ _STEPTIME_NOTE = (
     "steps and outliers dropped), baseline grey, smoke run blue; dashed: baseline median; dotted red: "
     "the limit (1 + margin) × baseline median; solid blue: smoke median. Right: the smoke run per step, "
     "dropped steps as crosses."
+)
+_PROBATION_NOTE = (
+    "Criterion 5: each signal over the probation window, hours since the acceptance passed; dotted lines: "
+    "the rules' limits (or the GPUs expected); red: the first recurrence; grey: the part of the window "
+    "not yet elapsed. Counters are increases per minute; only minutes with something to show are drawn."
 )
 _LOSS_NOTE = (
     "Top: loss before the incident (grey) and after the restore (blue); black: the robust trend "
@@ -181,6 +191,11 @@ def render_html(data: ReportData, *, signing: str, signed: bool, files: Iterable
         if data.simulated
         else ""
     )
+    if prov.get("interrupted"):
+        banner += (
+            f'<div class="banner interrupted">INTERRUPTED ({_e(prov["interrupted"])}): the run was stopped before '
+            "it finished; its cluster objects were deleted; below is what had finished</div>"
+        )
     sig_class = "signed" if signed else "unsigned"
     differ = prov.get("margins_differ") or {}
     notes = "".join(f'<div class="margin-note">{_e(line)}</div>' for line in differ.values())
@@ -188,8 +203,10 @@ def render_html(data: ReportData, *, signing: str, signed: bool, files: Iterable
     for test in data.tests:
         counts[test.outcome] = counts.get(test.outcome, 0) + 1
     tally = ", ".join(f"{n} {k}" for k, n in sorted(counts.items())) or "no tests"
+    causes = "".join(f'<div class="cause">{_e(line)}</div>' for line in headline(data))
     steptime = _plot(steptime_plot(verdicts), "step time distributions", _STEPTIME_NOTE)
     loss = _plot(loss_plot(verdicts), "loss around the restore", _LOSS_NOTE)
+    probation = _plot(recurrence_plot(verdicts), "signals over the probation window", _PROBATION_NOTE)
     return f"""<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8">
 <meta http-equiv="Content-Security-Policy"
@@ -198,12 +215,14 @@ def render_html(data: ReportData, *, signing: str, signed: bool, files: Iterable
 <body>{banner}<main>
 <h1>{_e(title)}</h1>
 <p>{_e(prov.get("start_utc", ""))} → {_e(prov.get("end_utc", ""))} · {_e(tally)}</p>
-<div class="{sig_class}">{_e(signing)}</div>{notes}
+<div class="{sig_class}">{_e(signing)}</div>{notes}{causes}
 <h2 id="summary">Summary</h2>{_summary(data.tests)}
 <h2 id="fabric">Fabric: busbw vs message size</h2>{_fabric(verdicts)}
+<h2 id="localize">Fabric localization: group results per round</h2>{localization.render(verdicts)}
 <h2 id="diagnostics">DCGM diagnostics: nodes × tests (GPUs that did not pass named)</h2>{_diagnostics(verdicts)}
 <h2 id="steptime">Smoke step time vs baseline</h2>{steptime}
 <h2 id="loss">Loss around the restore</h2>{loss}
+<h2 id="probation">Probation: signals over the window</h2>{probation}
 <h2 id="evidence">Figures and evidence per verdict</h2>{_evidence(data.tests)}
 <h2 id="provenance">Conditions and provenance</h2>{_definition_list(prov)}
 <h2 id="files">Files of this report</h2>{_files(files)}

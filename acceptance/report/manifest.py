@@ -5,7 +5,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Mapping
-from pathlib import Path
+from pathlib import Path, PurePosixPath, PureWindowsPath
 from typing import Any
 
 from acceptance.errors import ParseError
@@ -63,6 +63,8 @@ def read_manifest(path: Path) -> dict[str, Any]:
         raise ParseError(str(path), 0, "", "a UTF-8 JSON manifest") from exc
     except json.JSONDecodeError as exc:
         raise ParseError(str(path), exc.lineno, exc.msg, "a JSON manifest") from exc
+    except RecursionError:
+        raise ParseError(str(path), 1, "", "a JSON manifest (this one nests too deeply to read)") from None
     if not isinstance(obj, dict) or obj.get("format") != FORMAT or not isinstance(obj.get("files"), list):
         raise ParseError(str(path), 0, "", f'an object with "format": "{FORMAT}" and a "files" list')
     for entry in obj["files"]:
@@ -71,13 +73,34 @@ def read_manifest(path: Path) -> dict[str, Any]:
     return obj
 
 
+def _outside(root: Path, rel: str) -> str | None:
+    """Why a listed path does not name a file of the report folder (absolute, `..`, a link out), or None."""
+    pure = PurePosixPath(rel)
+    if not pure.parts or pure.is_absolute() or PureWindowsPath(rel).anchor:
+        return "refused: not a relative path; a manifest lists files inside its report folder only"
+    if ".." in pure.parts:
+        return "refused: the path leaves the report folder (..)"
+    try:
+        resolved = (root / rel).resolve()
+    except (OSError, RuntimeError):
+        return "refused: the path cannot be resolved"
+    if resolved != root and root not in resolved.parents:
+        return f"refused: a link that leaves the report folder (to {resolved})"
+    return None
+
+
 def check_files(folder: Path, manifest: Mapping[str, Any]) -> list[tuple[str, str]]:
     """(path, what is wrong) for each file that changed, disappeared or appeared since the manifest."""
     problems: list[tuple[str, str]] = []
     listed = set()
+    root = folder.resolve()
     for entry in manifest["files"]:
         rel = str(entry["path"])
         listed.add(rel)
+        outside = _outside(root, rel)
+        if outside:
+            problems.append((rel, outside))
+            continue
         path = folder / rel
         if not path.is_file():
             problems.append((rel, f"missing (listed in {MANIFEST_NAME}, not in the folder)"))

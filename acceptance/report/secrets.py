@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
 REDACTED = "[REDACTED]"
@@ -17,7 +18,8 @@ REDACTED = "[REDACTED]"
 # Names whose values are credentials, in YAML/JSON keys and KEY=VALUE assignments.
 _SECRET_NAME = (
     r"(?:[A-Za-z0-9_.-]*(?:token|password|passwd|passphrase|secret|api[_-]?key|apikey|"
-    r"private[_-]?key|client-key-data|client_key_data|credentials?))"
+    r"secret[_-]?access[_-]?key|access[_-]?key(?:[_-]?id)?|secret[_-]?key|auth[_-]?key|signing[_-]?key|"
+    r"private[_-]?key|client-key-data|client_key_data|credentials?|authorization))"
 )
 _SECRET_KEY_RE = re.compile(_SECRET_NAME + r"\Z", re.IGNORECASE)
 # A flag is never a credential (`automountServiceAccountToken: false` must survive in the evidence);
@@ -85,8 +87,14 @@ def scrub_text(text: str) -> str:
 
 
 def scrub_obj(obj: Any) -> Any:
-    """A copy of JSON-like data with secret-named values redacted and every string scrubbed."""
+    """A copy of JSON-like data with secret-named values redacted and every string scrubbed.
+
+    A ``{name: X, value: V}`` pair (a Kubernetes env entry) is redacted by X, the entry's name.
+    """
     if isinstance(obj, Mapping):
+        name = obj.get("name")
+        if isinstance(name, str) and is_secret_name(name) and isinstance(obj.get("value"), str | int):
+            return {key: REDACTED if key == "value" else scrub_obj(value) for key, value in obj.items()}
         return {
             key: (
                 REDACTED
@@ -103,3 +111,38 @@ def scrub_obj(obj: Any) -> Any:
     if isinstance(obj, str):
         return scrub_text(obj)
     return obj
+
+
+MIN_SECRET_LENGTH = 4  # shorter values would redact ordinary words; a credential is never that short
+
+
+def redact_values(text: str, secrets: Mapping[str, str]) -> tuple[str, list[str]]:
+    """`text` with every known secret value replaced, and the names of those found."""
+    found = []
+    for name, value in secrets.items():
+        if len(value) >= MIN_SECRET_LENGTH and value in text:
+            text = text.replace(value, REDACTED)
+            found.append(name)
+    return text, found
+
+
+def scan_folder(folder: Path, secrets: Mapping[str, str]) -> list[str]:
+    """Redact, in every file under `folder`, the values of `secrets` (name → value); what was found where.
+
+    The last line of defence before signing: whatever wrote a file, a value the profile
+    holds as a secret does not leave in a report.
+    """
+    found: list[str] = []
+    wanted = {n: v for n, v in secrets.items() if len(v) >= MIN_SECRET_LENGTH}
+    if not wanted:
+        return found
+    for path in sorted(p for p in folder.rglob("*") if p.is_file() and not p.is_symlink()):
+        raw = path.read_bytes()
+        names = [n for n, v in wanted.items() if v.encode() in raw]
+        if not names:
+            continue
+        for name in names:
+            raw = raw.replace(wanted[name].encode(), REDACTED.encode())
+        path.write_bytes(raw)
+        found.append(f"{path.relative_to(folder).as_posix()}: the value of {', '.join(names)} (redacted)")
+    return found

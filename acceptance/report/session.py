@@ -76,6 +76,7 @@ class ReportingPlugin:
         simulated: bool,
         started_utc: datetime | None = None,
         junit_name: str | None = "junit.xml",
+        secrets: Mapping[str, str] | None = None,
     ) -> None:
         """`junit_name`: without `--junitxml`, pytest writes this file in the report folder (None: no junit)."""
         self.config = config
@@ -88,6 +89,7 @@ class ReportingPlugin:
             "start_utc": self.started.isoformat(timespec="seconds"),
         }
         self.simulated = simulated
+        self.secrets = dict(secrets or {})
         self.recorder = ReportRecorder()
         self.result: FinalizeResult | None = None
         self.error: str | None = None
@@ -109,12 +111,23 @@ class ReportingPlugin:
         end = datetime.now(UTC).isoformat(timespec="seconds")
         self.provenance["end_utc"] = end
         add_suite_properties(self.config, {"end_utc": end})
+        if session.exitstatus == pytest.ExitCode.INTERRUPTED:
+            active = self.config.pluginmanager.get_plugin("recovery-acceptance-run")
+            how = getattr(active, "interrupted_by", None) or "KeyboardInterrupt"
+            self.provenance["interrupted"] = how
+            add_suite_properties(self.config, {"interrupted": how})
         outcome = yield  # LogXML.pytest_sessionfinish writes the junit file here
         try:
             data = self.recorder.data(self.provenance, simulated=self.simulated)
-            self.result = finalize(self.folder, junit_path(self.config), data, self.sign)
+            self.result = finalize(self.folder, junit_path(self.config), data, self.sign, secrets=self.secrets)
         except Exception as exc:  # reporting must never change the run's outcome
             self.error = f"the report could not be completed: {exc!r}"
+        asked = self.sign.enabled and self.sign.key is not None
+        if asked and (self.result is None or not self.result.signing.signed):
+            why = self.result.signing.problem if self.result is not None else self.error
+            self.error = f"the report is NOT signed although --sign-key was given: {why}; the run fails"
+            if session.exitstatus == 0:
+                session.exitstatus = pytest.ExitCode.TESTS_FAILED
         return outcome
 
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:

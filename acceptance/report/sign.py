@@ -85,6 +85,7 @@ def _run(argv: Sequence[str], options: SignOptions) -> subprocess.CompletedProce
         capture_output=True,
         text=True,
         stdin=subprocess.DEVNULL,
+        start_new_session=True,  # no controlling terminal: a passphrase is never prompted for, it fails
         env=_env(options),
         timeout=options.timeout_s,
         check=False,
@@ -102,6 +103,8 @@ def _resolve(options: SignOptions, scratch: Path) -> _Signer | str:
     if shutil.which(options.ssh_keygen) is None:
         return f"{options.ssh_keygen} not found (install OpenSSH's client: apt-get install openssh-client)"
     if options.key is not None:
+        if options.key.is_dir():
+            return f"signing key {options.key} is a directory, not a key file"
         if not options.key.is_file():
             return f"signing key {options.key} does not exist"
         fingerprint = _fingerprint(options.key, options)
@@ -127,6 +130,16 @@ def _resolve(options: SignOptions, scratch: Path) -> _Signer | str:
     fingerprint = _fingerprint(public, options) or "unknown fingerprint"
     comment = " ".join(lines[0].split()[2:]) or lines[0].split()[0]
     return _Signer(public, fingerprint, f"ssh-agent key {comment}")
+
+
+def check_signing(options: SignOptions) -> str | None:
+    """Why `options` cannot sign (a test signature fails), or None when they can: checked before a run."""
+    if not options.enabled:
+        return None
+    with tempfile.TemporaryDirectory(prefix="acceptance-sign-check-") as tmp:
+        probe = Path(tmp) / "probe"
+        probe.write_text("recovery-acceptance signing check\n", encoding="utf-8")
+        return sign_files([probe], options).problem
 
 
 def sign_files(paths: Sequence[Path], options: SignOptions) -> SignOutcome:

@@ -1,4 +1,5 @@
-"""Check a signed report: one signed file, or a report folder and its MANIFEST.json.
+"""Check a signed report: one signed file, a report folder and its MANIFEST.json, or an incident bundle
+(its folder, whose bundle.json must also match its schema, or its ``.tar.gz``).
 
 Signatures are checked by stock OpenSSH (`ssh-keygen -Y verify` against an
 allowed-signers file, or `-Y check-novalidate` against the key embedded in the
@@ -8,8 +9,12 @@ and says what is wrong with it and which key signed.
 
 from __future__ import annotations
 
+import json
+import re
 import shutil
 import subprocess
+import tarfile
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -40,31 +45,43 @@ class VerifyResult:
 
     @property
     def exit_status(self) -> int:
-        """0 verified, 1 verification failed, 2 unreadable input."""
+        """0 verified against a trust list, 1 failed, 2 unreadable, 3 consistent but the signer UNTRUSTED.
+
+        Without a trust list a signature only proves that the files match *some* key: a report
+        re-signed with any key would pass, so that is never a plain success.
+        """
         if self.unreadable is not None:
             return 2
-        return 0 if self.ok else 1
+        if not self.ok:
+            return 1
+        return 0 if self.trusted else 3
 
     def lines(self) -> list[str]:
         out = [f"{'OK  ' if c.ok else 'FAIL'} {c.subject}: {c.detail}" for c in self.checks]
         if self.unreadable is not None:
             out.append(f"ERROR {self.unreadable}")
-        if self.checks and not self.trusted and self.unreadable is None:
+        if self.ok and not self.trusted:
+            signers = sorted({m.group(1) for c in self.checks if (m := _SIGNER.search(c.detail))})
             out.append(
-                "note: signers were NOT checked against a trust list; pass --allowed-signers FILE "
-                "to check that the key belongs to someone you trust"
+                f"UNTRUSTED signer {', '.join(signers) or '(unknown)'}: the signatures match, but the key was not "
+                "checked against a trust list; pass --allowed-signers FILE (both parties' keys)"
             )
+            out.append("consistent, signer UNTRUSTED")
+            return out
         out.append("verified" if self.ok else ("unreadable" if self.unreadable else "verification FAILED"))
         return out
 
 
-class _Unreadable(Exception):
+_SIGNER = re.compile(r"by \S+ key (SHA256:\S+)")
+
+
+class Unreadable(Exception):
     pass
 
 
 def _ssh_keygen(argv: list[str], data: bytes) -> subprocess.CompletedProcess[bytes]:
     if shutil.which("ssh-keygen") is None:
-        raise _Unreadable("ssh-keygen not found (install OpenSSH's client: apt-get install openssh-client)")
+        raise Unreadable("ssh-keygen not found (install OpenSSH's client: apt-get install openssh-client)")
     return subprocess.run(["ssh-keygen", *argv], input=data, capture_output=True, timeout=60, check=False)
 
 
@@ -83,17 +100,17 @@ def _principals(sig: Path, allowed_signers: Path) -> list[str]:
 def check_signature(
     path: Path, allowed_signers: Path | None = None, identity: str | None = None, label: str | None = None
 ) -> Check:
-    """Check `path` against `path.sig`; raises _Unreadable for input that cannot be read."""
+    """Check `path` against `path.sig`; raises Unreadable for input that cannot be read."""
     name = label or path.name
     sig = signature_path(path)
     if not path.is_file():
-        raise _Unreadable(f"{path}: no such file")
+        raise Unreadable(f"{path}: no such file")
     if not sig.is_file():
         return Check(name, False, f"not signed: {sig.name} is missing")
     try:
         info: SignatureInfo = parse_signature(sig.read_text(encoding="utf-8", errors="replace"), str(sig))
     except ParseError as exc:
-        raise _Unreadable(str(exc)) from exc
+        raise Unreadable(str(exc)) from exc
     who = f"{info.key_type} key {info.fingerprint}"
     if info.namespace != NAMESPACE:
         return Check(name, False, f"signed by {who} for namespace {info.namespace!r}, expected {NAMESPACE!r}")
@@ -103,8 +120,10 @@ def check_signature(
         if done.returncode == 0:
             return Check(name, True, f"good signature by {who} (signer not checked against a trust list)")
         return Check(name, False, f"content does not match the signature by {who}: the file changed after signing")
+    if allowed_signers.is_dir():
+        raise Unreadable(f"{allowed_signers}: is a directory, not an allowed signers file")
     if not allowed_signers.is_file():
-        raise _Unreadable(f"{allowed_signers}: allowed signers file not found")
+        raise Unreadable(f"{allowed_signers}: allowed signers file not found")
     identities = [identity] if identity else _principals(sig, allowed_signers)
     if not identities:
         return Check(name, False, f"signed by {who}, which is not in {allowed_signers}")
@@ -137,6 +156,7 @@ def _verify_folder(folder: Path, allowed_signers: Path | None, identity: str | N
     checks.extend(Check(rel, False, problem) for rel, problem in problems)
     if not problems:
         checks.append(Check(MANIFEST_NAME, True, f"all {len(manifest['files'])} listed files match their sha256"))
+    checks.extend(_bundle_check(folder))
     for entry in manifest["files"]:
         rel = str(entry["path"])
         if rel.endswith(SIG_SUFFIX) and rel.removesuffix(SIG_SUFFIX) != MANIFEST_NAME:
@@ -145,16 +165,64 @@ def _verify_folder(folder: Path, allowed_signers: Path | None, identity: str | N
                 label = rel.removesuffix(SIG_SUFFIX)
                 try:
                     checks.append(check_signature(target, allowed_signers, identity, label=label))
-                except _Unreadable as exc:  # the manifest check above already names the change
+                except Unreadable as exc:  # the manifest check above already names the change
                     checks.append(Check(label, False, f"signature unreadable: {exc}"))
     return VerifyResult(tuple(checks), trusted=allowed_signers is not None)
 
 
+def _bundle_check(folder: Path) -> list[Check]:
+    """An incident bundle's ``bundle.json`` must also match its schema (a folder without one: no check)."""
+    document = folder / "bundle.json"
+    if not document.is_file():
+        return []
+    from acceptance import schemas
+
+    try:
+        doc = json.loads(document.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        return [Check("bundle.json", False, f"not readable as JSON: {exc}")]
+    found = [
+        f"{'.'.join(map(str, p)) or '(top)'}: found {f}, expected {e}" for p, f, e in schemas.problems("bundle", doc)
+    ]
+    if found:
+        return [Check("bundle.json", False, "does not match bundle.schema.json: " + "; ".join(found[:3]))]
+    return [Check("bundle.json", True, "matches bundle.schema.json")]
+
+
+def _verify_archive(path: Path, allowed_signers: Path | None, identity: str | None) -> VerifyResult:
+    """A bundle's ``.tar.gz``: its own signature, then the folder inside it as a folder."""
+    checks = [check_signature(path, allowed_signers, identity)]
+    with tempfile.TemporaryDirectory(prefix="acceptance-verify-") as tmp:
+        try:
+            with tarfile.open(path, "r:gz") as tar:
+                members = tar.getmembers()
+                bad = [m.name for m in members if not (m.isfile() or m.isdir()) or m.name.startswith("/")
+                       or ".." in Path(m.name).parts]  # fmt: skip
+                if bad:
+                    return VerifyResult(tuple(checks), unreadable=f"{path}: unsafe archive members {bad[:3]}")
+                tar.extractall(tmp, members=members, filter="data")  # members checked above, too
+        except (tarfile.TarError, OSError, EOFError) as exc:
+            return VerifyResult(tuple(checks), unreadable=f"{path}: not a readable .tar.gz ({exc})")
+        tops = [p for p in Path(tmp).iterdir() if p.is_dir()]
+        if len(tops) != 1:
+            return VerifyResult(tuple(checks), unreadable=f"{path}: expected one folder inside the archive")
+        inner = _verify_folder(tops[0], allowed_signers, identity)
+        checks += [Check(f"{path.name}:{c.subject}", c.ok, c.detail) for c in inner.checks]
+        if inner.unreadable:
+            return VerifyResult(tuple(checks), unreadable=inner.unreadable, trusted=allowed_signers is not None)
+    return VerifyResult(tuple(checks), trusted=allowed_signers is not None)
+
+
 def verify(path: Path, allowed_signers: Path | None = None, identity: str | None = None) -> VerifyResult:
-    """Verify one signed file (FILE beside FILE.sig) or a report folder (or its MANIFEST.json)."""
+    """Verify one signed file (FILE beside FILE.sig), a report or bundle folder (or its MANIFEST.json),
+    or a bundle's ``.tar.gz`` (its signature and the folder inside)."""
+    if allowed_signers is not None and allowed_signers.is_dir():
+        return VerifyResult(unreadable=f"{allowed_signers}: is a directory, not an allowed signers file")
     try:
         if path.is_dir():
             return _verify_folder(path, allowed_signers, identity)
+        if path.name.endswith(".tar.gz") and path.is_file():
+            return _verify_archive(path, allowed_signers, identity)
         if path.name.endswith(SIG_SUFFIX) and not path.name.endswith(SIG_SUFFIX * 2):
             path = path.with_name(path.name.removesuffix(SIG_SUFFIX))
         if path.name == MANIFEST_NAME:
@@ -163,7 +231,9 @@ def verify(path: Path, allowed_signers: Path | None = None, identity: str | None
             return VerifyResult(unreadable=f"{path}: no such file or folder")
         check = check_signature(path, allowed_signers, identity)
         return VerifyResult((check,), trusted=allowed_signers is not None)
-    except _Unreadable as exc:
+    except Unreadable as exc:
         return VerifyResult(unreadable=str(exc))
     except (OSError, subprocess.TimeoutExpired) as exc:
         return VerifyResult(unreadable=f"{path}: {exc}")
+    except RecursionError:
+        return VerifyResult(unreadable=f"{path}: nests too deeply to read")

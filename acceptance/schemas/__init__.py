@@ -59,10 +59,12 @@ def _explain(error: ValidationError) -> tuple[Sequence[str | int], str, str]:
     if kind in {"minimum", "exclusiveMinimum", "maximum", "exclusiveMaximum"}:
         sign = {"minimum": "≥", "exclusiveMinimum": ">", "maximum": "≤", "exclusiveMaximum": "<"}[kind]
         return path, _shown(instance), f"a number {sign} {arg}"
+    if kind == "maxLength":
+        return path, _shown(instance), f"at most {arg} characters"
     if kind in {"minItems", "minLength"}:
         return path, _shown(instance), f"at least {arg} item(s)" if kind == "minItems" else "a non-empty text"
     if kind == "pattern":
-        return path, _shown(instance), f"text matching {arg}"
+        return path, _shown(instance), subschema.get("description") or f"text matching {arg}"
     if kind == "anyOf":
         titles = [s.get("description") or s.get("type") for s in arg]
         return path, _shown(instance), "one of the accepted forms (" + ", ".join(map(str, titles)) + ")"

@@ -9,6 +9,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from acceptance.clusters.kube.client import KubeApi, KubeApiError
+from acceptance.clusters.kube.lease import lease_until
 from acceptance.clusters.kube.manifests import MPI_API_VERSION, managed_selector
 from acceptance.clusters.kube.settings import RUN_ID_KEY
 from acceptance.clusters.kube.status import parse_time
@@ -20,6 +21,7 @@ class Labelled:
     name: str
     run_id: str
     created: datetime | None
+    lease_until: datetime | None = None  # on the run's lease object only
 
     def __str__(self) -> str:
         when = self.created.isoformat() if self.created else "?"
@@ -50,7 +52,8 @@ def list_labelled(api: KubeApi, namespace: str, selector: str | None = None) -> 
         for item in doc.get("items") or ():
             meta = item.get("metadata") or {}
             out.append(Labelled(kind, meta.get("name", ""), (meta.get("labels") or {}).get(RUN_ID_KEY, ""),
-                                parse_time(meta.get("creationTimestamp"))))  # fmt: skip
+                                parse_time(meta.get("creationTimestamp")),
+                                lease_until(meta.get("annotations"))))  # fmt: skip
     return out
 
 
@@ -93,3 +96,9 @@ def older_than(items: Sequence[Labelled], seconds: float | None, now: datetime |
         return list(items)
     now = now or datetime.now(UTC)
     return [i for i in items if i.created is None or (now - i.created).total_seconds() >= seconds]
+
+
+def live_runs(items: Sequence[Labelled], now: datetime | None = None) -> dict[str, datetime]:
+    """Run id → lease expiry, for the runs whose lease is still live."""
+    now = now or datetime.now(UTC)
+    return {i.run_id: i.lease_until for i in items if i.lease_until is not None and i.lease_until > now}

@@ -45,6 +45,7 @@ class KubeApiError(ClusterError):
 
 def build_api_client(settings: KubeSettings) -> Any:
     """An ApiClient from the profile's kubeconfig/context, or the in-cluster service account."""
+    import yaml
     from kubernetes import client, config
     from kubernetes.config.config_exception import ConfigException
 
@@ -56,10 +57,13 @@ def build_api_client(settings: KubeSettings) -> Any:
         return config.new_client_from_config(  # type: ignore[no-untyped-call]
             config_file=settings.kubeconfig, context=settings.context
         )
-    except (ConfigException, OSError, TypeError, ValueError) as exc:
+    except (ConfigException, OSError, TypeError, ValueError, AttributeError, KeyError, yaml.YAMLError) as exc:
         where = settings.kubeconfig or "~/.kube/config"
+        said = " ".join(str(exc).split())  # a YAML error spans lines: problem, then "in <file>, line N"
+        if isinstance(exc, yaml.YAMLError):
+            said = f"not valid YAML: {said}"
         raise ClusterError(redact(f"cannot load Kubernetes credentials from {where} "
-                                  f"(context {settings.context or 'current'}): {exc}")) from None  # fmt: skip
+                                  f"(context {settings.context or 'current'}): {said}")) from None  # fmt: skip
 
 
 def _server_message(exc: Any) -> str:
@@ -89,6 +93,7 @@ class KubeApi:
         self.batch = client.BatchV1Api(api_client)
         self.custom = client.CustomObjectsApi(api_client)
         self.version = client.VersionApi(api_client)
+        self.apis = client.ApisApi(api_client)
         self.calls = 0
         self.retries = 0
 
@@ -117,6 +122,7 @@ class KubeApi:
             attempt += 1
             self.calls += 1
             try:
+                kwargs.setdefault("_request_timeout", self.retry.request_timeout)
                 resp = fn(*args, _preload_content=False, **kwargs)
                 data = resp.data
                 return json.loads(data) if data else {}
@@ -148,7 +154,9 @@ class KubeApi:
             self.calls += 1
             try:
                 kwargs: dict[str, Any] = {"tail_lines": tail_lines} if tail_lines is not None else {}
-                resp: Any = self.core.read_namespaced_pod_log(pod, namespace, _preload_content=False, **kwargs)
+                resp: Any = self.core.read_namespaced_pod_log(
+                    pod, namespace, _preload_content=False, _request_timeout=self.retry.request_timeout, **kwargs
+                )
                 return str(resp.data.decode(errors="replace"))
             except ApiException as exc:
                 if int(exc.status or 0) not in TRANSIENT or attempt == self.retry.attempts:

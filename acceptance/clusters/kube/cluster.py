@@ -17,15 +17,23 @@ from types import FrameType, TracebackType
 from typing import Any, Self
 
 from acceptance.clusters.base import (
+    GPUS_NOT_ALLOCATABLE,
+    NODE_NOT_READY,
+    NODE_PROBLEM,
+    NODE_READY_CHANGED,
     ClusterEvent,
     ClusterInventory,
     Handle,
+    JobLogs,
+    Leftover,
     NodeInfo,
     RunResult,
     Workload,
 )
-from acceptance.clusters.kube.cleanup import delete_labelled, delete_run, list_labelled, older_than
+from acceptance.clusters.kube.cleanup import delete_labelled, delete_run, list_labelled, live_runs, older_than
 from acceptance.clusters.kube.client import KubeApi, KubeApiError, build_api_client
+from acceptance.clusters.kube.joblogs import read_job
+from acceptance.clusters.kube.lease import Lease
 from acceptance.clusters.kube.manifests import MPI_API_VERSION, label_value, manifest_for, run_selector
 from acceptance.clusters.kube.settings import KubeSettings
 from acceptance.clusters.kube.status import parse_time
@@ -57,6 +65,41 @@ def _node_info(node: dict[str, Any], gpu_resource: str) -> NodeInfo:
     )
 
 
+_KUBELET_CONDITIONS = frozenset({"Ready"})
+
+
+def _state_signals(
+    node: dict[str, Any], wanted: set[str], since: datetime, now: datetime, gpu_resource: str
+) -> list[ClusterEvent]:
+    """`Cluster.node_signals`' derived events of one node object."""
+    name = (node.get("metadata") or {}).get("name")
+    if name not in wanted:
+        return []
+    status = node.get("status") or {}
+    obj = f"Node/{name}"
+    out = []
+    for cond in status.get("conditions") or ():
+        kind, value = cond.get("type", ""), cond.get("status", "Unknown")
+        when = parse_time(cond.get("lastTransitionTime"))
+        said = " ".join(x for x in (cond.get("reason"), cond.get("message")) if x)
+        if kind == "Ready" and value != "True":
+            out.append(ClusterEvent(when or now, obj, NODE_NOT_READY, f"Ready={value} {said}".strip(), "Warning"))
+        elif kind == "Ready" and when is not None and when > since:
+            out.append(ClusterEvent(when, obj, NODE_READY_CHANGED, f"Ready again since {when.isoformat()}; it was "
+                                    "not Ready before", "Warning"))  # fmt: skip
+        elif kind not in _KUBELET_CONDITIONS and value == "True":
+            out.append(ClusterEvent(when or now, obj, NODE_PROBLEM, f"{kind}=True {said}".strip(), "Warning"))
+    try:
+        capacity = int((status.get("capacity") or {}).get(gpu_resource, 0))
+        allocatable = int((status.get("allocatable") or {}).get(gpu_resource, 0))
+    except (TypeError, ValueError):
+        capacity = allocatable = 0
+    if allocatable < capacity:
+        out.append(ClusterEvent(now, obj, GPUS_NOT_ALLOCATABLE, f"{allocatable} of {capacity} {gpu_resource} "
+                                "allocatable", "Warning"))  # fmt: skip
+    return out
+
+
 class KubeCluster:
     """A Kubernetes cluster reached with the profile's kubeconfig context (or in-cluster)."""
 
@@ -67,6 +110,7 @@ class KubeCluster:
         self._mpi_checked = False
         self._previous: dict[int, Any] = {}
         self._cleaned = False
+        self.lease = Lease(self.api, settings.namespace, label_value(run_id), settings.lease_s)
         self.in_cluster = settings.kubeconfig is None and bool(os.environ.get("KUBERNETES_SERVICE_HOST"))
 
     @classmethod
@@ -111,9 +155,11 @@ class KubeCluster:
         return {}
 
     def workload_env(self) -> Mapping[str, str]:
-        return self.settings.env
+        """The profile's plain values (a secret reference is the cluster's to resolve, not ours)."""
+        return {k: v for k, v in self.settings.env.items() if isinstance(v, str)}
 
     def close(self) -> None:
+        self.lease.release()
         self.api.close()
 
     def inventory(self) -> ClusterInventory:
@@ -146,6 +192,7 @@ class KubeCluster:
         manifests = [manifest_for(self.settings, self.run_id, w) for w in workloads]
         if any(m["kind"] == "MPIJob" for m in manifests):
             self._check_mpi_operator()
+        self.lease.hold()
         handles = []
         for workload, manifest in zip(workloads, manifests, strict=True):
             self._create(manifest)
@@ -200,22 +247,50 @@ class KubeCluster:
                                         ev.get("message", ""), ev.get("type", "Normal")))  # fmt: skip
         return sorted(out, key=lambda e: e.time or since)
 
-    def leftovers(self) -> list[str]:
-        """Labelled objects of earlier runs of this harness in the namespace."""
-        mine = label_value(self.run_id)
-        return [str(i) for i in list_labelled(self.api, self.settings.namespace) if i.run_id != mine]
+    def job_logs(self, selector: str, namespace: str | None = None) -> JobLogs:
+        """The customer's job (pods matching `selector`), read-only: logs, placement, images, events."""
+        return read_job(self.api, namespace or self.settings.namespace, selector)
 
-    def remove_leftovers(self, older_than_s: float | None, dry_run: bool = False) -> list[str]:
-        """Delete the harness's labelled objects (older than `older_than_s`); what was found."""
-        found = older_than(list_labelled(self.api, self.settings.namespace), older_than_s)
+    def node_signals(self, nodes: Sequence[str], since: datetime) -> list[ClusterEvent]:
+        """Node events since `since` plus what the nodes' conditions and allocatable GPUs say now.
+
+        Kubernetes keeps no history of a node's state: a condition carries only its last transition,
+        and the API server drops events after its event TTL (one hour by default), so an hourly
+        schedule of criterion 5 sees every NodeNotReady event; conditions cover the rest.
+        """
+        wanted = set(nodes)
+        doc = self.api.call("list nodes", self.api.core.list_node)
+        now = datetime.now(UTC)
+        out = [e for e in self.events(nodes, since) if e.type == "Warning" or e.reason in (NODE_NOT_READY,)]
+        for node in doc.get("items") or ():
+            out.extend(_state_signals(node, wanted, since, now, self.settings.gpu_resource))
+        out.append(ClusterEvent(now, "cluster", "Coverage", "Kubernetes events are kept for the API server's event TTL "
+                                "(1 h by default); node conditions keep their last transition only"))  # fmt: skip
+        return sorted(out, key=lambda e: e.time or since)
+
+    def leftovers(self) -> list[Leftover]:
+        """Labelled objects of other runs of this harness in the namespace, live or ended."""
+        mine = label_value(self.run_id)
+        items = [i for i in list_labelled(self.api, self.settings.namespace) if i.run_id != mine]
+        live = live_runs(items)
+        return [Leftover(f"{i.kind}/{i.name}", i.run_id, live.get(i.run_id)) for i in items]
+
+    def remove_leftovers(
+        self, older_than_s: float | None, dry_run: bool = False, include_live: bool = False
+    ) -> list[Leftover]:
+        """Delete ended runs' labelled objects (older than `older_than_s`; live runs' too if asked); what was found."""
+        items = [i for i in list_labelled(self.api, self.settings.namespace) if i.run_id != label_value(self.run_id)]
+        live = live_runs(items)
+        found = [i for i in older_than(items, older_than_s) if include_live or i.run_id not in live]
         if not dry_run:
             delete_labelled(self.api, self.settings.namespace, found)
-        return [str(item) for item in found]
+        return [Leftover(f"{i.kind}/{i.name}", i.run_id, live.get(i.run_id)) for i in found]
 
     def cleanup(self) -> None:
         """Delete everything of this run; raise if anything is still there afterwards."""
         if self._cleaned:
             return
+        self.lease.release()
         left = delete_run(self.api, self.settings.namespace, run_selector(self.run_id))
         self._cleaned = not left
         if left:

@@ -15,7 +15,7 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from acceptance.clusters.base import DcgmWorkload, NcclWorkload, NodeWorkload, SmokeWorkload, Workload
+from acceptance.clusters.base import DcgmWorkload, EnvValue, NcclWorkload, NodeWorkload, SmokeWorkload, Workload
 from acceptance.clusters.kube.settings import (
     KIND_KEY,
     MANAGED_BY,
@@ -79,8 +79,12 @@ def mpirun_argv(nprocs: int, env_names: Sequence[str], argv: Sequence[str]) -> l
     return [*cmd, *argv]
 
 
-def _env_list(env: Mapping[str, str]) -> list[dict[str, str]]:
-    return [{"name": k, "value": str(v)} for k, v in sorted(env.items())]
+def _env_list(env: Mapping[str, EnvValue]) -> list[dict[str, Any]]:
+    """Container env entries; a secret reference stays a reference (`valueFrom`), never a value."""
+    return [
+        {"name": k, **dict(v)} if isinstance(v, Mapping) else {"name": k, "value": str(v)}
+        for k, v in sorted(env.items())
+    ]
 
 
 def _tolerations(settings: KubeSettings) -> list[dict[str, Any]]:
@@ -122,7 +126,7 @@ def node_job(
     argv: Sequence[str],
     resources: Mapping[str, Any],
     deadline_s: float,
-    env: Mapping[str, str] | None = None,
+    env: Mapping[str, EnvValue] | None = None,
     privileged: bool = False,
     shm: bool = False,
     container_name: str | None = None,
@@ -177,7 +181,7 @@ def mpi_job(
     nodes: Sequence[str],
     gpus_per_node: int,
     argv: Sequence[str],
-    env: Mapping[str, str],
+    env: Mapping[str, EnvValue],
     deadline_s: float,
 ) -> dict[str, Any]:
     """An ``MPIJob``: one worker per node of `nodes`, pinned, all GPUs; the launcher runs mpirun."""

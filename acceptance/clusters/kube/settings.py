@@ -7,7 +7,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from acceptance.clusters.base import EnvValue
 from acceptance.errors import ProfileError
+from acceptance.profile import workload_env
 from acceptance.units import parse_duration
 
 MANAGED_BY_KEY = "app.kubernetes.io/managed-by"
@@ -31,6 +33,13 @@ class ApiRetry:
     attempts: int = 6
     backoff_s: float = 0.2
     max_backoff_s: float = 5.0
+    connect_timeout_s: float = 10.0  # every request: a black-holed connection fails, and is retried, in bounded time
+    read_timeout_s: float = 60.0
+
+    @property
+    def request_timeout(self) -> tuple[float, float]:
+        """The client's ``_request_timeout``: (connect, read) seconds."""
+        return (self.connect_timeout_s, self.read_timeout_s)
 
 
 @dataclass(frozen=True)
@@ -42,12 +51,13 @@ class KubeSettings:
     gpu_resource: str = "nvidia.com/gpu"
     rdma_resources: Mapping[str, int] = field(default_factory=dict)
     tolerations: tuple[Mapping[str, Any], ...] = ()
-    env: Mapping[str, str] = field(default_factory=dict)
+    env: Mapping[str, EnvValue] = field(default_factory=dict)
     service_account: str | None = None
     ttl_seconds_after_finished: int = 600
     scheduling_timeout_s: float = 300.0
     api_retry: ApiRetry = field(default_factory=ApiRetry)
     ssh_port: int = 22
+    lease_s: float = 90.0  # a run renews its lease every third of this; a crashed run's objects are leftovers after it
 
     def image(self, kind: str) -> str:
         try:
@@ -61,7 +71,7 @@ class KubeSettings:
         known = {
             "kubeconfig", "context", "namespace", "images", "gpu_resource", "rdma_resources",
             "tolerations", "env", "service_account", "ttl_seconds_after_finished",
-            "scheduling_timeout", "scheduling_timeout_s", "api_retry", "ssh_port",
+            "scheduling_timeout", "scheduling_timeout_s", "api_retry", "ssh_port", "lease",
         }  # fmt: skip
         unknown = sorted(set(data) - known)
         if unknown:
@@ -78,13 +88,16 @@ class KubeSettings:
             gpu_resource=str(data.get("gpu_resource", "nvidia.com/gpu")),
             rdma_resources={str(k): int(v) for k, v in dict(data.get("rdma_resources") or {}).items()},
             tolerations=tuple(dict(t) for t in data.get("tolerations") or ()),
-            env={str(k): str(v) for k, v in dict(data.get("env") or {}).items()},
+            env=workload_env(data.get("env")),
             service_account=data.get("service_account"),
             ttl_seconds_after_finished=int(data.get("ttl_seconds_after_finished", 600)),
             scheduling_timeout_s=_seconds(timeout, "scheduling_timeout", source),
             api_retry=ApiRetry(
                 attempts=int(retry.get("attempts", 6)),
                 backoff_s=_seconds(retry.get("backoff", 0.2), "api_retry.backoff", source, allow_zero=True),
+                connect_timeout_s=_seconds(retry.get("connect_timeout", 10), "api_retry.connect_timeout", source),
+                read_timeout_s=_seconds(retry.get("read_timeout", 60), "api_retry.read_timeout", source),
             ),
             ssh_port=int(data.get("ssh_port", 22)),
+            lease_s=_seconds(data.get("lease", 90), "lease", source),
         )

@@ -83,3 +83,13 @@ def unschedulable_message(pod: Obj) -> str | None:
     if cond.get("status") == "False" and cond.get("reason") == "Unschedulable":
         return str(cond.get("message", "Unschedulable"))
     return None
+
+
+def image_of(pod: Obj) -> str:
+    """The main container's image: the kubelet's imageID (with the digest) when it reports one."""
+    for status in (pod.get("status") or {}).get("containerStatuses") or ():
+        found = str(status.get("imageID") or "")
+        if "@sha256:" in found:
+            return found.split("://", 1)[-1]  # docker-pullable://repo@sha256:... → repo@sha256:...
+    containers = (pod.get("spec") or {}).get("containers") or ()
+    return str(containers[0].get("image", "")) if containers else ""

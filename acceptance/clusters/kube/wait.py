@@ -25,6 +25,7 @@ from acceptance.clusters.kube.status import (
     Obj,
     conditions,
     container_state,
+    image_of,
     owner_of,
     parse_time,
     pod_failure,
@@ -35,6 +36,7 @@ from acceptance.clusters.kube.status import (
 from acceptance.clusters.kube.watch import Feed, Item
 
 ROLE = "training.kubeflow.org/job-role"
+TOPS = {"jobs": "Job", "mpijobs": "MPIJob"}
 LOG_TAIL_LINES = 50
 EVAL_EVERY_S = 0.05
 
@@ -60,12 +62,20 @@ class _State:
         self.not_ready: dict[str, str] = {}  # node -> why
         self.dirty: set[str] = set()
         self.placement: dict[str, dict[str, str]] = {}  # workload label -> pod -> node, kept after deletion
+        self.deleted: set[tuple[str, str]] = set()  # Jobs/MPIJobs seen deleted, or missing from a fresh list
+        self.listed: dict[str, set[str]] = {}  # jobs/mpijobs -> names of the latest full list
+        self._listing: dict[str, set[str]] = {}
 
     def apply(self, item: Item) -> None:
         resource, kind, obj = item
         if kind == "SYNCED":
+            if resource in TOPS:
+                self.listed[resource] = self._listing.pop(resource, set())
+                self.dirty.add("*")
             return
         meta = obj.get("metadata") or {}
+        if kind == "SYNC" and resource in TOPS:
+            self._listing.setdefault(resource, set()).add(meta["name"])
         if resource == "nodes":
             ready = conditions(obj).get("Ready", {})
             if kind != "DELETED" and ready.get("status") == "True":
@@ -88,11 +98,18 @@ class _State:
             else:
                 pods[meta["name"]] = obj
         else:
-            key = ("Job" if resource == "jobs" else "MPIJob", meta["name"])
+            key = (TOPS[resource], meta["name"])
             if kind == "DELETED":
                 self.tops.pop(key, None)
+                self.deleted.add(key)
             else:
                 self.tops[key] = obj
+
+    def gone(self, kind: str, name: str) -> bool:
+        """The object was deleted (a DELETED event, or absent from a list made after it was created)."""
+        resource = next(r for r, k in TOPS.items() if k == kind)
+        listed = self.listed.get(resource)
+        return (kind, name) in self.deleted or (listed is not None and name not in listed)
 
 
 class Waiter:
@@ -182,6 +199,9 @@ class Waiter:
 
     def _evaluate(self, t: _Track, state: _State, now: float) -> tuple[RunStatus, str, int | None] | None:
         top = state.tops.get((t.kind, t.name))
+        if top is None and state.gone(t.kind, t.name):
+            return ("error", f"{t.kind} {t.name} was deleted while this run waited for it (by `acceptance "
+                    "cleanup`, kubectl or another controller): its result is lost", None)  # fmt: skip
         pods = state.pods.get(t.label, {})
         t.pods_seen.update(state.placement.get(t.label, {}))
         main = self._main_pod(t, pods)
@@ -287,6 +307,7 @@ class Waiter:
             events=(),
             manifests=t.handle.manifests,
             log_tail="".join(output.splitlines(keepends=True)[-LOG_TAIL_LINES:]),
+            image=image_of(main) if main is not None else "",
         )
         self._delete(t)
 

@@ -19,6 +19,7 @@ from acceptance.clusters.kube.client import KubeApi, KubeApiError, iter_watch
 
 Item = tuple[str, str, Mapping[str, Any]]
 WATCH_TIMEOUT_S = 30
+WATCH_SLACK_S = 15
 
 
 class Feed(threading.Thread):
@@ -73,6 +74,11 @@ class Feed(threading.Thread):
                     allow_watch_bookmarks=True,
                     timeout_seconds=WATCH_TIMEOUT_S,
                     _preload_content=False,
+                    # a watch that stops delivering (a black-holed connection) ends and is made again
+                    _request_timeout=(
+                        self.api.retry.connect_timeout_s,
+                        min(WATCH_TIMEOUT_S + WATCH_SLACK_S, max(1.0, self.api.retry.read_timeout_s)),
+                    ),
                 )
                 for event in iter_watch(self._resp):
                     if self.stop.is_set():

@@ -29,6 +29,17 @@ ROLE = "training.kubeflow.org/job-role"
 MPI_JOB_NAME = "training.kubeflow.org/job-name"
 
 
+def image_id(image: str) -> str:
+    """What the kubelet reports as a container's imageID: the repository with the image's digest.
+
+    The simulator's digest is derived from the reference, so a changed tag is a changed digest.
+    """
+    repository = image.split("@", 1)[0]
+    if ":" in repository.rsplit("/", 1)[-1]:
+        repository = repository.rsplit(":", 1)[0]
+    return f"{repository}@sha256:{hashlib.sha256(image.encode()).hexdigest()}"
+
+
 def node_object(spec: NodeSpec, index: int) -> Obj:
     labels = {"kubernetes.io/hostname": spec.name, "kubernetes.io/os": "linux", **spec.labels}
     amounts = {
@@ -379,8 +390,10 @@ class Controller:
 
     @staticmethod
     def _cstatus(container: Mapping[str, Any], state: Obj, ready: bool) -> Obj:
-        return {"name": container["name"], "image": container["image"], "imageID": "", "ready": ready,
-                "restartCount": 0, "started": "running" in state, "state": state}  # fmt: skip
+        image = str(container["image"])
+        started = "running" in state or "terminated" in state
+        return {"name": container["name"], "image": image, "imageID": image_id(image) if started else "",
+                "ready": ready, "restartCount": 0, "started": "running" in state, "state": state}  # fmt: skip
 
     def _set_waiting(self, ns: str, name: str, reason: str, message: str) -> None:
         def waiting(p: Obj) -> None:

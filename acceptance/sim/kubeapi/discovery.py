@@ -77,9 +77,9 @@ def api_versions(address: str) -> Obj:
             "serverAddressByClientCIDRs": [{"clientCIDR": "0.0.0.0/0", "serverAddress": address}]}  # fmt: skip
 
 
-def api_groups() -> Obj:
+def api_groups(mpi_operator: bool = True) -> Obj:
     groups = []
-    for group, version in (("batch", "v1"), ("kubeflow.org", "v2beta1")):
+    for group, version in (("batch", "v1"), ("kubeflow.org", "v2beta1"))[: 2 if mpi_operator else 1]:
         gv = {"groupVersion": f"{group}/{version}", "version": version}
         groups.append({"name": group, "versions": [gv], "preferredVersion": gv})
     return {"kind": "APIGroupList", "apiVersion": "v1", "groups": groups}

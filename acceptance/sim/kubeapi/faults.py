@@ -20,6 +20,8 @@ class Faults:
     - `node_not_ready`: node → simulated seconds after a pod starts running there when it goes NotReady.
     - `evict`: pods whose name contains this are evicted `evict_after_s` after they start.
     - `oom`: pods whose name contains this are OOMKilled halfway through their command.
+    - `blackhole_rate`: share of requests that are read and never answered (the connection stays open).
+    - `cut_rate`: share of requests whose connection is closed with no answer.
     - `seed`: makes the random choices repeatable.
     """
 
@@ -31,4 +33,14 @@ class Faults:
     evict: str | None = None
     evict_after_s: float = 1.0
     oom: str | None = None
+    blackhole_rate: float = 0.0
+    cut_rate: float = 0.0
     seed: int = 0
+
+    def __post_init__(self) -> None:
+        for name in ("error_rate", "watch_gone_rate"):
+            value = getattr(self, name)
+            if not (0.0 <= value <= 1.0):  # also false for NaN
+                raise ValueError(f"{name} {value!r}: expected a share from 0 to 1")
+        if not (0.0 <= self.latency_s < float("inf")):
+            raise ValueError(f"latency_s {self.latency_s!r}: expected seconds >= 0")

@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     from acceptance.sim.kubeapi.server import EmulatedApi
 
 MAX_WATCH_S = 1800.0
+BLACKHOLE_S = 600.0  # a black-holed request is held this long at most (or until the emulator stops)
 
 
 class Server(ThreadingHTTPServer):
@@ -86,6 +87,13 @@ class Handler(BaseHTTPRequestHandler):
             parts = [p for p in url.path.split("/") if p]
             if api.faults.latency_s:
                 time.sleep(api.faults.latency_s)
+            if api.inject(api.faults.cut_rate, parts):
+                self.close_connection = True
+                return  # no status line: the client sees the connection end
+            if api.inject(api.faults.blackhole_rate, parts):
+                self.close_connection = True
+                api.store_stopped_or(BLACKHOLE_S)
+                return
             if api.inject_error(parts):
                 code = api.rng_choice((500, 503, 429))
                 reason = {500: "InternalError", 503: "ServiceUnavailable", 429: "TooManyRequests"}[code]
@@ -127,7 +135,7 @@ class Handler(BaseHTTPRequestHandler):
             doc = {
                 "version": disc.SERVER_VERSION,
                 "api": disc.api_versions(api.address),
-                "apis": disc.api_groups(),
+                "apis": disc.api_groups(mpi_operator=api.mpi_operator),
             }
             self._send_json(200, doc[parts[0]])
             return
@@ -136,6 +144,8 @@ class Handler(BaseHTTPRequestHandler):
         elif parts[:1] == ["apis"] and len(parts) >= 3:
             group, version, rest = parts[1], parts[2], parts[3:]
         else:
+            raise ApiError(404, "NotFound", "the server could not find the requested resource")
+        if group == "kubeflow.org" and not api.mpi_operator:
             raise ApiError(404, "NotFound", "the server could not find the requested resource")
         if not rest:
             listing = disc.resource_list(group, version)
@@ -153,6 +163,7 @@ class Handler(BaseHTTPRequestHandler):
         sub = rest[2] if len(rest) > 2 else None
         if res.namespaced and name is not None and namespace is None:
             raise ApiError(404, "NotFound", "the server could not find the requested resource")
+        api.audit(_rbac_verb(method, name, query), group, f"{res.name}/{sub}" if sub else res.name, namespace)
         if method == "GET":
             if name is None:
                 self._list_or_watch(res, namespace, query)
@@ -162,6 +173,8 @@ class Handler(BaseHTTPRequestHandler):
                 self._send_json(200, api.store.require(res.name, namespace or "", name))
         elif method == "POST" and name is None:
             self._send_json(201, api.create(res, namespace, self._body()))
+        elif method == "PATCH" and name is not None and sub is None:
+            self._send_json(200, api.merge_patch(res, namespace or "", name, self._body()))
         elif method == "DELETE":
             body = self._body()
             policy = query.get("propagationPolicy") or body.get("propagationPolicy") or "Background"
@@ -250,3 +263,14 @@ class Handler(BaseHTTPRequestHandler):
             return
         self.wfile.write(b"0\r\n\r\n")
         self.wfile.flush()
+
+
+def _rbac_verb(method: str, name: str | None, query: dict[str, str]) -> str:
+    """The verb Kubernetes RBAC checks for a request."""
+    if method == "GET":
+        if name is not None:
+            return "get"
+        return "watch" if query.get("watch") in ("true", "1") else "list"
+    if method == "DELETE":
+        return "delete" if name is not None else "deletecollection"
+    return {"POST": "create", "PUT": "update", "PATCH": "patch"}.get(method, method.lower())

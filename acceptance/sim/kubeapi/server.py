@@ -16,12 +16,14 @@ and the controllers would still have to be written).
 from __future__ import annotations
 
 import argparse
+import json
+import math
 import secrets
 import shutil
 import tempfile
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from types import TracebackType
 from typing import Any
@@ -55,7 +57,11 @@ class EmulatedApi:
         token: str | None = None,
         history: int = 200_000,
         tls: bool = False,
+        mpi_operator: bool = True,
+        audit_log: Path | None = None,
     ) -> None:
+        """`mpi_operator` False: the cluster serves no kubeflow.org MPIJobs (an operator not installed).
+        `audit_log`: each distinct access (RBAC verb, API group, resource, namespace) as a JSON line."""
         import random
 
         self.faults = faults or Faults()
@@ -69,6 +75,9 @@ class EmulatedApi:
         self._lock = threading.Lock()
         self.requests_count = 0
         self.requests_by_verb: dict[str, int] = {}
+        self.mpi_operator = mpi_operator
+        self.audit_log = audit_log
+        self.accesses: set[tuple[str, str, str, str]] = set()
         self._server: Server | None = None
         self._thread: threading.Thread | None = None
         self._dir: Path | None = None
@@ -140,6 +149,30 @@ class EmulatedApi:
             self.requests_count += 1
             self.requests_by_verb[verb] = self.requests_by_verb.get(verb, 0) + 1
 
+    def audit(self, verb: str, group: str, resource: str, namespace: str | None) -> None:
+        """Note one access as RBAC sees it (verb on group/resource in a namespace, or cluster-wide as "")."""
+        key = (verb, group, resource, namespace or "")
+        with self._lock:
+            if key in self.accesses:
+                return
+            self.accesses.add(key)
+            if self.audit_log is not None:
+                with self.audit_log.open("a", encoding="utf-8") as handle:
+                    handle.write(json.dumps(dict(zip(("verb", "group", "resource", "namespace"), key, strict=True))))
+                    handle.write("\n")
+
+    def inject(self, rate: float, parts: list[str]) -> bool:
+        """Whether this request gets a fault of `rate` (discovery and the version are spared, as with errors)."""
+        if not rate or parts in (["version"], ["api"], ["apis"]) or len(parts) <= 3:
+            return False
+        with self._lock:
+            return bool(self._rng.random() < rate)
+
+    def store_stopped_or(self, seconds: float) -> None:
+        """Wait until the emulator stops, `seconds` at most (a black-holed request's silence)."""
+        with self.store.cond:
+            self.store.cond.wait_for(lambda: bool(self.store.stopped), timeout=seconds)
+
     def inject_error(self, parts: list[str]) -> bool:
         if not self.faults.error_rate or parts in (["version"], ["api"], ["apis"]) or len(parts) <= 3:
             return False
@@ -182,6 +215,25 @@ class EmulatedApi:
         if res.name in ("jobs", "mpijobs", "pods"):
             body["status"] = {"phase": "Pending"} if res.name == "pods" else {}
         return self.store.create(res.name, body)
+
+    def merge_patch(self, res: disc.Resource, namespace: str, name: str, patch: Obj) -> Obj:
+        """A JSON merge patch (what a strategic merge patch of plain fields does too); null removes a field."""
+        if set(patch) - {"metadata", "data", "spec"}:
+            raise ApiError(422, "Invalid", f"the emulator patches metadata, data and spec only, not {sorted(patch)}")
+
+        def merge(target: Obj, change: Obj) -> None:
+            for key, value in change.items():
+                if value is None:
+                    target.pop(key, None)
+                elif isinstance(value, dict) and isinstance(target.get(key), dict):
+                    merge(target[key], value)
+                else:
+                    target[key] = value
+
+        found = self.store.update(res.name, namespace, name, lambda obj: merge(obj, patch))
+        if found is None:
+            raise ApiError(404, "NotFound", f'{res.name} "{name}" not found')
+        return found
 
     def delete(self, res: disc.Resource, namespace: str, name: str, policy: str) -> Obj:
         if policy not in ("Foreground", "Background", "Orphan"):
@@ -275,12 +327,20 @@ def write_kubeconfig(path: Path, url: str, token: str, namespace: str, ca: Path 
     return path
 
 
-def serve(runner: ToolRunner, time_scale: float, faults: Faults | None = None, out: Any = None) -> int:
+def serve(
+    runner: ToolRunner,
+    time_scale: float,
+    faults: Faults | None = None,
+    out: Any = None,
+    *,
+    mpi_operator: bool = True,
+    audit_log: Path | None = None,
+) -> int:
     """Run the emulator until Ctrl-C, printing its kubeconfig path (``acceptance sim serve``)."""
     import sys
 
     stream = out or sys.stdout
-    with EmulatedApi(runner, time_scale, faults, tls=True) as api:
+    with EmulatedApi(runner, time_scale, faults, tls=True, mpi_operator=mpi_operator, audit_log=audit_log) as api:
         print(
             f"Kubernetes API emulator at {api.url} (simulated cluster, {len(runner.nodes())} nodes)",
             file=stream,
@@ -298,10 +358,42 @@ def serve(runner: ToolRunner, time_scale: float, faults: Faults | None = None, o
 
 def serve_from_args(runner: ToolRunner, args: argparse.Namespace) -> int:
     """`acceptance sim serve`: the options of `add_serve_options` → `serve`."""
-    return serve(runner, args.time_scale, Faults(error_rate=args.error_rate))
+    faults = Faults(
+        error_rate=args.error_rate, latency_s=args.latency, watch_drop_s=args.watch_drop,
+        watch_gone_rate=args.watch_gone_rate, blackhole_rate=args.blackhole_rate, cut_rate=args.cut_rate,
+        seed=args.api_seed,
+    )  # fmt: skip
+    return serve(runner, args.time_scale, faults, mpi_operator=not args.no_mpi_operator, audit_log=args.audit_log)
+
+
+def _bounded(name: str, low: float, high: float) -> Callable[[str], float]:
+    """An argparse type: a finite number in [low, high], else the form expected."""
+
+    def convert(text: str) -> float:
+        try:
+            value = float(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{name} {text!r}: expected a number from {low:g} to {high:g}") from None
+        if not (math.isfinite(value) and low <= value <= high):
+            raise argparse.ArgumentTypeError(f"{name} {text!r}: expected a number from {low:g} to {high:g}")
+        return value
+
+    return convert
 
 
 def add_serve_options(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--time-scale", type=float, default=0.002,
-                        help="wall seconds per simulated second (default 0.002)")  # fmt: skip
-    parser.add_argument("--error-rate", type=float, default=0.0, help="share of API answers that are 5xx/429")
+    parser.add_argument("--no-mpi-operator", action="store_true", help="serve no kubeflow.org MPIJob API")
+    faults = parser.add_argument_group("API faults (for testing a client)")
+    faults.add_argument("--latency", type=_bounded("--latency", 0.0, 3600.0), default=0.0, metavar="S", help="seconds added to every answer")
+    faults.add_argument("--watch-drop", type=_bounded("--watch-drop", 0.0, 86400.0), default=None, metavar="S", help="watches end within S seconds")
+    faults.add_argument("--watch-gone-rate", type=_bounded("--watch-gone-rate", 0.0, 1.0), default=0.0, help="share of watch resumptions answered 410")
+    faults.add_argument("--blackhole-rate", type=_bounded("--blackhole-rate", 0.0, 1.0), default=0.0, help="share of requests never answered")
+    faults.add_argument("--cut-rate", type=_bounded("--cut-rate", 0.0, 1.0), default=0.0, help="share of connections closed without an answer")
+    faults.add_argument("--api-seed", type=int, default=0, help="seed of the API faults' random choices")
+    parser.add_argument(
+        "--audit-log", type=Path, metavar="FILE", help="write each distinct API access (verb, group, resource) as JSON"
+    )
+    parser.add_argument("--time-scale", type=_bounded("--time-scale", 0.0, 1000.0), default=0.002,
+                        help="wall seconds per simulated second, 0 to 1000 (default 0.002)")  # fmt: skip
+    parser.add_argument("--error-rate", type=_bounded("--error-rate", 0.0, 1.0), default=0.0,
+                        help="share of API answers that are 5xx/429, 0 to 1")  # fmt: skip

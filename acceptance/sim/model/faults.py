@@ -6,7 +6,9 @@ Compact syntax (the plugin's repeatable ``--sim-fault`` and ``acceptance sim run
 
 INDEX is the GPU for GPU faults and the rail (NIC ``mlx5_INDEX``, rail-aligned with GPU INDEX)
 for NIC and link faults; it defaults to 0. Scenario files may add parameters
-(`factor`, `mode`, `version`, `xid`, `probability`), see `KINDS`.
+(`factor`, `mode`, `version`, `xid`, `probability`, `at_step`), see `KINDS`. With ``at_step: T``
+(``gpu-xid``, ``nic-degraded``, ``nic-down``, ``gpu-throttle``) the fault strikes the
+training job in step T instead of being there from the start (`acceptance.sim.model.incident`).
 
 Effects (each only on its target):
 
@@ -22,8 +24,13 @@ Effects (each only on its target):
 - ``ecc-dbe`` uncorrectable ECC error with a pending row remap: software (all levels), memory
   (level >= 2) and memtest (level 4) fail on that GPU.
 - ``link-flap`` a flapping link: high run-to-run variance, 40% of runs through the node are slow.
+  Whether the k-th multi-node run through the node is slow depends on k (the simulator counts),
+  not on which job it is, so a session replays identically whatever its run id.
 - ``spine-slow`` the spine is congested: only runs spanning more than one leaf group are slow
   (x0.7), so no single node is to blame.
+- ``leaf-uplink`` the uplinks of NODE's leaf switch to the spine are degraded: only runs that
+  cross between that leaf and another are slow (x0.6); runs inside the leaf, and runs crossing
+  other leaves, are not. A node of the leaf names it; INDEX is not used.
 - ``bad-restore`` the resumed training run shows a loss jump after the restored step
   (`mode: loss-jump`, default) or resumes at the wrong step (`mode: step-off`).
 - ``nccl-version`` the cluster's NCCL is another version (`version`, default 2.27.3).
@@ -35,7 +42,7 @@ Effects (each only on its target):
 from __future__ import annotations
 
 import random
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -51,18 +58,20 @@ KINDS: dict[str, tuple[str, str]] = {
     "ecc-dbe": ("node", "double-bit ECC error, row remap pending: memory tests fail (INDEX = GPU)"),
     "link-flap": ("node", "a flapping link: intermittent slow runs (INDEX = rail)"),
     "spine-slow": ("none", "slow spine: runs across leaf groups are slow"),
+    "leaf-uplink": ("node", "the uplinks of NODE's leaf are degraded: runs crossing that leaf are slow"),
     "bad-restore": ("none", "loss jump after the restored step, or resumed step index off"),
     "nccl-version": ("none", "the cluster runs another NCCL version"),
     "node-down": ("node", "the node is NotReady"),
     "gpu-busy": ("node", "another process holds the GPU, as nvidia-smi shows on SSH hosts (INDEX = GPU)"),
 }
 DEFAULT_PARAMS: dict[str, dict[str, Any]] = {
-    "nic-degraded": {"factor": 0.62},
-    "nic-down": {"factor": 0.55},
-    "gpu-xid": {"xid": 79, "mode": "fail"},
-    "gpu-throttle": {"factor": 1.12},
+    "nic-degraded": {"factor": 0.62, "at_step": None},
+    "nic-down": {"factor": 0.55, "at_step": None},
+    "gpu-xid": {"xid": 79, "mode": "fail", "at_step": None},
+    "gpu-throttle": {"factor": 1.12, "at_step": None},
     "link-flap": {"probability": 0.4},
     "spine-slow": {"factor": 0.7},
+    "leaf-uplink": {"factor": 0.6},
     "bad-restore": {"mode": "loss-jump", "jump": 0.35},
     "nccl-version": {"version": "2.27.3"},
     "gpu-busy": {"pid": 48213, "process": "python3", "memory_mib": 71680},
@@ -127,6 +136,9 @@ def _checked(fault: Fault, text: str, cluster: SimCluster) -> Fault:
         raise _usage(text, f"mode must be one of {RESTORE_MODES}", cluster)
     if fault.kind == "gpu-xid" and fault.param("mode") not in XID_MODES:
         raise _usage(text, f"mode must be one of {XID_MODES}", cluster)
+    at_step = fault.param("at_step")
+    if at_step is not None and (isinstance(at_step, bool) or not isinstance(at_step, int) or at_step < 2):
+        raise _usage(text, f"at_step must be a training step >= 2, not {at_step!r}", cluster)
     return fault
 
 
@@ -167,25 +179,43 @@ class FaultSet:
         hits = self.on(nodes, "gpu-xid", "node-down")
         return hits[0] if hits else None
 
-    def fabric(self, cluster: SimCluster, nodes: Sequence[str], collective: str, r: random.Random) -> Fabric:
-        """Bandwidth factor for a run over `nodes` (distinct, in order); 1.0 within one node."""
+    def fabric(
+        self,
+        cluster: SimCluster,
+        nodes: Sequence[str],
+        collective: str,
+        r: random.Random,
+        *,
+        ranks_per_node: int = GPUS_PER_NODE,
+        flap_roll: Callable[[Fault], float] | None = None,
+    ) -> Fabric:
+        """Bandwidth factor for a run over `nodes` (distinct, in order); 1.0 within one node.
+
+        A NIC fault on a rail the run does not use (INDEX >= `ranks_per_node`) does not slow it.
+        `flap_roll(fault)` draws whether a flapping link is down for this run (default: from `r`).
+        """
         distinct = list(dict.fromkeys(nodes))
         if len(distinct) < 2:
             return Fabric()
         factor, jitter = 1.0, 0.0
         for fault in self.on(distinct):
-            if fault.kind in ("nic-degraded", "nic-down"):
+            if fault.kind in ("nic-degraded", "nic-down") and fault.index < ranks_per_node:
                 f = float(fault.param("factor"))
                 factor *= f if collective != "alltoall" else 1 - (1 - f) / 2
             elif fault.kind == "link-flap":
                 jitter += 0.01
-                if r.random() < float(fault.param("probability")):
+                roll = flap_roll(fault) if flap_roll is not None else r.random()
+                if roll < float(fault.param("probability")):
                     factor *= r.uniform(0.45, 0.8)
                     jitter += 0.03
             elif fault.kind == "gpu-throttle":
                 factor *= 0.97
+        leaves = {cluster.leaf_of(n) for n in distinct}
         for fault in self.of_kind("spine-slow"):
-            if len({cluster.leaf_of(n) for n in distinct}) > 1:
+            if len(leaves) > 1:
+                factor *= float(fault.param("factor"))
+        for fault in self.of_kind("leaf-uplink"):
+            if len(leaves) > 1 and fault.node is not None and cluster.leaf_of(fault.node) in leaves:
                 factor *= float(fault.param("factor"))
         return Fabric(factor, jitter)
 
@@ -197,9 +227,12 @@ class FaultSet:
         comm = 1.0
         for fault in self.on(nodes, "nic-degraded", "nic-down"):
             comm = min(comm, float(fault.param("factor")))
-        if len(set(nodes)) > 1:
+        leaves = {cluster.leaf_of(n) for n in nodes}
+        if len(leaves) > 1:
             for fault in self.of_kind("spine-slow"):
-                if len({cluster.leaf_of(n) for n in nodes}) > 1:
+                comm = min(comm, float(fault.param("factor")))
+            for fault in self.of_kind("leaf-uplink"):
+                if fault.node is not None and cluster.leaf_of(fault.node) in leaves:
                     comm = min(comm, float(fault.param("factor")))
         # about a quarter of a step is exposed communication
         return factor * (0.75 + 0.25 / comm)

@@ -10,6 +10,7 @@
 - ``dcgmi diag -r LEVEL [-j] [-i 0,1,...]`` -- DCGM 4.x JSON or text for `node` (its GPUs, or those listed);
 - the training command of `acceptance.sim.model.training` (on the hosts' nodes, else every ready node);
 - ``ib_write_bw -d mlx5_K ...`` -- perftest's loopback bandwidth of one NIC of `node` (`perftest`);
+- ``dmesg`` and ``nvidia-smi -q`` -- the kernel log and the GPU report of `node` (`hostlogs`);
 - ``bash -c "a; b && c"`` -- each command in turn, stopping at the first failure;
   ``echo``/``export``/``set``/``sleep``/``hostname`` and similar shell chores print nothing or the obvious.
 
@@ -17,19 +18,20 @@ A command line the tool would reject prints the reason and exits 2; `run` never 
 
 Run-to-run noise: each call gets its own seed from (cluster seed, the command, the node, the
 hosts, and how many times this same call was made before), so a repeated call differs
-and a whole session replays identically.
+and a whole session replays identically. A flapping link instead counts the multi-node runs
+through its node (`faults.FaultSet.fabric`), so it flaps alike whatever the job names are.
 """
 
 from __future__ import annotations
 
 import os
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 from acceptance.errors import UsageError
-from acceptance.sim.model import dcgmmodel, dcgmrender, ncclperf, nccltext, perftest
+from acceptance.sim.model import dcgmmodel, dcgmrender, hostlogs, ncclperf, nccltext, perftest
 from acceptance.sim.model.cluster import GPU_NAME, GPUS_PER_NODE, SimCluster, Versions, derive_seed, node_spec, rng
-from acceptance.sim.model.faults import FaultSet
+from acceptance.sim.model.faults import Fault, FaultSet
 from acceptance.sim.model.ncclargs import NcclArgs, parse_mpirun, parse_nccl_args, simulated_collective
 from acceptance.sim.model.scenario import Scenario
 from acceptance.sim.model.shell import shell_chore, split_shell, strip_prefixes
@@ -48,10 +50,13 @@ class SimRunner:
         self.faults = faults or FaultSet()
         self.versions: Versions = self.faults.versions(cluster.versions)
         self._counts: dict[int, int] = {}
+        self._node_runs: dict[str, int] = {}
         self._lock = threading.Lock()
 
     @classmethod
-    def from_scenario(cls, scenario: Scenario, faults: Sequence[str] = (), seed: int | None = None) -> SimRunner:
+    def from_scenario(
+        cls, scenario: Scenario, faults: Sequence[str | Mapping[str, object]] = (), seed: int | None = None
+    ) -> SimRunner:
         cluster, fault_set = scenario.build(seed, faults)
         return cls(cluster, fault_set)
 
@@ -95,6 +100,9 @@ class SimRunner:
         if not argv:
             return ToolRun("", 0, 0.0)
         prog = os.path.basename(argv[0])
+        if prog == "dmesg" or (prog == "nvidia-smi" and {"-q", "--query", "-a"} & set(argv[1:])):
+            render = hostlogs.dmesg if prog == "dmesg" else hostlogs.nvidia_smi_q
+            return ToolRun(*render(self.cluster, self.faults, node, self.versions), 0.2)
         chore = shell_chore(argv, env, node)
         if chore is not None:
             return ToolRun(chore, 0, 0.0)
@@ -134,7 +142,10 @@ class SimRunner:
             nodes = list(dict.fromkeys(h.node for h in hosts)) or [
                 n.name for n in self.cluster.nodes if self.faults.node_ready(n.name)
             ]
-            text, code, seconds = run_training(argv, self.cluster, self.faults, nodes, seed)
+            names = {h.node: h.hostname for h in hosts}
+            launcher = "mpirun" if mpirun else "torchrun" if os.path.basename(argv[0]) == "torchrun" else "python"
+            text, code, seconds = run_training(argv, self.cluster, self.faults, nodes, seed, env=env, hosts=names,
+                                               launcher=launcher)  # fmt: skip
             return ToolRun(text, code, seconds)
         return ToolRun(f"bash: {argv[0]}: command not found\n", 127, 0.0)
 
@@ -216,7 +227,14 @@ class SimRunner:
             fail, code = nccltext.xid_failure(procs, fatal.node, fatal.index, mpirun, r)
             return ToolRun("\n".join(lines + fail) + "\n", code, 5.0 + 0.002 * nranks)
         ranks_per_node = max(nranks // len(job_nodes), 1)
-        fabric = self.faults.fabric(self.cluster, job_nodes, args.collective, r)
+        fabric = self.faults.fabric(
+            self.cluster,
+            job_nodes,
+            args.collective,
+            r,
+            ranks_per_node=ranks_per_node,
+            flap_roll=self._flap_roll(job_nodes),
+        )
         cap = ncclperf.memory_cap(args)
         rows = ncclperf.simulate_rows(
             args,
@@ -243,6 +261,20 @@ class SimRunner:
             extra = [f"NCCL version {v.nccl}+cuda{cuda}"]
         lines += nccltext.table(args, rows, nranks, cap, extra)
         return ToolRun("\n".join(lines) + "\n", 0, ncclperf.run_seconds(args, rows, nranks))
+
+    def _flap_roll(self, job_nodes: Sequence[str]) -> Callable[[Fault], float] | None:
+        """Counts multi-node runs per node; a flapping link's draw for the k-th run through it."""
+        if len(job_nodes) < 2:
+            return None
+        with self._lock:
+            before = {n: self._node_runs.get(n, 0) for n in job_nodes}
+            for n in job_nodes:
+                self._node_runs[n] = before[n] + 1
+
+        def roll(fault: Fault) -> float:
+            return rng(self.cluster.seed, "flap", str(fault), before.get(fault.node or "", 0)).random()
+
+        return roll
 
     # --- DCGM -------------------------------------------------------------------------------------
 

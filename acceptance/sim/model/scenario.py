@@ -41,8 +41,11 @@ class Scenario:
     versions: Mapping[str, str] = field(default_factory=dict)
     faults: tuple[str | Mapping[str, Any], ...] = ()
 
-    def build(self, seed: int | None = None, extra_faults: Iterable[str] = ()) -> tuple[SimCluster, FaultSet]:
-        """The cluster and its faults; `seed` overrides the scenario's, `extra_faults` add to its own."""
+    def build(
+        self, seed: int | None = None, extra_faults: Iterable[str | Mapping[str, Any]] = ()
+    ) -> tuple[SimCluster, FaultSet]:
+        """The cluster and its faults; `seed` overrides the scenario's, `extra_faults` (compact strings or
+        mappings with parameters, as in a scenario file) add to its own."""
         versions = Versions().with_overrides(self.versions)
         cluster = build_cluster(self.nodes, self.seed if seed is None else seed, self.nodes_per_leaf, versions)
         parsed = []

@@ -24,19 +24,22 @@ next two 1.5x/1.2x; the iteration after an eval (+6 s) or a checkpoint save (+3.
 that time, as Megatron's interval timer does. Loss follows one seeded curve of the cluster
 (1.8 + 9.2 (1 + step/30)^-0.55 with 1.2% log-noise per step) that every run, resumed or not,
 continues; faults: `gpu-throttle`, `nic-*`, `spine-slow` slow the step, `gpu-xid`/`node-down`
-kill the job at start-up, `bad-restore` bends the resumed run.
+kill the job at start-up, `bad-restore` bends the resumed run; with ``at_step`` a fault strikes
+mid-run instead (`acceptance.sim.model.incident`: an XID hangs the job until the NCCL watchdog
+fires, a NIC or GPU fault slows it from that step).
 """
 
 from __future__ import annotations
 
 import math
 import random
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from acceptance.errors import UsageError
-from acceptance.sim.model.cluster import GPUS_PER_NODE, SimCluster, rng
+from acceptance.sim.model import incident
+from acceptance.sim.model.cluster import GPUS_PER_NODE, SimCluster, derive_seed, rng
 from acceptance.sim.model.faults import FaultSet
 
 SCRIPT_SUFFIX = ".py"
@@ -50,6 +53,8 @@ _INT_FLAGS = {
 _FLOAT_FLAGS = {"--lr": "lr", "--min-lr": "min_lr"}
 _STR_FLAGS = {"--load": "load", "--save": "save"}
 EPOCH = datetime(2026, 11, 23, 8, 0, 0)
+#: the most iterations one simulated command renders (its whole log is built in memory: ~300 B a line)
+MAX_RENDERED_ITERS = 200_000
 
 
 @dataclass(frozen=True)
@@ -102,6 +107,16 @@ def parse_train_args(argv: Sequence[str]) -> TrainArgs:
         raise UsageError("training command: --train-iters and --log-interval must be at least 1")
     if args.ckpt_step is not None and not 0 <= args.ckpt_step < args.train_iters:
         raise UsageError(f"training command: --ckpt-step {args.ckpt_step} must lie in 0..train-iters-1")
+    first = (args.ckpt_step or 0) + 1
+    last = args.train_iters
+    if args.exit_interval > 0:
+        last = min(last, -(-first // args.exit_interval) * args.exit_interval)
+    if last - first + 1 > MAX_RENDERED_ITERS:
+        raise UsageError(
+            f"training command: the simulator renders at most {MAX_RENDERED_ITERS:,} iterations per command, "
+            f"this one asks for {last - first + 1:,} (iterations {first}..{last}); lower --train-iters "
+            "or stop earlier with --exit-interval"
+        )
     return args
 
 
@@ -130,10 +145,25 @@ def _eval_block(step: int, loss: float) -> list[str]:
 
 
 def run_training(
-    argv: Sequence[str], cluster: SimCluster, faults: FaultSet, nodes: Sequence[str], call_seed: int
+    argv: Sequence[str],
+    cluster: SimCluster,
+    faults: FaultSet,
+    nodes: Sequence[str],
+    call_seed: int,
+    *,
+    env: Mapping[str, str] | None = None,
+    hosts: Mapping[str, str] | None = None,
+    launcher: str = "python",
 ) -> tuple[str, int, float]:
-    """(log text, exit status, simulated seconds) of one run of the training command on `nodes`."""
+    """(log text, exit status, simulated seconds) of one run of the training command on `nodes`.
+
+    Faults with ``at_step`` strike during the run (`acceptance.sim.model.incident`); `hosts` names
+    each node's host as the job sees it (a pod's hostname), `launcher` is ``mpirun``, ``torchrun``
+    or ``python``, and ``NCCL_DEBUG=INFO`` in `env` adds NCCL's start-up lines that map ranks to hosts.
+    """
     args = parse_train_args(argv)
+    faults, mid = incident.split(faults)
+    job = incident.job_for(nodes, hosts, launcher)
     r = random.Random(call_seed)
     world = len(nodes) * GPUS_PER_NODE
     clock = EPOCH + timedelta(seconds=r.randrange(0, 6 * 86400))
@@ -146,6 +176,9 @@ def run_training(
         "> building GPT model ...",
         f" > number of parameters on (tensor, pipeline) model parallel rank (0, 0): {1088487424}",
     ]
+    if (env or {}).get("NCCL_DEBUG", "").upper() == "INFO":
+        v = faults.versions(cluster.versions)
+        lines += incident.nccl_info_lines(job, v.nccl, v.cuda, derive_seed(call_seed, "nccl-info"))
     elapsed = 55.0 + 0.02 * world
     fatal = faults.fatal(nodes)
     if fatal is not None:
@@ -177,11 +210,18 @@ def run_training(
     lines += [f"[before the start of training step] datetime: {_timestamp(clock)} ", "training ..."]
     base = 1.2 * (1 + 0.03 * math.log2(max(len(nodes), 1) / 16)) * faults.step_time_factor(cluster, nodes)
     base *= math.exp(r.gauss(0.0, 0.006))
+    stop = incident.stopping(mid, nodes)
+    slow = incident.slowdown(faults, mid, cluster, nodes)
     carry = 0.0
     window_t: list[float] = []
     window_l: list[float] = []
     for n, step in enumerate(range(first, args.train_iters + 1)):
+        if stop is not None and step >= int(stop.param("at_step")):
+            tail, code, seconds = incident.hang_lines(job, stop, step, clock, derive_seed(call_seed, "incident"))
+            return "\n".join([*lines, *tail]) + "\n", code, elapsed + seconds
         t = base * math.exp(r.gauss(0.0, 0.012)) + carry
+        if slow is not None and step >= slow[0]:
+            t *= slow[1]
         t *= (10.0 + r.uniform(-1, 2)) if n == 0 else 1.5 if n == 1 else 1.2 if n == 2 else 1.0
         carry = 0.0
         loss = base_loss(cluster.seed, step) * math.exp(r.gauss(0.0, 0.001))

@@ -18,6 +18,7 @@ from acceptance.tools.dcgm.model import (
     GpuDevice,
     ReportError,
 )
+from acceptance.tools.dcgm.names import SOFTWARE
 
 _RUN_RANK = {PASS: 0, SKIP: 1, WARN: 2, FAIL: 3}
 _CHECK_RANK = {SKIP: 0, PASS: 1, WARN: 2, FAIL: 3}
@@ -46,6 +47,7 @@ def build_report(
     """Assemble a report: per-GPU overall status and the run's status from its tests.
 
     `failed` marks a run the tool itself called failed (e.g. ``"Overall Result": "Fail"``).
+    A run whose every test beyond the software checks was skipped is `skip`, never `pass`.
     """
     tests = tuple(tests)
     errors = tuple(errors)
@@ -54,12 +56,15 @@ def build_report(
         for gpu, status in t.gpus.items():
             per_gpu.setdefault(gpu, []).append(status)
     gpus = {g: _gpu_overall(s) for g, s in sorted(per_gpu.items())}
+    exercised = [t for t in tests if t.name != SOFTWARE]
     if any(t.status == FAIL for t in tests):
         status = FAIL
     elif errors or not tests:
         status = ERROR
     elif failed:
         status = FAIL
+    elif exercised and all(t.status == SKIP for t in exercised):
+        status = SKIP  # nothing beyond the software checks ran: not a pass
     else:
         status = PASS
     return DcgmReport(

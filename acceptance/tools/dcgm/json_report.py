@@ -50,12 +50,15 @@ def parse_json(text: str, start: int, source: str) -> DcgmReport:
             line = text.count("\n", 0, exc.pos) + 1
             shown = text.splitlines()[line - 1] if text.splitlines()[line - 1 : line] else ""
             raise ParseError(source, line, shown.strip(), f"{EXPECTED_DOC}, complete ({exc.msg})") from exc
+        except RecursionError:
+            line = text.count("\n", 0, start) + 1
+            raise ParseError(source, line, "", f"{EXPECTED_DOC} (this one nests too deeply to read)") from None
         first_line = text.count("\n", 0, start) + 1
         if not isinstance(doc, dict):
             raise ParseError(source, first_line, "", EXPECTED_DOC)
         try:
             reports.append(_Reader(source, first_line).document(doc))
-        except (TypeError, ValueError, KeyError, AttributeError) as exc:  # a value of the wrong JSON type
+        except (TypeError, ValueError, KeyError, AttributeError, OverflowError) as exc:  # a value of the wrong type
             raise ParseError(source, first_line, str(exc)[:120], f"{EXPECTED_DOC} with the documented types") from exc
         start = _next_document(text, end)
     if len(reports) == 1 or all(r == reports[0] for r in reports):

@@ -102,7 +102,7 @@ class DcgmReport:
     """One `dcgmi diag` run as parsed: DCGM's own verdict, per test and per GPU."""
 
     format: str  # "json" | "text"
-    status: str  # "pass" | "fail" | "error"
+    status: str  # "pass" | "fail" | "error" | "skip" (every test beyond the software checks skipped)
     tests: tuple[DcgmTest, ...] = ()
     gpus: Mapping[int, str] = field(default_factory=dict)
     errors: tuple[ReportError, ...] = ()
@@ -126,6 +126,7 @@ class DcgmReport:
             "dcgm_version": self.dcgm_version,
             "driver_version": self.driver_version,
             "status": self.status,
+            "skipped": [t.name for t in self.tests if t.status == SKIP],
             "tests": [t.to_json() for t in self.tests],
             "gpus": {str(g): s for g, s in sorted(self.gpus.items())},
             "errors": [{"line": e.line, "text": e.text} for e in self.errors],

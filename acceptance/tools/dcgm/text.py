@@ -5,6 +5,11 @@ cut every 45 characters regardless of words and continue on rows with an empty
 name, so chunks are re-joined without adding spaces. 2.x/3.x print per-GPU verdict
 lists (``Pass - GPUs: 1, 2`` / ``Fail - GPU: 0``) under Title Case names; 4.x prints
 an overall row under the plugin id and one ``GPU0: Pass`` row per entity.
+
+Other `dcgmi` commands draw boxes too (`dcgmi stats`, `dcgmi health`, `dcgmi discovery` in the
+same job log): a box is read as a diagnostic table only once it shows the diagnostic's header,
+a section rule or a verdict; any other box is skipped, and never makes a complete diagnostic
+table look cut short.
 """
 
 from __future__ import annotations
@@ -31,7 +36,7 @@ _STATUS = {"Pass": PASS, "Fail": FAIL, "Skip": SKIP, "Warn": WARN, "": SKIP}
 _BORDER = re.compile(r"^\+[-=]{20,}\+[-=]{20,}\+$")
 _SECTION = re.compile(r"^[|+]-{3,}\s+(\w+)\s+-+\+-+[|+]$")
 _HEADER = re.compile(r"^\|\s*Diagnostic\s*\|\s*Result\s*\|$")
-_LIST = re.compile(r"^(Pass|Fail|Warn|Skip) - (?:(All)|GPUs?: ([\d, ]+))$")
+_LIST = re.compile(r"^(Pass|Fail|Warn|Skip) - (?:(All)|GPUs?: (\d+(?:, ?\d+)*) *)$")
 _ENTITY = re.compile(r"^([A-Za-z_]+?)(\d+):(?: (Pass|Fail|Warn|Skip))?$")  # "" = not run
 _MSG_NAME = re.compile(r"^(Warning|Info|Error)(?:: ([A-Za-z_]+?)(\d+))?$")
 _CODE = re.compile(r"^Code: \(\d+\)$")
@@ -92,6 +97,8 @@ class _Table:
     last_meta: str | None = None
     explicit_gpus: set[int] = field(default_factory=set)
     orphans: int = 0
+    known: bool = False  # the diagnostic's header, a section rule or a verdict row was seen
+    foreign: bool = False  # a box of another dcgmi command: its rows are skipped
 
     def end_message(self) -> None:
         if self.msg is None:
@@ -124,9 +131,10 @@ def parse_text(text: str, source: str) -> DcgmReport:
             continue
         section = _SECTION.match(stripped)
         if section or _HEADER.match(stripped):
-            if table is None:
+            if table is None or table.foreign:
                 table = _Table(number)
                 tables.append(table)
+            table.known = True
             if section:
                 table.end_message()
                 table.section = section.group(1)
@@ -136,13 +144,18 @@ def parse_text(text: str, source: str) -> DcgmReport:
             if table is None:
                 table = _Table(number)
                 tables.append(table)
-            _row(table, cells, number, line, source)
+            if not table.known and not _verdict_row(cells):
+                table.foreign = True
+            if not table.foreign:
+                table.known = True
+                _row(table, cells, number, line, source)
             continue
         if _ERROR_LINE.match(stripped):
             errors.append(ReportError(number, stripped))
             aborted = aborted or stripped.startswith("Aborting")
     if table is not None:
         table.end_message()
+    tables = [t for t in tables if t.known and not t.foreign]
     if not tables and not errors:
         raise ParseError(source, 0, "", "dcgmi diag output: a result table or an 'Error:' line")
     return _assemble(tables, errors, aborted)
@@ -158,6 +171,16 @@ def _split(line: str) -> tuple[str, str, str] | None:
     if value.endswith("|"):
         value = value[:-1]
     return line[2:27].strip(), line[30:75], value.strip()
+
+
+def _verdict_row(cells: tuple[str, str, str]) -> bool:
+    """Whether a row can only belong to a diagnostic table: a verdict, or a message row of one."""
+    name, _, value = cells
+    if value in _STATUS and value:
+        return True
+    if _LIST.match(value) or _ENTITY.match(value):
+        return True
+    return bool(name) and bool(_MSG_NAME.match(name))
 
 
 def _row(table: _Table, cells: tuple[str, str, str], number: int, line: str, source: str) -> None:
@@ -217,9 +240,8 @@ def _apply_list(table: _Table, test: _Test, listed: re.Match[str]) -> None:
         test.all_gpus = True
         return
     for token in listed.group(3).split(","):
-        if token.strip():
-            test.gpus[int(token)] = status
-            table.explicit_gpus.add(int(token))
+        test.gpus[int(token)] = status
+        table.explicit_gpus.add(int(token))
 
 
 def _assemble(tables: list[_Table], errors: list[ReportError], aborted: bool) -> DcgmReport:

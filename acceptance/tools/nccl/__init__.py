@@ -2,17 +2,18 @@
 
 The façade of `acceptance.tools.nccl`: `parse`, `parse_text`, the records, `NcclTest`,
 `NcclConditions` and the names (collectives, types, ops). Pure: text in, records out; the
-caller opens files (`acceptance parse nccl` lives in `acceptance.cmd.parse_nccl`).
+caller opens files (`acceptance parse nccl` lives in `acceptance.cmd.parse_nccl`). The command
+builder and the conditions load when first named, so that parsing alone starts quickly.
 """
 
 from __future__ import annotations
 
+import importlib
 import io
 import itertools
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING, Any
 
-from acceptance.tools.nccl.command import OPTIONS, NcclTest, parse_size
-from acceptance.tools.nccl.conditions import NcclConditions
 from acceptance.tools.nccl.json_report import parse_json_report
 from acceptance.tools.nccl.names import (
     COLLECTIVES,
@@ -22,8 +23,34 @@ from acceptance.tools.nccl.names import (
     fmt_bytes,
     normalize_collective,
 )
-from acceptance.tools.nccl.records import NcclCapture, NcclError, NcclHalf, NcclRank, NcclRow, NcclRun
+from acceptance.tools.nccl.records import (
+    NcclCapture,
+    NcclError,
+    NcclHalf,
+    NcclRank,
+    NcclRow,
+    NcclRun,
+    first_failure,
+)
 from acceptance.tools.nccl.text import TextParser
+
+if TYPE_CHECKING:
+    from acceptance.tools.nccl.command import OPTIONS, NcclTest, parse_size
+    from acceptance.tools.nccl.conditions import NcclConditions
+
+_LAZY = {
+    "OPTIONS": "acceptance.tools.nccl.command",
+    "NcclTest": "acceptance.tools.nccl.command",
+    "parse_size": "acceptance.tools.nccl.command",
+    "NcclConditions": "acceptance.tools.nccl.conditions",
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        return getattr(importlib.import_module(_LAZY[name]), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 __all__ = [
     "COLLECTIVES",
@@ -39,6 +66,7 @@ __all__ = [
     "NcclRun",
     "NcclTest",
     "collective_of",
+    "first_failure",
     "fmt_bytes",
     "normalize_collective",
     "parse",
@@ -47,11 +75,19 @@ __all__ = [
 ]
 
 
-def parse(lines: Iterable[str], source: str = "<text>", collective: str | None = None) -> NcclCapture:
+def parse(
+    lines: Iterable[str],
+    source: str = "<text>",
+    collective: str | None = None,
+    sink: Callable[[NcclRun], None] | None = None,
+) -> NcclCapture:
     """Parse a capture line by line (text, or nccl-tests' `-J` JSON document).
 
-    `collective` names the collective for reports that do not name it themselves.
-    Raises ParseError only for nccl-tests lines that do not have their documented shape.
+    `collective` names the collective for reports that do not name it themselves. With a
+    `sink`, each run is handed to it as soon as its report ends and the capture returned holds
+    no runs (its status and errors still cover them): memory stays that of one report.
+    Raises ParseError only for input whose only nccl-tests content is a header line that does
+    not have its documented shape, or a JSON document that is not nccl-tests' report.
     """
     it = iter(lines)
     head: list[str] = []
@@ -60,8 +96,13 @@ def parse(lines: Iterable[str], source: str = "<text>", collective: str | None =
         if line.strip():
             break
     if head and head[-1].lstrip().startswith("{"):
-        return parse_json_report("".join(itertools.chain(head, it)), source, collective)
-    parser = TextParser(source, collective)
+        capture = parse_json_report("".join(itertools.chain(head, it)), source, collective)
+        if sink is None:
+            return capture
+        for run in capture.runs:
+            sink(run)
+        return NcclCapture(capture.status, (), capture.errors, capture.source, capture.recognised)
+    parser = TextParser(source, collective, sink)
     parser.feed(itertools.chain(head, it))
     return parser.finish()
 

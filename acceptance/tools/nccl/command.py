@@ -153,6 +153,30 @@ class NcclTest:
     def option(self, name: str, default: int | str | None = None) -> int | str | None:
         return dict(self.options).get(name, default)
 
+    def replaced(self, **options: int | str | None) -> NcclTest:
+        """The same test with some options changed (None removes one), e.g. a shorter size sweep."""
+        merged = dict(self.options)
+        for name, value in options.items():
+            if value is None:
+                merged.pop(name, None)
+            else:
+                merged[name] = value
+        return NcclTest(self.binary, tuple(merged.items()), self.env)
+
+    def sizes(self) -> list[int]:
+        """The message sizes the sweep asks for (``-b`` to ``-e`` by ``-f`` or ``-i``), at most 4096."""
+        low, high = int(self.option("minbytes", 32 << 20) or 0), int(self.option("maxbytes", 32 << 20) or 0)
+        factor, step = int(self.option("stepfactor", 0) or 0), int(self.option("stepbytes", 1 << 20) or 0)
+        out: list[int] = []
+        size = low
+        while size <= high and len(out) < 4096:
+            out.append(size)
+            nxt = size * factor if factor > 1 else size + step
+            if nxt <= size:
+                break
+            size = nxt
+        return out
+
     def argv(self) -> list[str]:
         """Canonical argv: the binary as given, then short flags in a fixed order."""
         out = [self.binary]

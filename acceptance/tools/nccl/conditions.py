@@ -31,6 +31,7 @@ class NcclConditions:
     nccl_tests_version: str | None = None
     nccl_version: str | None = None
     cuda_version: str | None = None
+    image: str | None = None  # the image the tests ran from, with its digest when the cluster reported one
 
     @classmethod
     def of(cls, run: NcclRun, test: NcclTest | None = None) -> NcclConditions:
@@ -65,6 +66,7 @@ class NcclConditions:
             "nccl_tests_version": self.nccl_tests_version,
             "nccl_version": self.nccl_version,
             "cuda_version": self.cuda_version,
+            "image": self.image,
         }
 
     @classmethod
@@ -83,6 +85,7 @@ class NcclConditions:
             nccl_tests_version=doc.get("nccl_tests_version"),
             nccl_version=doc.get("nccl_version"),
             cuda_version=doc.get("cuda_version"),
+            image=doc.get("image"),
         )
 
     def differences(self, handover: NcclConditions) -> list[str]:
@@ -112,6 +115,7 @@ class NcclConditions:
         check("nccl-tests", self.nccl_tests_version, handover.nccl_tests_version)
         check("NCCL", self.nccl_version, handover.nccl_version)
         check("CUDA", self.cuda_version, handover.cuda_version)
+        check("image", self.image, handover.image)
         if handover.command is not None:
             out.extend(_command_differences(self.command, handover.command))
         return out

@@ -3,12 +3,14 @@
 The writer emits one line, closes the document only at exit, writes NaN as "nan",
 booleans as the strings "true"/"false" and `root` as a `%6i`-padded string. A
 document cut short (the process died) is closed at its last complete member and
-read as an incomplete run.
+read as an incomplete run. A result holding `nan`/`inf` is an error of the run (failed),
+one holding a negative figure an unreadable result (incomplete): neither is handed on.
 """
 
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Mapping
 from typing import Any
 
@@ -88,6 +90,25 @@ def _half(doc: Mapping[str, Any] | None, per_iter: Mapping[str, Any] | None) -> 
     )
 
 
+def _bad_values(row: NcclRow) -> tuple[str, bool] | None:
+    """(what is wrong, whether it is a non-finite value) for a result that must not be handed on."""
+    for name, half in (("out_of_place", row.oop), ("in_place", row.ip)):
+        if half is None:
+            continue
+        values = {"time": half.time_us, "alg_bw": half.algbw, "bus_bw": half.busbw, "nwrong": half.wrong}
+        values.update(half.extras)
+        for key, value in values.items():
+            if value is None:
+                continue
+            if not math.isfinite(value):
+                return f"{name}.{key} is {value}", True
+            if value < 0:
+                return f"{name}.{key} is negative ({value})", False
+    if row.size < 0 or row.count < 0:
+        return f"size {row.size} / count {row.count}", False
+    return None
+
+
 def _row(doc: Mapping[str, Any]) -> NcclRow:
     root = doc.get("root")
     return NcclRow(
@@ -105,11 +126,13 @@ def parse_json_report(text: str, source: str = "<text>", collective: str | None 
     truncated = False
     try:
         doc = json.loads(text)
+    except RecursionError:
+        raise ParseError(source, 1, text[:80], "an nccl-tests -J JSON document (this one nests too deeply)") from None
     except json.JSONDecodeError as exc:
         repaired = _close_truncated(text)
         try:
             doc = json.loads(repaired) if repaired else None
-        except json.JSONDecodeError:
+        except (json.JSONDecodeError, RecursionError):
             doc = None
         if doc is None:
             raise ParseError(source, exc.lineno, text[:80], "an nccl-tests -J JSON document") from None
@@ -118,7 +141,7 @@ def parse_json_report(text: str, source: str = "<text>", collective: str | None 
         raise ParseError(source, 1, text[:80], "an nccl-tests -J JSON document (config, results, nccl_version)")
     try:
         return _capture(doc, truncated, source, collective)
-    except (KeyError, TypeError, ValueError) as exc:
+    except (KeyError, TypeError, ValueError, AttributeError, OverflowError) as exc:
         raise ParseError(source, 1, str(exc), "the fields nccl-tests writes in its -J report") from None
 
 
@@ -148,18 +171,37 @@ def _capture(doc: Mapping[str, Any], truncated: bool, source: str, collective: s
         for d in config.get("devices", [])
     )
     results = doc.get("results", [])
+    if not isinstance(results, list) or not all(isinstance(r, Mapping) for r in results):
+        raise TypeError("results: expected a list of objects")
     if truncated:  # the last result may be cut inside its object
         results = [r for r in results if {"size", "count", "type", "in_place"} <= r.keys()]
-    rows = tuple(_row(r) for r in results)
+    kept: list[NcclRow] = []
+    errors = [NcclError(1, str(e), kind="nccl") for e in doc.get("errors", []) if str(e).strip()]
+    failed = malformed = False
+    for i, result in enumerate(results):
+        row = _row(result)
+        bad = _bad_values(row)
+        if bad is None:
+            kept.append(row)
+            continue
+        what, non_finite = bad
+        failed, malformed = failed or non_finite, malformed or not non_finite
+        errors.append(NcclError(1, f"results[{i}] (size {row.size}): {what}", kind="output"))
+    rows = tuple(kept)
     oob_doc = doc.get("out_of_bounds")
     avg_doc = doc.get("average_bus_bandwidth")
     oob = int(oob_doc["count"]) if isinstance(oob_doc, Mapping) else None
     avg = _float(avg_doc.get("bandwidth")) if isinstance(avg_doc, Mapping) else None
-    errors = [NcclError(1, str(e)) for e in doc.get("errors", []) if str(e).strip()]
+    if avg is not None and not (math.isfinite(avg) and avg >= 0):
+        errors.append(NcclError(1, f"average_bus_bandwidth is {avg}", kind="output"))
+        avg, malformed = None, True
+    wrong = [r for r in rows for h in (r.oop, r.ip) if h is not None and h.wrong]
+    for r in wrong:
+        errors.append(NcclError(1, f"nwrong > 0 at size {r.size} ({r.type})", kind="output"))
     status: RunStatus = "ok"
-    if (oob or 0) > 0 or (isinstance(avg_doc, Mapping) and avg_doc.get("okay") in (False, "false")):
+    if failed or wrong or (oob or 0) > 0 or (isinstance(avg_doc, Mapping) and avg_doc.get("okay") in (False, "false")):
         status = "failed"
-    elif truncated or oob_doc is None or avg is None or not rows:
+    elif truncated or malformed or oob_doc is None or avg is None or not rows:
         status = "incomplete"
     code = doc.get("nccl_version")
     run = NcclRun(
@@ -175,4 +217,4 @@ def _capture(doc: Mapping[str, Any], truncated: bool, source: str, collective: s
         status=status,
         errors=tuple(errors),
     )
-    return NcclCapture(capture_status((run,), (), False), (run,), (), source)
+    return NcclCapture(capture_status((run.status,), (), False), (run,), (), source)

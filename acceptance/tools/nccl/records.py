@@ -8,7 +8,7 @@ binary), a run holds its rank map, header parameters and rows. `to_json` and
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -154,17 +154,33 @@ class NcclRank:
 
 @dataclass(frozen=True)
 class NcclError:
-    """A line that reports a failure, with its 1-based line number in the capture."""
+    """A line that reports a failure, with its 1-based line number in the capture.
+
+    `kind` says who printed it: ``test`` (nccl-tests' `Test … failure` lines), ``nccl`` (NCCL WARN),
+    ``launcher`` (mpirun/prterun, srun, ssh, PALS), ``output`` (a line of the report itself that
+    could not be read: a damaged row, a cut line, a trailer that contradicts the rows), None for
+    any other error-looking line. `host` is the host the line names, when it names one.
+    """
 
     line: int
     text: str
+    host: str | None = None
+    kind: str | None = None
 
     def to_json(self) -> dict[str, Any]:
-        return {"line": self.line, "text": self.text}
+        return {"line": self.line, "text": self.text, "host": self.host, "kind": self.kind}
 
     @classmethod
     def from_json(cls, doc: Mapping[str, Any]) -> NcclError:
-        return cls(int(doc["line"]), str(doc["text"]))
+        host, kind = doc.get("host"), doc.get("kind")
+        return cls(
+            int(doc["line"]), str(doc["text"]), None if host is None else str(host), None if kind is None else str(kind)
+        )
+
+    @property
+    def is_failure(self) -> bool:
+        """A line in which nccl-tests, NCCL or a launcher reports a failure (not a parser complaint)."""
+        return self.kind in ("test", "nccl", "launcher")
 
     def __str__(self) -> str:
         return f"line {self.line}: {self.text}"
@@ -185,6 +201,8 @@ class NcclRun:
     out_of_bounds: int | None
     status: RunStatus
     errors: tuple[NcclError, ...] = ()
+    #: first and last line of the report in the capture (0 when not known)
+    lines: tuple[int, int] = field(default=(0, 0), compare=False)
 
     @property
     def nranks(self) -> int | None:
@@ -260,12 +278,17 @@ class NcclRun:
 
 @dataclass(frozen=True)
 class NcclCapture:
-    """Everything found in one captured output: zero or more runs, plus errors outside them."""
+    """Everything found in one captured output: zero or more runs, plus errors outside them.
+
+    `recognised` is False when the text holds nothing of nccl-tests, NCCL or a known launcher
+    (`acceptance parse nccl` then exits 2: not recognised).
+    """
 
     status: RunStatus
     runs: tuple[NcclRun, ...]
     errors: tuple[NcclError, ...] = ()
     source: str = field(default="<text>", compare=False)
+    recognised: bool = field(default=True, compare=False)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -297,12 +320,24 @@ class NcclCapture:
         return found[-1]
 
 
-def capture_status(runs: tuple[NcclRun, ...], errors: tuple[NcclError, ...], failed: bool) -> RunStatus:
-    """A capture is ok only when it has runs and all are ok."""
-    if failed or any(r.status == "failed" for r in runs):
+def capture_status(
+    runs: Iterable[RunStatus], errors: tuple[NcclError, ...], failed: bool, cut: bool = False
+) -> RunStatus:
+    """A capture is ok only when it has runs, all ok, and it was not cut inside a report.
+
+    Without runs it is failed when it holds a failure line (the run died before nccl-tests
+    printed its header), incomplete otherwise.
+    """
+    statuses = list(runs)
+    if failed or "failed" in statuses:
         return "failed"
-    if not runs:
-        return "failed" if errors else "incomplete"
-    if any(r.status == "incomplete" for r in runs):
+    if not statuses:
+        return "failed" if any(e.is_failure for e in errors) else "incomplete"
+    if cut or "incomplete" in statuses:
         return "incomplete"
     return "ok"
+
+
+def first_failure(errors: Iterable[NcclError]) -> NcclError | None:
+    """The first line in which nccl-tests, NCCL or a launcher reports a failure."""
+    return next((e for e in errors if e.is_failure), None)

@@ -1,9 +1,10 @@
 """One nccl-tests report while it is being read, and the run record it becomes.
 
 Holds the header facts, ranks, rows and trailer of one report; decides its status:
-failed (a `Test … failure`/`Test timeout` line, out-of-bounds values, a failed
-bandwidth or bitwise check), incomplete (no trailer, no "concluded" after a
-"starting", an unreadable or cut row, no rows), ok otherwise.
+failed (a `Test … failure`/`Test timeout` line, a launcher's failure line, out-of-bounds
+values, a non-zero `#wrong` in any row whatever the trailer says, a failed bandwidth or
+bitwise check, a `nan`/`inf` measurement), incomplete (no trailer, no "concluded" after a
+"starting", an unreadable, damaged or cut row or header line, no rows), ok otherwise.
 """
 
 from __future__ import annotations
@@ -46,12 +47,20 @@ class ReportBuilder:
         self.malformed = False
         self.blank_redop = False
         self.nccl_version, self.cuda_version = nccl
+        self.last = start
 
-    def error(self, line: int, text: str, failed: bool = False) -> None:
+    def error(
+        self, line: int, text: str, failed: bool = False, host: str | None = None, kind: str | None = None
+    ) -> None:
         self.failed = self.failed or failed
         self.error_count += 1
         if len(self.errors) < MAX_ERRORS:
-            self.errors.append(NcclError(line, text.strip()))
+            self.errors.append(NcclError(line, text.strip(), host, kind))
+
+    def damaged(self, line: int, text: str) -> None:
+        """A line of the report that cannot be read: the run can no longer be complete."""
+        self.malformed = True
+        self.error(line, text, kind="output")
 
     @property
     def complete(self) -> bool:
@@ -64,7 +73,37 @@ class ReportBuilder:
             return "incomplete"
         return "ok"
 
+    def _check_wrong(self) -> None:
+        """A non-zero `#wrong` is corrupted data, whatever the trailer's count says."""
+        for row in self.rows:
+            for name, half in (("out-of-place", row.oop), ("in-place", row.ip)):
+                if half is not None and half.wrong:
+                    self.error(
+                        row.line,
+                        f"#wrong {half.wrong:g} {name} at size {row.size} ({row.type})"
+                        + (f" although the trailer says {self.oob} out of bounds" if not self.oob else ""),
+                        failed=True,
+                        kind="output",
+                    )
+
+    def _check_blank_redop(self) -> None:
+        """Old alltoall tables leave `redop` blank in every row; a row unlike the others lost a column."""
+        if self.layout is None or self.layout.unified or "redop" not in self.layout.keys:
+            return
+        blank = [r for r in self.rows if r.redop is None]
+        if not blank:
+            return
+        odd = blank if 2 * len(blank) < len(self.rows) else [r for r in self.rows if r.redop is not None]
+        for row in odd:
+            self.damaged(row.line, f"data row with {'no' if row.redop is None else 'a'} redop, unlike the table's rows")
+        if odd:
+            dropped = {id(r) for r in odd}
+            self.rows = [r for r in self.rows if id(r) not in dropped]
+        self.blank_redop = any(r.redop is None for r in self.rows)
+
     def finish(self, caller_collective: str | None) -> NcclRun:
+        self._check_blank_redop()
+        self._check_wrong()
         params = dict(self.params)
         collective: str | None = None
         origin: str | None = None
@@ -109,4 +148,5 @@ class ReportBuilder:
             out_of_bounds=self.oob,
             status=self.status(),
             errors=tuple(self.errors),
+            lines=(self.start, self.last),
         )

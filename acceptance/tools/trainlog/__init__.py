@@ -128,7 +128,7 @@ def _structured(line: str, columns: Mapping[str, str] | None) -> str | None:
     if line.startswith("{"):
         try:
             record = json.loads(line)
-        except json.JSONDecodeError:
+        except (json.JSONDecodeError, RecursionError):
             return "json"  # a document spread over lines (trainer_state.json)
         if isinstance(record, dict) and (
             "log_history" in record or any(isinstance(v, dict) and "values" in v for v in record.values())

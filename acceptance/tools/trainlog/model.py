@@ -47,10 +47,11 @@ _DEDUPE_WINDOW = 512
 
 @dataclass(frozen=True)
 class Event:
-    """Something that happened at a step: a restore, a checkpoint save, a skipped or NaN step.
+    """Something that happened at a step: a fresh start, a restore, a checkpoint save, a skipped or NaN step.
 
     For `resume`, `step` is the checkpoint step that was loaded (the first step run after
-    it is `step + 1`); None when the log does not say. `line` is the 1-based line number.
+    it is `step + 1`); for `start`, the first step the log says it runs; None when the log does
+    not say. `line` is the 1-based line number.
     """
 
     type: str
@@ -209,6 +210,8 @@ class StepTable:
         (same segment, among the last few hundred steps) printed by another rank, or by ranks
         without prefixes, which cannot be told apart. An identical record printed again by
         the same known rank is a real repeat and is kept. Returns whether a row was added."""
+        if not -(1 << 63) <= step < 1 << 63:
+            raise OverflowError(f"step {step} is out of range")
         if self._keep is None:
             kept = tuple(fields.items())
         else:

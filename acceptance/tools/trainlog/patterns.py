@@ -41,22 +41,46 @@ TEXT_FORMATS = (
     "megatron-straggler",
 )
 
-# Events, whatever the format.
+# Events, whatever the format (each phrase from the framework's own source or logs; see the
+# README's list of frameworks): a checkpoint load is a resume from that step unless the step is 0
+# (a seed checkpoint); "Training starts at step 1" and the frameworks' fresh-start lines are starts.
 LOAD = re.compile(
-    r"load(?:ed|ing) (?:\w+ )?checkpoint .*?at iteration\s+(\d+)"
-    r"|Loading the checkpoint at step (\d+)"
-    r"|Continuing training from global step (\d+)"
-    r"|[Ll]oad(?:ed|ing) (?:model )?checkpoint:? \S*global_step(\d+)"
+    r"load(?:ed|ing) (?:\w+ )?checkpoint .*?at iteration\s+(\d+)"  # Megatron-LM / -DeepSpeed / GPT-NeoX
+    r"|Loading the checkpoint at step (\d+)"  # torchtitan
+    r"|Continuing training from global step (\d+)"  # HF Trainer
+    r"|[Ll]oad(?:ed|ing) (?:model )?checkpoint:? \S*global_step(\d+)"  # DeepSpeed engine
 )
-START_AT = re.compile(r"Training starts at step (\d+)")
+START_AT = re.compile(r"Training starts at step (\d+)")  # torchtitan (step + 1 after a load)
+START = re.compile(
+    r"Initializing a new model from scratch"  # nanoGPT
+    r"|will not load any checkpoints and will start from random"  # Megatron-LM
+)
 SAVE = re.compile(
-    r"(?:saving checkpoint at iteration|successfully saved checkpoint from iteration)\s+(\d+)"
-    r"|Saving model checkpoint(?: to|:) \S*?(?:checkpoint-|global_step)(\d+)"
-    r"|[Ss]aving (?:the )?checkpoint(?: at step (\d+))?"
+    r"(?:saving checkpoint at iteration|successfully saved checkpoint from iteration)\s+(\d+)"  # Megatron
+    r"|Saving model checkpoint(?: to|:) \S*?(?:checkpoint-|global_step)(\d+)"  # HF Trainer, DeepSpeed
+    r"|Saving a (?:full|model weights only) checkpoint .*?at last step, step (\d+)"  # torchtitan, last step
+    r"|Epoch \d+, global step (\d+): .*saving model to"  # Lightning ModelCheckpoint (NeMo 2)
+    r"|[Ss]aving (?:the )?checkpoint(?: at step (\d+))?"  # torchtitan, nanoGPT
 )
-EVENT_HINT = re.compile(r"heckpoint|Training starts|Resuming training|validation loss|val loss")
-RESUME_NOSTEP = re.compile(r"Resuming training from ")
+EVENT_HINT = re.compile(
+    r"heckpoint|Training starts|Resuming training|Continuing training from global step|Restored all states"
+    r"|from scratch|will start from random|validation loss|val loss|saving model to"
+)
+# a resume without its step in the line (nanoGPT), or with it only in the checkpoint's name (Lightning, NeMo 2)
+RESUME_NOSTEP = re.compile(r"Resuming training from |Restored all states from the checkpoint at \S*?(?:step=(\d+))?")
+SKIP_LINE = re.compile(r"\[deep(?:speed|scale)\] (?:fp16 dynamic loss scale overflow|OVERFLOW)! Rank \d+ Skipping step")
 EVAL = re.compile(r"validation loss at iteration\s+(\d+)|^step (\d+): train loss [-\w.]+, val loss")
+#: how a whole record line of each text format ends (a cut last line does not end so)
+RECORD_END: dict[str, tuple[str, ...]] = {
+    "megatron-lm": ("|",),
+    "megatron-deepspeed": ("|",),
+    "gpt-neox": ("|",),
+    "torchtitan": ("%",),
+    "nanogpt": ("%", "ms"),
+    "hf-trainer-console": ("}",),
+    "deepspeed": ("]", "GB"),
+}
+DS_RECORD = re.compile(r"step=\d+, skipped=|\[timer\.py:\d+:stop\]")
 
 # Megatron / NeMo 2 `key: value |` fields → (column, factor).
 FIELDS: dict[str, tuple[str, float]] = {

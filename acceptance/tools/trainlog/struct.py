@@ -1,5 +1,9 @@
 """Structured training logs: HF Trainer `trainer_state.json`, Megatron CI golden-values JSON,
 Lightning CSVLogger `metrics.csv`, and generic JSON lines / CSV with a column mapping.
+
+A whole-document JSON cut short, or nested too deeply to read, is a ParseError with its line.
+A JSON-lines or CSV log that ends inside its last line (no line end) does not hand that line's
+numbers on: a JSON line that does not parse, and any CSV row, is dropped with a note.
 """
 
 from __future__ import annotations
@@ -109,8 +113,15 @@ def _finish(fmt: str, source: str, table: StepTable, events: list[Event], notes:
     return TrainLog(fmt, source, table.columns(), tuple(events), (), tuple(notes))
 
 
+def _whole_step(value: float) -> int:
+    if not math.isfinite(value) or value != int(value):
+        raise ValueError(f"step {value!r} is not a whole number")
+    return int(value)
+
+
 def _add(table: StepTable, events: list[Event], fields: dict[str, float], line: int, merge: bool = False) -> None:
-    step = int(fields.pop("step"))
+    """Add one record; ValueError/OverflowError when its step is not a whole number in range."""
+    step = _whole_step(fields.pop("step"))
     rank = fields.pop("rank", None)
     rank_i = None if rank is None or math.isnan(rank) else int(rank)
     loss = fields.get("loss")
@@ -122,20 +133,51 @@ def _add(table: StepTable, events: list[Event], fields: dict[str, float], line: 
 
 
 # ---------------------------------------------------------------------- whole-document JSON
+class _Lines:
+    """Lines passed through, remembering whether any had its line end and whether the last had."""
+
+    def __init__(self, lines: Iterable[str]) -> None:
+        self._lines = lines
+        self.ended = False
+        self.last_ended = True
+
+    def __iter__(self) -> Iterator[str]:
+        for line in self._lines:
+            self.last_ended = line.endswith(("\n", "\r"))
+            self.ended = self.ended or self.last_ended
+            yield line
+
+    @property
+    def cut(self) -> bool:
+        """The input ends inside its last line (and is a file's lines, not lines split beforehand)."""
+        return self.ended and not self.last_ended
+
+
+def _dropped(lineno: int, line: str) -> str:
+    return f"line {lineno}: the log ends inside this line (no line end): dropped: {line.strip()[:100]}"
+
+
 def parse_json_document(text: str, source: str, keep: Collection[str] | None) -> TrainLog:
     try:
         doc = json.loads(text)
     except json.JSONDecodeError as exc:
-        bad = text.splitlines()[exc.lineno - 1] if text.splitlines() else ""
-        raise ParseError(source, exc.lineno, bad, f"valid JSON ({exc.msg})") from exc
-    if isinstance(doc, dict) and isinstance(doc.get("log_history"), list):
-        return _hf_state(doc, source, keep)
-    if (
-        isinstance(doc, dict)
-        and doc
-        and all(isinstance(v, dict) and isinstance(v.get("values"), dict) for v in doc.values())
-    ):
-        return _golden(doc, source, keep)
+        lines = text.splitlines()
+        bad = lines[exc.lineno - 1] if 0 < exc.lineno <= len(lines) else ""
+        cut = " (the document ends early: cut short?)" if exc.pos >= len(text.rstrip()) else ""
+        raise ParseError(source, exc.lineno, bad, f"valid JSON ({exc.msg}){cut}") from exc
+    except RecursionError:
+        raise ParseError(source, 1, text.lstrip()[:80], "a JSON document (this one nests too deeply)") from None
+    try:
+        if isinstance(doc, dict) and isinstance(doc.get("log_history"), list):
+            return _hf_state(doc, source, keep)
+        if (
+            isinstance(doc, dict)
+            and doc
+            and all(isinstance(v, dict) and isinstance(v.get("values"), dict) for v in doc.values())
+        ):
+            return _golden(doc, source, keep)
+    except (ValueError, TypeError, OverflowError, AttributeError, KeyError) as exc:
+        raise ParseError(source, 1, str(exc)[:120], "the fields of the document with their documented types") from None
     first = text.lstrip()[:120]
     raise ParseError(source, 1, first, "an HF trainer_state.json (log_history) or Megatron golden-values JSON")
 
@@ -191,14 +233,19 @@ def parse_jsonl(
 ) -> TrainLog:
     table = StepTable(keep)
     events: list[Event] = []
+    notes: list[str] = []
     mapping: dict[str, tuple[str, float]] | None = None
-    for lineno, raw in enumerate(lines, start=first_line):
+    stream = _Lines(lines)
+    for lineno, raw in enumerate(stream, start=first_line):
         line = raw.strip()
         if not line:
             continue
         try:
             record = json.loads(line)
-        except json.JSONDecodeError as exc:
+        except (json.JSONDecodeError, RecursionError) as exc:
+            if stream.cut:
+                notes.append(_dropped(lineno, line))
+                break
             raise ParseError(source, lineno, line, "one JSON object per line") from exc
         if not isinstance(record, dict):
             raise ParseError(source, lineno, line, "one JSON object per line")
@@ -209,12 +256,24 @@ def parse_jsonl(
         fields = _fields(record, mapping)
         if "step" not in fields or len(fields) == 1:
             continue  # an eval or summary record
-        _add(table, events, fields, lineno)
-    return _finish("jsonl", source, table, events, [])
+        try:
+            _add(table, events, fields, lineno)
+        except (ValueError, OverflowError) as exc:
+            raise ParseError(source, lineno, line, f"a whole-number step ({exc})") from None
+    return _finish("jsonl", source, table, events, notes)
 
 
-def _csv_rows(lines: Iterable[str]) -> Iterator[list[str]]:
-    return csv.reader(line.rstrip("\r\n") for line in lines)
+def _csv_rows(lines: Iterable[str], source: str, first_line: int) -> Iterator[list[str]]:
+    """CSV rows; a line the csv module cannot split (a stray carriage return, a NUL) is a ParseError."""
+    reader = csv.reader(line.rstrip("\r\n") for line in lines)
+    while True:
+        try:
+            row = next(reader)
+        except StopIteration:
+            return
+        except csv.Error as exc:
+            raise ParseError(source, first_line + reader.line_num - 1, "", f"CSV rows ({exc})") from None
+        yield row
 
 
 def parse_csv(
@@ -228,7 +287,8 @@ def parse_csv(
 ) -> TrainLog:
     """CSV with a header. Lightning's sparse rows sharing a step are merged into one; its
     `epoch_time` (a user-logged epoch duration) becomes a per-step time over the epoch."""
-    rows = _csv_rows(lines)
+    stream = _Lines(lines)
+    rows = _csv_rows(stream, source, first_line)
     header = next(rows, None)
     if not header:
         raise ParseError(source, first_line, "", "a CSV header line")
@@ -244,21 +304,28 @@ def parse_csv(
     table = StepTable(keep)
     events: list[Event] = []
     last_epoch_end: int | None = None
+    dropped: list[str] = []
     for lineno, row in enumerate(rows, start=first_line + 1):
         if not row:
             continue
+        if stream.cut:  # the last row, without its line end: its last number may be cut
+            dropped.append(_dropped(lineno, ",".join(row)))
+            break
         if len(row) != len(header):
             raise ParseError(source, lineno, ",".join(row), f"{len(header)} fields as in the header")
         record = dict(zip(header, row, strict=True))
         fields = _fields(record, mapping)
         if "step" not in fields:
             continue
-        if epoch_time is not None and row[epoch_time]:
-            step = int(fields["step"])
-            span = step - last_epoch_end if last_epoch_end is not None else step + 1
-            if span > 0:
-                fields["step_time_s"] = _float(row[epoch_time]) / span
-            last_epoch_end = step
-        _add(table, events, fields, lineno, merge=lightning)
+        try:
+            if epoch_time is not None and row[epoch_time]:
+                step = _whole_step(fields["step"])
+                span = step - last_epoch_end if last_epoch_end is not None else step + 1
+                if span > 0:
+                    fields["step_time_s"] = _float(row[epoch_time]) / span
+                last_epoch_end = step
+            _add(table, events, fields, lineno, merge=lightning)
+        except (ValueError, OverflowError) as exc:
+            raise ParseError(source, lineno, ",".join(row), f"a whole-number step ({exc})") from None
     notes = ["step_time_s is epoch_time / steps in the epoch"] if epoch_time is not None else []
-    return _finish("lightning-csv" if lightning else "csv", source, table, events, notes)
+    return _finish("lightning-csv" if lightning else "csv", source, table, events, notes + dropped)

@@ -5,6 +5,11 @@ Lines are read one at a time (streaming). Rank prefixes (`[default7]:`, `[rank0]
 ` 0: `), ANSI colours and markdown `> ` quoting are stripped first; several records on one
 physical line (ranks interleaved without newlines) are split at each record start, and a
 Megatron record cut by a line break is joined with the following line.
+
+A log that ends inside its last line (no line end: the job or the copy was cut) cannot be
+trusted to hold whole numbers (`lr 6.42466` of `6.424660E-05`): that line is kept only when
+it visibly ends where the format ends a record (`|`, `}`, `%`, `]`) or, for other lines, does
+not end in a digit; otherwise it is dropped and a note says so.
 """
 
 from __future__ import annotations
@@ -16,6 +21,7 @@ from collections.abc import Collection, Iterable
 from acceptance.tools.trainlog.model import Event, RankTimer, StepTable, TrainLog
 from acceptance.tools.trainlog.patterns import (
     ANSI,
+    DS_RECORD,
     DS_STEP,
     DS_TIMER,
     EVAL,
@@ -30,13 +36,18 @@ from acceptance.tools.trainlog.patterns import (
     NANOGPT,
     NEMO2,
     PREFIX,
+    RECORD_END,
     RESUME_NOSTEP,
     SAVE,
+    SKIP_LINE,
+    START,
     START_AT,
     STRAGGLER,
     TITAN,
     TITAN_KV,
 )
+
+MAX_NOTES = 20
 
 
 def _num(text: str) -> float:
@@ -59,6 +70,12 @@ class TextLogParser:
         self._ds_skipped = 0
         self._last_eval: int | None = None
         self._steps_since_resume = 0
+        self._ds_overflows = 0  # DeepSpeed overflow lines not yet counted by a `skipped=` counter
+        self._unended: tuple[str, int] | None = None  # a line without its line end, held back
+        self.ended = False  # whether any line came with its line end (a file, not pre-split lines)
+        self._fed = 0
+        self._unreadable_lines = 0
+        self._bars = 0  # how many `|` separators the last whole record line had
 
     # ------------------------------------------------------------------ driving
     def run(self, lines: Iterable[str], first_line: int = 1) -> TrainLog:
@@ -67,17 +84,28 @@ class TextLogParser:
         return self.finish()
 
     def pending(self) -> bool:
-        """Whether a record or a resume waits for the next line (no bulk input now)."""
-        return self._carry is not None or self._pending_resume is not None
+        """Whether a record, a resume or a held-back line waits for the next line (no bulk input now)."""
+        return self._carry is not None or self._pending_resume is not None or self._unended is not None
 
     def count_steps(self, n: int) -> None:
         self._steps_since_resume += n
 
     def finish(self) -> TrainLog:
+        if self._unended is not None:
+            raw, lineno = self._unended
+            self._unended = None
+            if (not self.ended and self._fed > 1) or self._whole(raw):
+                self._line(raw, lineno)
+            else:
+                shown = ANSI.sub("", raw).strip()[:100]
+                self.notes.append(f"line {lineno}: the log ends inside this line (no line end): dropped: {shown}")
         if self._carry is not None:
             text, rank, lineno = self._carry
             self._carry = None
-            self._record(text, rank, lineno, final=True)
+            try:
+                self._record(text, rank, lineno, final=True)
+            except (ValueError, OverflowError) as exc:
+                self._unreadable(lineno, text, exc)
         return TrainLog(
             format=self.format,
             source=self.source,
@@ -88,6 +116,57 @@ class TextLogParser:
         )
 
     def feed(self, raw: str, lineno: int) -> None:
+        self._fed += 1
+        if self._unended is not None:  # it was not the last line after all
+            held, held_line = self._unended
+            self._unended = None
+            self._line(held, held_line)
+        if raw.endswith(("\n", "\r")):
+            self.ended = True
+            self._line(raw, lineno)
+        else:
+            self._unended = (raw, lineno)
+
+    def _whole(self, raw: str) -> bool:
+        """Whether a last line without its line end visibly ends where its record ends."""
+        line = ANSI.sub("", raw).rstrip() if "\x1b" in raw else raw.rstrip()
+        if not line.strip():
+            return True
+        end = RECORD_END.get(self.format)
+        if self._carry is not None:  # the rest of a record cut by a line break
+            line = self._carry[0] + " " + line.strip()
+        if not self._record_start(line):
+            return not line[-1].isdigit()
+        if end is None or not line.endswith(end):
+            return False
+        if self.format in ("megatron-lm", "megatron-deepspeed", "gpt-neox", "megatron-straggler"):
+            return 0 < self._bars <= line.count("|")  # as many fields as the record before it
+        return True
+
+    def _record_start(self, line: str) -> bool:
+        fmt = self.format
+        if fmt in ("megatron-lm", "megatron-deepspeed", "gpt-neox", "megatron-straggler"):
+            return bool(MEGATRON.search(line) or "/Rnk:" in line)
+        pattern = {"nemo2": NEMO2, "torchtitan": TITAN, "nanogpt": NANOGPT, "hf-trainer-console": HF_DICT}.get(fmt)
+        if pattern is not None:
+            return bool(pattern.search(line))
+        return fmt == "deepspeed" and bool(DS_RECORD.search(line))
+
+    def _line(self, raw: str, lineno: int) -> None:
+        try:
+            self._read_line(raw, lineno)
+        except (ValueError, OverflowError) as exc:  # a number that does not read in a damaged line
+            self._unreadable(lineno, raw, exc)
+
+    def _unreadable(self, lineno: int, raw: str, exc: Exception) -> None:
+        """A line whose record cannot be read whole is dropped, and said so (at most MAX_NOTES times)."""
+        self._unreadable_lines += 1
+        if self._unreadable_lines <= MAX_NOTES:
+            self.notes.append(f"line {lineno}: unreadable record dropped ({exc}): {raw.strip()[:100]}")
+        elif self._unreadable_lines == MAX_NOTES + 1:
+            self.notes.append(f"line {lineno}: more unreadable records dropped (not listed)")
+
+    def _read_line(self, raw: str, lineno: int) -> None:
         line = raw.rstrip("\r\n")
         if "\x1b" in line:
             line = ANSI.sub("", line)
@@ -108,8 +187,14 @@ class TextLogParser:
             return
         if EVENT_HINT.search(line):
             self._events(line, lineno)
+        if "OVERFLOW" in line and SKIP_LINE.search(line):  # DeepSpeed does not say which step it skipped
+            self.events.append(Event("skip", None, lineno, "fp16 overflow: a step skipped (DeepSpeed)"))
+            self._ds_overflows += 1
+            return
         if "/Rnk:" in line:
             self._timers(line, lineno)
+        if "|" in line and raw.endswith(("\n", "\r")):
+            self._bars = line.count("|") if MEGATRON.search(line) else self._bars
         self._record(line, rank, lineno)
 
     # ------------------------------------------------------------------ events
@@ -128,12 +213,19 @@ class TextLogParser:
         m = LOAD.search(line)
         if m:
             step = int(next(g for g in m.groups() if g is not None))
-            self._event("resume", step, lineno, line.strip()[:200])
+            if step > 0:  # a step-0 (seed) checkpoint starts a run, it resumes nothing
+                self._event("resume", step, lineno, line.strip()[:200])
             return
         m = START_AT.search(line)
         if m:
-            if not (self.events and self.events[-1].type == "resume"):
-                self._event("resume", int(m.group(1)) - 1, lineno, line.strip()[:200])
+            first = int(m.group(1))
+            if first <= 1:
+                self._event("start", first, lineno, line.strip()[:200])
+            elif not (self.events and self.events[-1].type == "resume"):
+                self._event("resume", first - 1, lineno, line.strip()[:200])
+            return
+        if START.search(line):
+            self._event("start", None, lineno, line.strip()[:200])
             return
         m = SAVE.search(line)
         if m and "Loading" not in line:
@@ -141,7 +233,11 @@ class TextLogParser:
             saved = int(groups[0]) if groups else self._save_step_guess()
             self._event("checkpoint_save", saved, lineno, line.strip()[:200])
             return
-        if RESUME_NOSTEP.search(line):
+        m = RESUME_NOSTEP.search(line)
+        if m:
+            if m.group(1) is not None and int(m.group(1)) > 0:  # the restored checkpoint's name gives its step
+                self._event("resume", int(m.group(1)), lineno, line.strip()[:200])
+                return
             before = len(self.events)
             self._event("resume", None, lineno, line.strip()[:200])
             if len(self.events) > before:  # a repeated resume line adds no event to point at
@@ -187,11 +283,11 @@ class TextLogParser:
         if not math.isfinite(loss) or (nan_count and nan_count > 0):
             fields_nan = 1.0
             self.table.merge_last(step, {"nan": fields_nan})
-            what = f"loss {loss}" if not math.isfinite(loss) else f"{int(nan_count)} NaN iterations"
+            what = f"loss {loss}" if not math.isfinite(loss) else f"{nan_count:g} NaN iterations"
             self.events.append(Event("nan", step, lineno, what))
         skipped = fields.get("skipped", 0.0)
         if self.format != "deepspeed" and skipped and skipped > 0:
-            self.events.append(Event("skip", step, lineno, f"{int(skipped)} skipped iterations"))
+            self.events.append(Event("skip", step, lineno, f"{skipped:g} skipped iterations"))
 
     def _record(self, line: str, rank: int | None, lineno: int, joins: int = 0, final: bool = False) -> None:
         fmt = self.format
@@ -222,7 +318,7 @@ class TextLogParser:
             fields: dict[str, float] = {}
             for key, value in KV.findall(body):
                 spec = FIELDS.get(key.lower())
-                if spec is not None:
+                if spec is not None and spec[0] not in fields:  # the first reading: a joined record repeats none
                     try:
                         fields[spec[0]] = float(value) * spec[1]
                     except ValueError:
@@ -273,7 +369,11 @@ class TextLogParser:
             with contextlib.suppress(ValueError):
                 fields["lr"] = float(m.group(3))
             if skipped > self._ds_skipped:
-                self.events.append(Event("skip", step, lineno, f"{skipped - self._ds_skipped} skipped (fp16 overflow)"))
+                new = skipped - self._ds_skipped
+                unseen = new - min(new, self._ds_overflows)  # overflows already reported line by line
+                self._ds_overflows -= new - unseen
+                if unseen:
+                    self.events.append(Event("skip", step, lineno, f"{unseen} skipped (fp16 overflow)"))
                 self._ds_skipped = skipped
             self.table.upsert(step, fields, rank)
             return

@@ -1,0 +1,226 @@
+"""`acceptance bundle`: the first message of an incident, as a signed folder and archive.
+
+    acceptance bundle --cluster NAME --job-logs PATH... [--job LABEL_SELECTOR [--namespace NS]]
+                      [--evidence [HOST=]PATH...] [--around TIME] [--ticket ID] [--out DIR]
+                      [--sign-key KEY | --no-sign] [--json]
+
+Every field is derived from the evidence (see `acceptance.incident`): the job's logs (files or
+folders; on Kubernetes also the pods of ``--job``), evidence files (kernel logs, ``nvidia-smi -q``,
+``kubectl describe`` pastes; ``HOST=PATH`` says whose), the cluster (node conditions and events of
+the affected nodes, on Kubernetes), the profile (provider identifiers, severity levels), the latest
+baseline and the latest signed acceptance report (change log). Exit 0 when the bundle was written
+(even with fields missing: it says which), 2 for a usage error.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+from acceptance import __version__, clusters
+from acceptance.clusters.base import ClusterInventory, JobLogs
+from acceptance.cmd import bundle_sources as src
+from acceptance.errors import AcceptanceError, UsageError
+from acceptance.incident import assemble, changes, nodes
+from acceptance.incident.inputs import parse_input
+from acceptance.incident.severity import SeverityPolicy
+from acceptance.profile import Profile, load_profile
+from acceptance.report.bundle import default_folder, write_bundle
+from acceptance.report.sign import SignOptions
+from acceptance.tools import logtime
+
+
+def register(subparsers: Any) -> None:
+    parser = subparsers.add_parser(
+        "bundle",
+        help="assemble the first message of an incident: a signed bundle of the evidence",
+        description=__doc__.split("\n\n", 2)[2] if __doc__ else None,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("--cluster", required=True, help="the cluster's profile: baselines/NAME/cluster.yaml")
+    parser.add_argument("--baselines-dir", type=Path, default=Path("baselines"), metavar="DIR")
+    parser.add_argument("--job-logs", nargs="+", default=[], metavar="PATH", help="the job's logs (files or folders)")
+    parser.add_argument("--job", metavar="LABEL_SELECTOR", help="Kubernetes: read the job's pods (logs, placement)")
+    parser.add_argument("--namespace", help="the job's namespace (default: the profile's kube.namespace)")
+    parser.add_argument(
+        "--evidence",
+        nargs="+",
+        default=[],
+        metavar="[HOST=]PATH",
+        help="kernel logs (dmesg, journal), nvidia-smi -q, kubectl describe output; HOST= says which machine",
+    )
+    parser.add_argument("--around", metavar="TIME", help="UTC time near the incident, when the logs hold several")
+    parser.add_argument("--ticket", help="the incident's ticket (a later acceptance run with it reports the clocks)")
+    parser.add_argument("--out", type=Path, metavar="DIR", help="the bundle folder (default under --reports-dir)")
+    parser.add_argument("--reports-dir", type=Path, default=Path("reports"), metavar="DIR")
+    parser.add_argument("--log-utc-offset", default="+00:00", metavar="+HH:MM", help="the logs' clock (default UTC)")
+    sign = parser.add_mutually_exclusive_group()
+    sign.add_argument("--sign-key", type=Path, metavar="KEY", help="SSH key to sign with (default: the ssh-agent)")
+    sign.add_argument("--no-sign", action="store_true", help="write the bundle unsigned")
+    parser.add_argument("--json", action="store_true", help="print bundle.json on standard output")
+    parser.set_defaults(func=_run)
+
+
+def _cluster_answers(
+    profile: Profile, args: argparse.Namespace, gathered: src.Gathered, run_id: str
+) -> tuple[JobLogs | None, ClusterInventory | None, Any]:
+    """The job's pods, the inventory and an open cluster (for events), as far as the backend allows."""
+    if profile.backend != "kube":
+        if args.job:
+            raise UsageError(
+                f"--job reads a job's pods from Kubernetes; cluster {profile.name} uses backend {profile.backend}: "
+                "give the job's logs with --job-logs (and kernel logs, nvidia-smi -q with --evidence HOST=PATH)"
+            )
+        gathered.notes.append(
+            f"field 6: backend {profile.backend}: Kubernetes events and node conditions are not "
+            "read; kernel logs and nvidia-smi -q come from --evidence HOST=PATH"
+        )
+        return None, None, None
+    try:
+        cluster = clusters.open(profile, run_id)
+    except UsageError as exc:
+        if args.job:
+            raise
+        gathered.notes.append(f"field 6: the cluster could not be reached: {exc}")
+        return None, None, None
+    job = inventory = None
+    try:
+        if args.job:
+            job = cluster.job_logs(args.job, args.namespace)
+            src.job_inputs(job, gathered)
+        inventory = cluster.inventory()
+    except AcceptanceError as exc:
+        if args.job and job is None:
+            cluster.close()
+            raise UsageError(f"--job {args.job}: {exc}") from None
+        gathered.notes.append(f"field 6: the cluster did not answer: {exc}")
+    return job, inventory, cluster
+
+
+def _node_answers(
+    cluster: Any, inventory: ClusterInventory | None, affected: list[str], since: datetime, notes: list[str]
+) -> tuple[dict[str, list[dict[str, Any]]], dict[str, list[dict[str, Any]]], dict[str, int]]:
+    conditions: dict[str, list[dict[str, Any]]] = {}
+    events: dict[str, list[dict[str, Any]]] = {}
+    allocatable: dict[str, int] = {}
+    if inventory is not None:
+        for name in affected:
+            info = inventory.node(name)
+            if info is None:
+                continue
+            conditions[name] = [nodes.condition(k, v) for k, v in sorted(info.conditions.items())]
+            allocatable[name] = info.allocatable_gpus
+    if cluster is not None and affected:
+        try:
+            for ev in cluster.events(affected, since.replace(tzinfo=UTC)):
+                events.setdefault(ev.object.split("/", 1)[-1], []).append(ev.as_dict())
+        except AcceptanceError as exc:
+            notes.append(f"field 6: node events could not be read: {exc}")
+    return conditions, events, allocatable
+
+
+def _run(args: argparse.Namespace) -> int:
+    created = datetime.now(UTC).replace(tzinfo=None, microsecond=0)
+    profile = load_profile(args.cluster, args.baselines_dir)
+    offset = src.parse_offset(args.log_utc_offset)
+    around = src.parse_time(args.around, "--around") if args.around else None
+    if not args.job_logs and not args.job:
+        raise UsageError("give the job's logs: --job-logs PATH... (files or folders), or --job LABEL_SELECTOR")
+    gathered = src.Gathered()
+    src.read_files(args.job_logs, "file", gathered)
+    src.read_files(args.evidence, "evidence", gathered)
+    run_id = f"ra-bundle-{created:%Y%m%d%H%M%S}"
+    job, inventory, cluster = _cluster_answers(profile, args, gathered, run_id)
+    try:
+        fallback_year = (around or created).year
+        parsed = [parse_input(i, year=logtime.first_year(i.text) or fallback_year) for i in gathered.inputs]
+        refs, baseline = src.references(profile, args.reports_dir, gathered.notes)
+        full = (
+            len(baseline.baseline.conditions.nodes) * baseline.baseline.conditions.node_spec.gpus_per_node
+            if baseline is not None
+            else None
+        )
+        ctx = assemble.Context(
+            cluster=profile.name,
+            created=created,
+            nodes=profile.nodes,
+            gpus_per_node=profile.gpus_per_node,
+            provider=profile.provider,
+            full_size=full,
+            full_size_from=str(baseline.path) if baseline else "",
+            policy=SeverityPolicy.from_profile(profile.severity),
+            ticket=args.ticket,
+            harness_version=__version__,
+            simulated=profile.backend == "sim" or (job is not None and _simulated(inventory)),
+            offset=offset,
+            around=around,
+            placement=job.placement if job else {},
+            workers=src.workers(job),
+            slots=profile.gpus_per_node,
+        )
+        found = assemble.findings(parsed, ctx)
+        names = [a.node for a in found.affected if a.is_cluster_node]
+        conds, events, alloc = _node_answers(cluster, inventory, names, created - timedelta(hours=24), gathered.notes)
+        evidence = nodes.node_evidence(found.affected, parsed, conds, events, alloc)
+        now = src.now_state(job, found.nccl.nccl_versions, (i.text for i in gathered.inputs), inventory)
+        log = changes.changelog(now, refs, created)
+        bundle = assemble.bundle(parsed, found, ctx, evidence, log, gathered.notes)
+    finally:
+        if cluster is not None:
+            cluster.close()
+    folder = args.out or default_folder(args.reports_dir, profile.name, args.ticket, created)
+    sign = SignOptions.from_options(no_sign=args.no_sign, sign_key=args.sign_key, environ=os.environ)
+    cluster_files: dict[str, Any] = {}
+    if job is not None:
+        cluster_files["job-pods"] = [
+            {
+                "name": p.name,
+                "node": p.node,
+                "hostname": p.hostname,
+                "phase": p.phase,
+                "labels": dict(p.labels),
+                "containers": [
+                    {
+                        "name": c.name,
+                        "image": c.image,
+                        "image_id": c.image_id,
+                        "command": list(c.command),
+                        "env": dict(c.env),
+                        "state": c.state,
+                        "reason": c.reason,
+                        "exit_code": c.exit_code,
+                    }
+                    for c in p.containers
+                ],
+            }
+            for p in job.pods
+        ]
+        cluster_files["job-events"] = [e.as_dict() for e in job.events]
+    if inventory is not None:
+        cluster_files["nodes"] = [
+            {"name": n.name, "ready": n.ready, "conditions": dict(n.conditions), "allocatable_gpus": n.allocatable_gpus}
+            for n in inventory.nodes
+        ]
+    written = write_bundle(bundle, folder, [(i.label, i.text) for i in gathered.inputs], cluster_files, sign)
+    if args.json:
+        json.dump(json.loads(written.document.read_text(encoding="utf-8")), sys.stdout, indent=2)
+        sys.stdout.write("\n")
+    stream = sys.stderr if args.json else sys.stdout
+    level = bundle.severity.level or "none proposed"
+    print(
+        f"severity: {level}; affected: {', '.join(a.node for a in bundle.cluster.affected[:3]) or 'none named'}; "
+        f"{len(bundle.missing)} item(s) missing",
+        file=stream,
+    )
+    for line in written.lines():
+        print(line, file=stream)
+    return 0
+
+
+def _simulated(inventory: ClusterInventory | None) -> bool:
+    return inventory is not None and any(n.labels.get("acceptance.sim/simulated") == "true" for n in inventory.nodes)

@@ -1,0 +1,119 @@
+"""Timestamps as log lines print them, read into naive datetimes (the caller says which zone).
+
+Shapes (all seen in ``../shared/corpus-wave2``):
+
+- glog, PyTorch c10d: ``E1218 20:27:21.426415540`` (severity letter, MMDD, 9-digit fraction, no year);
+  torch.distributed.elastic 2.6: ``W0608 19:04:45.351000`` (6-digit fraction);
+- Python logging: ``2026-06-08 19:04:36,139`` and ``[2024-07-25 06:36:18,293]``;
+- Megatron: ``[2026-11-23 09:12:03]``; torchrun summaries: ``2026-06-08_19:04:45``;
+- dmesg -T: ``Sun Feb 23 16:24:18 2025``; dmesg --time-format iso: ``2025-01-21T04:41:44,283302+00:00``;
+- syslog: ``May 19 07:08:57`` (no year); kubectl: ``Thu, 09 Apr 2020 02:18:55 -0400``.
+
+Lines without a year get one from the caller (`year=`), usually inferred from a full date
+elsewhere in the same text (`first_year`). Pure: no clock, no time zone database.
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import UTC, datetime, timedelta, timezone
+
+MONTHS = {m: i + 1 for i, m in enumerate(("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct",
+                                           "Nov", "Dec"))}  # fmt: skip
+GLOG = re.compile(r"(?<![\w.])([IWEF])(\d{2})(\d{2}) (\d{2}):(\d{2}):(\d{2})(?:\.(\d{1,9}))?")
+ISO = re.compile(r"(\d{4})-(\d{2})-(\d{2})[T _](\d{2}):(\d{2}):(\d{2})(?:[.,](\d{1,9}))?(Z|[+-]\d{2}:?\d{2})?(?![\d:])")
+CTIME = re.compile(r"\b(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun) (\w{3}) +(\d{1,2}) (\d{2}):(\d{2}):(\d{2}) (\d{4})\b")
+SYSLOG = re.compile(r"^(\w{3}) +(\d{1,2}) (\d{2}):(\d{2}):(\d{2})\b")
+RFC1123 = re.compile(r"\b\w{3}, (\d{2}) (\w{3}) (\d{4}) (\d{2}):(\d{2}):(\d{2}) ([+-]\d{4})\b")
+_YEAR = re.compile(r"\b(20\d{2})-(\d{2})-(\d{2})[T _]\d{2}:\d{2}|\b\w{3} \w{3} +\d{1,2} \d{2}:\d{2}:\d{2} (20\d{2})\b")
+
+
+def _fraction(text: str | None) -> int:
+    return int((text or "0").ljust(6, "0")[:6])
+
+
+def _zone(text: str | None) -> timezone | None:
+    if not text:
+        return None
+    if text == "Z":
+        return UTC
+    sign = -1 if text[0] == "-" else 1
+    digits = text[1:].replace(":", "")
+    return timezone(sign * timedelta(hours=int(digits[:2]), minutes=int(digits[2:4])))
+
+
+def _naive_utc(moment: datetime) -> datetime:
+    return moment.astimezone(UTC).replace(tzinfo=None) if moment.tzinfo else moment
+
+
+def first_year(text: str) -> int | None:
+    """The year of the first full date in `text` (to date the year-less lines of the same log)."""
+    match = _YEAR.search(text)
+    if not match:
+        return None
+    return int(match.group(1) or match.group(4))
+
+
+def parse_iso(text: str) -> datetime | None:
+    """The first ISO-like date-time in `text` (``2026-06-08 19:04:36,139``, ``...T...+00:00``, ``..._19:04:45``).
+
+    A stated offset is applied (the result is naive UTC); without one the time is returned as written.
+    """
+    match = ISO.search(text)
+    if not match:
+        return None
+    y, mo, d, h, mi, s = (int(match.group(i)) for i in range(1, 7))
+    try:
+        moment = datetime(y, mo, d, h, mi, s, _fraction(match.group(7)), tzinfo=_zone(match.group(8)))
+    except ValueError:
+        return None
+    return _naive_utc(moment)
+
+
+def parse_glog(text: str, year: int | None) -> datetime | None:
+    """``E1218 20:27:21.426415540`` with the year given; None without a year or a glog stamp."""
+    match = GLOG.search(text)
+    if not match or year is None:
+        return None
+    try:
+        return datetime(year, int(match.group(2)), int(match.group(3)), int(match.group(4)), int(match.group(5)),
+                        int(match.group(6)), _fraction(match.group(7)))  # fmt: skip
+    except ValueError:
+        return None
+
+
+def parse_ctime(text: str) -> datetime | None:
+    """``Sun Feb 23 16:24:18 2025`` (dmesg -T)."""
+    match = CTIME.search(text)
+    if not match or match.group(1) not in MONTHS:
+        return None
+    try:
+        return datetime(int(match.group(6)), MONTHS[match.group(1)], int(match.group(2)), int(match.group(3)),
+                        int(match.group(4)), int(match.group(5)))  # fmt: skip
+    except ValueError:
+        return None
+
+
+def parse_syslog(text: str, year: int | None) -> datetime | None:
+    """``May 19 07:08:57`` at the start of `text`, with the year given."""
+    match = SYSLOG.match(text)
+    if not match or year is None or match.group(1) not in MONTHS:
+        return None
+    try:
+        return datetime(year, MONTHS[match.group(1)], int(match.group(2)), int(match.group(3)), int(match.group(4)),
+                        int(match.group(5)))  # fmt: skip
+    except ValueError:
+        return None
+
+
+def parse_rfc1123(text: str) -> datetime | None:
+    """``Thu, 09 Apr 2020 02:18:55 -0400`` (kubectl describe), as naive UTC."""
+    match = RFC1123.search(text)
+    if not match or match.group(2) not in MONTHS:
+        return None
+    try:
+        moment = datetime(int(match.group(3)), MONTHS[match.group(2)], int(match.group(1)), int(match.group(4)),
+                          int(match.group(5)), int(match.group(6)), tzinfo=_zone(match.group(7)))  # fmt: skip
+    except ValueError:
+        return None
+    return _naive_utc(moment)

@@ -1,0 +1,175 @@
+"""The fault-injection matrix: the suite against a faulty Kubernetes API, by seed.
+
+Each case runs the suite (backend kube) against `acceptance sim serve` with API faults (5xx,
+latency, dropped and 410 watches, cut and black-holed connections), optionally a hardware fault
+the fabric must catch, an object deleted under the run, or SIGINT/SIGTERM at a random moment.
+Rules: no wrong verdict (a PASS where the hardware is faulty; a FAIL where it is healthy: an API
+fault may only give an explicit ERROR), the run ends within its bound, zero labelled objects remain.
+Used by tests/test_fault_matrix.py (a fixed set) and bench/fault_matrix.py (more seeds, a summary).
+"""
+
+from __future__ import annotations
+
+import random
+import signal
+import subprocess
+import sys
+import threading
+import time
+import xml.etree.ElementTree as ET
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import yaml
+
+from tests.served import ROOT, kube_profile, labelled_objects, patiently, served_cluster
+
+BOUND_S = 240.0  # a run of this subset lasts ~15 s; with every fault it must still end within this
+API_FAULTS = (
+    "--error-rate", "0.05", "--latency", "0.01", "--watch-drop", "3", "--watch-gone-rate", "0.3",
+    "--blackhole-rate", "0.01", "--cut-rate", "0.02",
+)  # fmt: skip
+SELECT = ("-k", "preflight or sim-node-07 or all_reduce")
+
+
+@dataclass(frozen=True)
+class Case:
+    seed: int
+    hardware: str | None = None  # a sim fault: the fabric must never pass
+    interrupt: str | None = None  # SIGINT | SIGTERM, at a random moment
+    delete_object: bool = False  # delete the nccl MPIJob once it exists
+    time_scale: float = 0.002  # slower for a deletion to land while the job runs
+
+    @property
+    def name(self) -> str:
+        parts = [f"seed{self.seed}", self.hardware or "healthy"]
+        if self.interrupt:
+            parts.append(self.interrupt)
+        if self.delete_object:
+            parts.append("deleted-object")
+        return "-".join(parts)
+
+
+@dataclass
+class Outcome:
+    case: Case
+    exit_code: int | None
+    wall_s: float
+    verdicts: dict[str, str] = field(default_factory=dict)
+    objects_left: list[str] = field(default_factory=list)
+    wrong: list[str] = field(default_factory=list)
+
+    @property
+    def hung(self) -> bool:
+        return self.exit_code is None
+
+
+CASES = (
+    Case(1),
+    Case(2, hardware="nic-degraded@sim-node-07"),
+    Case(3, interrupt="SIGTERM"),
+    Case(4, hardware="nic-degraded@sim-node-07", interrupt="SIGINT"),
+    Case(5, delete_object=True, time_scale=0.02),
+    Case(6, hardware="gpu-xid@sim-node-07:2"),
+)
+
+
+def _verdicts(junit: Path) -> dict[str, str]:
+    out = {}
+    if not junit.is_file():
+        return out
+    for case in ET.parse(junit).getroot().iter("testcase"):
+        props = {p.get("name", ""): p.get("value", "") for p in case.iter("property")}
+        if case.find("skipped") is not None:
+            out[case.get("name", "")] = "skipped"
+        else:
+            out[case.get("name", "")] = props.get("verdict", "error" if case.find("error") is not None else "?")
+    return out
+
+
+def _delete_mpijob_when_it_appears(kubeconfig: Path, stop: threading.Event) -> None:
+    from kubernetes import client, config
+
+    custom = client.CustomObjectsApi(config.new_client_from_config(config_file=str(kubeconfig)))
+    where = ("kubeflow.org", "v2beta1", "recovery-acceptance", "mpijobs")
+    while not stop.is_set():
+        for item in patiently(custom.list_namespaced_custom_object, *where)["items"]:
+            patiently(custom.delete_namespaced_custom_object, *where, item["metadata"]["name"])
+            return
+        stop.wait(0.2)
+
+
+def run_case(case: Case, folder: Path) -> Outcome:
+    folder.mkdir(parents=True, exist_ok=True)
+    sim = ["--fault", case.hardware] if case.hardware else []
+    serve = [
+        "--time-scale",
+        str(case.time_scale),
+        "--seed",
+        str(case.seed),
+        "--api-seed",
+        str(case.seed),
+        *API_FAULTS,
+        *sim,
+    ]
+    with served_cluster(folder, *serve) as kubeconfig:
+        profile_folder = kube_profile(folder, kubeconfig, lease="5s")
+        profile = profile_folder / "cluster.yaml"
+        data = yaml.safe_load(profile.read_text())
+        data["kube"]["api_retry"] = {"attempts": 10, "backoff": "0.1s", "connect_timeout": "2s", "read_timeout": "3s"}
+        profile.write_text(yaml.safe_dump(data, sort_keys=False))
+        for baseline in (ROOT / "baselines" / "sim").glob("handover-*.json*"):
+            (profile_folder / baseline.name).write_bytes(baseline.read_bytes())
+        junit = folder / "junit.xml"
+        command = [
+            sys.executable, "-m", "pytest", str(ROOT / "acceptance"), "--cluster=remote",
+            f"--baselines-dir={profile_folder.parent}", f"--report-dir={folder / 'report'}", f"--junitxml={junit}",
+            "--no-sign", "--returned-node=sim-node-07", "-p", "no:cacheprovider", *SELECT,
+        ]  # fmt: skip
+        stop = threading.Event()
+        deleter = threading.Thread(target=_delete_mpijob_when_it_appears, args=(kubeconfig, stop), daemon=True)
+        started = time.monotonic()
+        with (folder / "pytest.out").open("w") as log:
+            proc = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, cwd=folder)
+            if case.delete_object:
+                deleter.start()
+            if case.interrupt:  # at a random moment once the run has started (its header is out)
+                while "collected" not in (folder / "pytest.out").read_text() and proc.poll() is None:
+                    time.sleep(0.05)
+                time.sleep(random.Random(case.seed).uniform(0.0, 6.0))
+                proc.send_signal(getattr(signal, case.interrupt))
+            try:
+                code: int | None = proc.wait(timeout=BOUND_S - (time.monotonic() - started))
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait(timeout=30)
+                code = None
+        stop.set()
+        wall = time.monotonic() - started
+        left = labelled_objects(kubeconfig)
+        outcome = Outcome(case, code, wall, _verdicts(junit), left)
+    outcome.wrong = _wrong(outcome)
+    return outcome
+
+
+def _wrong(outcome: Outcome) -> list[str]:
+    """Verdicts that contradict the cluster's real state (an explicit error or a skip is never wrong)."""
+    case = outcome.case
+    out = []
+    for item, verdict in outcome.verdicts.items():
+        if "nccl_busbw" in item and case.hardware and verdict == "pass":
+            out.append(f"{item}: pass on a faulty fabric ({case.hardware})")
+        if "gpu-xid" in (case.hardware or "") and "dcgm" in item and verdict == "pass":
+            out.append(f"{item}: pass on a GPU with an XID")
+        if not case.hardware and verdict in ("fail", "not-comparable"):
+            out.append(f"{item}: {verdict} on a healthy cluster (an API fault must be an explicit error)")
+    return out
+
+
+def summary(outcomes: list[Outcome]) -> str:
+    wrong = sum(len(o.wrong) for o in outcomes)
+    hangs = sum(o.hung for o in outcomes)
+    left = sum(len(o.objects_left) for o in outcomes)
+    slowest = max((o.wall_s for o in outcomes), default=0.0)
+    return (f"fault matrix: {len(outcomes)} runs tried, {wrong} wrong verdicts, {hangs} hangs, {left} objects left; "
+            f"slowest run {slowest:.1f} s (bound {BOUND_S:.0f} s)")  # fmt: skip

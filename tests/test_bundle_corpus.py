@@ -1,0 +1,232 @@
+"""`acceptance bundle` over the real logs of ../shared/corpus-wave2: their NCCL error lines, ranks and hosts;
+and over bad or partial logs: a bundle that says what is missing, never a traceback."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from acceptance.cli import main
+from tests.shared import CORPUS2, needs_shared
+
+ROOT = Path(__file__).resolve().parents[1]
+W = CORPUS2 / "pytorch-nccl-watchdog"
+L = CORPUS2 / "launcher-mpirun-srun"
+K = CORPUS2 / "nvidia-smi-dmesg"
+
+
+def bundle(tmp: Path, *args: str) -> dict:
+    out = tmp / "b"
+    assert (
+        main(
+            [
+                "bundle",
+                "--cluster",
+                "sim",
+                "--baselines-dir",
+                str(ROOT / "baselines"),
+                "--reports-dir",
+                str(tmp / "reports"),
+                "--out",
+                str(out),
+                "--no-sign",
+                *args,
+            ]
+        )
+        == 0
+    )
+    return json.loads((out / "bundle.json").read_text())
+
+
+def _errors(doc: dict) -> list[tuple[str, list[int], list[str]]]:
+    return [(e["kind"], e["ranks"], e["nodes"]) for e in doc["nccl"]["errors"]]
+
+
+@needs_shared
+def test_watchdog_timeouts_on_both_ranks_of_the_deepspeed_job(tmp_path) -> None:
+    doc = bundle(
+        tmp_path, "--job-logs", str(W / "torch-watchdog-timeout-broadcast-2rank-deepspeed-sigkill-handler-rc-6.log")
+    )
+    assert _errors(doc) == [("watchdog-timeout", [0, 1], []), ("watchdog-status", [0, 1], []), ("abort", [], [])]
+    timeout = doc["nccl"]["errors"][0]
+    assert (timeout["op"], timeout["seq"], timeout["timeout_ms"]) == ("BROADCAST", 1, 600000)
+    assert (timeout["first_utc"], timeout["last_utc"]) == ("2025-12-18T20:27:21.426415Z", "2025-12-18T20:27:21.486311Z")
+    assert {o["rank"]: o["count"] for o in timeout["occurrences"]} == {0: 3, 1: 3}
+    assert doc["window"]["how"] == "errors-only"
+    assert doc["window"]["first_bad_utc"] == timeout["first_utc"]
+    assert [e["exit_code"] for e in doc["nccl"]["launcher"]] == [-6]
+    assert "NCCL_DEBUG=INFO" in doc["nccl"]["hint"]
+
+
+@needs_shared
+def test_ncclremoteerror_with_its_ib_completion_error_rank_and_host(tmp_path) -> None:
+    doc = bundle(
+        tmp_path,
+        "--job-logs",
+        str(W / "torch-1.x-nccl-watchdog-ncclRemoteError-ib-completion-error-elastic-sigterm.log"),
+    )
+    [err] = [e for e in doc["nccl"]["errors"] if e["kind"] == "nccl-error"]
+    assert err["ranks"] == [16]
+    assert err["occurrences"][0]["host"] == "node-1"
+    assert err["occurrences"][0]["count"] == 2
+    assert "NET/IB : Got completion from peer 10.42.0.2<47534> with error 5, opcode 48" in err["text"]
+    assert doc["ranks"]["entries"] == [{"rank": 16, "host": "node-1", "node": None, "sources": ["nccl-info"]}]
+    assert doc["ranks"]["world_size"] == 32
+    assert doc["nccl"]["nccl_versions"] == ["2.19.3"]
+    assert doc["nccl"]["hint"] is None  # NCCL spoke for itself
+    assert [a["node"] for a in doc["cluster"]["affected"]] == ["node-1"]
+    assert "field 3: 1 of 32 ranks mapped to a host" in doc["missing"]
+
+
+@needs_shared
+def test_cuda_errors_and_the_node_failure_slurm_names(tmp_path) -> None:
+    doc = bundle(
+        tmp_path,
+        "--job-logs",
+        str(W / "torch-1.12-watchdog-cudaerror-unknown-interleaved-terminate-srun-node-failure.log"),
+    )
+    kinds = {e["kind"]: e for e in doc["nccl"]["errors"]}
+    assert kinds["cuda-error"]["occurrences"][0]["count"] == 3
+    assert kinds["abort"]["occurrences"][0]["count"] == 3
+    assert [a["node"] for a in doc["cluster"]["affected"]] == ["jean-zay-iam49"]
+    assert doc["cluster"]["affected"][0]["reasons"][0]["detail"] == "srun: error: Node failure on jean-zay-iam49"
+
+
+@needs_shared
+def test_torchrun_summaries_give_ranks_hosts_and_the_python_exception_first(tmp_path) -> None:
+    doc = bundle(
+        tmp_path,
+        "--job-logs",
+        str(W / "torchrun-2.6-childfailederror-3-ranks-interleaved-tracebacks-stampede3.log"),
+        str(W / "torchrun-2.6-childfailederror-no-other-failures-rank0-prefixed-traceback-stampede3.log"),
+    )
+    host = "c561-007.stampede3.tacc.utexas.edu"
+    assert doc["ranks"]["by_node"] == {host: "0, 2-3"}
+    assert [(e["kind"], e["ranks"]) for e in doc["nccl"]["errors"]] == [("exception", []), ("exception", [0])]
+    assert doc["severity"]["level"] == "down"
+    assert "check the job itself before the cluster" in doc["severity"]["reason"]
+    assert [i["kinds"] for i in doc["inputs"]] == [["pytorch-nccl"], ["pytorch-nccl"]]
+
+
+@needs_shared
+def test_launcher_errors_name_their_hosts(tmp_path) -> None:
+    doc = bundle(tmp_path, "--job-logs", *(str(p) for p in sorted(L.glob("*.txt"))))
+    affected = {a["node"] for a in doc["cluster"]["affected"]}
+    assert affected == {"algo-2", "neutron-nvidia", "jean-zay-iam33"}
+    assert {e["rank"] for e in doc["nccl"]["launcher"] if e["kind"] == "rank-exited"} == {1}
+    assert doc["ranks"]["entries"] == [{"rank": 1, "host": "neutron-nvidia", "node": None, "sources": ["mpirun"]}]
+
+
+@needs_shared
+def test_kernel_logs_of_a_host_given_as_evidence(tmp_path) -> None:
+    doc = bundle(
+        tmp_path,
+        "--job-logs",
+        str(W / "torch-1.12-watchdog-cudaerror-unknown-interleaved-terminate-srun-node-failure.log"),
+        "--evidence",
+        f"jean-zay-iam49={K / 'dmesg-xid79-fallen-off-bus-serial-crash-dump-continuation-lines.txt'}",
+    )
+    [node] = doc["node_evidence"]
+    assert node["node"] == "jean-zay-iam49"
+    assert [(x["xid"], x["pci"], x["serial"]) for x in node["xids"]] == [(79, "0000:5d:00", "1653923026510")]
+
+
+def test_bad_and_partial_inputs_give_a_bundle_that_says_what_is_missing(tmp_path, capsys) -> None:
+    empty, binary, prose, cut = (tmp_path / n for n in ("empty.log", "core.bin", "notes.txt", "cut.log"))
+    empty.write_text("")
+    binary.write_bytes(bytes(range(256)) * 8)
+    prose.write_text("the job was slow yesterday, please check\n")
+    cut.write_text(
+        "[rank3]:[E1123 18:53:58.5348 ProcessGroupNCCL.cpp:629] [Rank 3] Watchdog caught collective "
+        "operation timeout: WorkNCCL(SeqNum=42, OpType=ALLRED"
+    )  # truncated mid-line
+    doc = bundle(tmp_path, "--job-logs", str(empty), str(binary), str(prose), str(cut))
+    missing = "\n".join(doc["missing"])
+    assert f"{empty}: empty" in missing
+    assert f"{prose}: nothing recognised" in missing
+    assert f"{binary}: not UTF-8 throughout" in missing
+    for field in ("field 2: no window", "field 3: no rank", "field 5: no step-time series"):
+        assert field in missing
+    assert doc["severity"]["level"] is None
+    out = capsys.readouterr()
+    assert "Traceback" not in out.out + out.err
+
+
+def test_a_path_that_does_not_exist_is_a_usage_error(tmp_path, capsys) -> None:
+    status = main(
+        [
+            "bundle",
+            "--cluster",
+            "sim",
+            "--baselines-dir",
+            str(ROOT / "baselines"),
+            "--job-logs",
+            str(tmp_path / "nope.log"),
+            "--no-sign",
+            "--out",
+            str(tmp_path / "b"),
+        ]
+    )
+    assert status == 2
+    assert (
+        capsys.readouterr().err.strip() == f"acceptance: error: --job-logs {tmp_path / 'nope.log'}: "
+        f"{tmp_path / 'nope.log'} does not exist"
+    )
+
+
+def test_job_selector_needs_kubernetes_and_logs_are_needed(tmp_path, capsys) -> None:
+    base = ["bundle", "--cluster", "sim", "--baselines-dir", str(ROOT / "baselines"), "--no-sign"]
+    assert main([*base, "--job", "app=train"]) == 2
+    assert "--job reads a job's pods from Kubernetes; cluster sim uses backend sim" in capsys.readouterr().err
+    assert main(base) == 2
+    assert "give the job's logs" in capsys.readouterr().err
+
+
+def test_an_existing_bundle_folder_is_never_overwritten(tmp_path, capsys) -> None:
+    log = tmp_path / "x.log"
+    log.write_text("hello\n")
+    (tmp_path / "b").mkdir()
+    (tmp_path / "b" / "keep").write_text("mine")
+    status = main(
+        [
+            "bundle",
+            "--cluster",
+            "sim",
+            "--baselines-dir",
+            str(ROOT / "baselines"),
+            "--job-logs",
+            str(log),
+            "--no-sign",
+            "--out",
+            str(tmp_path / "b"),
+        ]
+    )
+    assert status == 2
+    assert "is not empty (a bundle is never overwritten)" in capsys.readouterr().err
+    assert (tmp_path / "b" / "keep").read_text() == "mine"
+
+
+@pytest.mark.parametrize("value", ["+25:00x", "2h"])
+def test_bad_log_offset_is_a_usage_error(tmp_path, value, capsys) -> None:
+    log = tmp_path / "x.log"
+    log.write_text("hello\n")
+    assert (
+        main(
+            [
+                "bundle",
+                "--cluster",
+                "sim",
+                "--baselines-dir",
+                str(ROOT / "baselines"),
+                "--job-logs",
+                str(log),
+                "--no-sign",
+                "--log-utc-offset",
+                value,
+            ]
+        )
+        == 2
+    )
+    assert "expected the logs' offset from UTC" in capsys.readouterr().err
