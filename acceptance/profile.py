@@ -88,6 +88,7 @@ class SshSettings:
     smoke_launch: str = "mpirun"
     master_port: int = 29500
     log_node_rank: int = 0
+    lease_s: float = 90.0  # renewed every third of this; a killed run's processes are leftovers after it
 
 
 @dataclass(frozen=True)
@@ -157,6 +158,8 @@ class Profile:
         from acceptance.report.secrets import is_secret_name
 
         envs: list[Mapping[str, Any]] = [self.kube.get("env") or {}, *(t.env for t in self.nccl_tests)]
+        if self.ssh is not None:
+            envs.append(self.ssh.env)
         if self.smoke is not None:
             envs.append(self.smoke.env)
         return {
@@ -339,6 +342,7 @@ def _build(doc: Document) -> Profile:
             smoke_launch=str(smoke_ssh.get("launch", "mpirun")),
             master_port=int(smoke_ssh.get("master_port", 29500)),
             log_node_rank=int(smoke_ssh.get("log_node_rank", 0)),
+            lease_s=parse_duration(raw_ssh.get("lease", 90)),
         )
 
     sim = None

@@ -13,6 +13,7 @@ import yaml
 
 from acceptance.clusters.base import DcgmWorkload, NcclWorkload, NodeWorkload, SmokeWorkload
 from acceptance.clusters.ssh import SshCluster
+from acceptance.errors import UsageError
 from acceptance.profile import load_profile_file
 from acceptance.session import new_run_id
 from acceptance.sim.ssh.hosts import SimulatedHosts
@@ -34,7 +35,7 @@ def hosts(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SimulatedHosts]:
 
 def cluster(base: Path, hosts: SimulatedHosts, run_id: str | None = None, **ssh: object) -> SshCluster:
     profile = load_profile_file(host_profile(base, hosts, **ssh) / "cluster.yaml")
-    return SshCluster(profile, run_id or new_run_id(datetime.now(UTC)), controller=False)
+    return SshCluster(profile, run_id or new_run_id(datetime.now(UTC)))
 
 
 def fingerprint(public_key: Path) -> str:
@@ -93,7 +94,7 @@ def test_a_changed_host_key_is_refused_even_with_accept_new(tmp_path: Path, host
     before = known.read_bytes()
     for accept_new in (False, True):
         profile = load_profile_file(host_profile(tmp_path, hosts, known_hosts=str(known)) / "cluster.yaml")
-        c = SshCluster(profile, new_run_id(datetime.now(UTC)), controller=False, accept_new=accept_new)
+        c = SshCluster(profile, new_run_id(datetime.now(UTC)), accept_new=accept_new)
         try:
             said = {n.name: n.conditions["Ready"] for n in c.inventory().nodes}
         finally:
@@ -112,7 +113,7 @@ def test_accept_new_takes_an_unknown_key_and_says_it_was_not_verified(tmp_path: 
     known = tmp_path / "known_hosts"
     known.write_text("")
     profile = load_profile_file(host_profile(tmp_path, hosts, known_hosts=str(known)) / "cluster.yaml")
-    c = SshCluster(profile, new_run_id(datetime.now(UTC)), controller=False, accept_new=True)
+    c = SshCluster(profile, new_run_id(datetime.now(UTC)), accept_new=True)
     try:
         assert all(n.ready for n in c.inventory().nodes)
         handles = c.submit([NodeWorkload("probe", "sim-node-01", ("hostname",), "nccl", deadline_s=30)])
@@ -166,7 +167,7 @@ def test_a_jump_host_and_the_ssh_config_reach_the_nodes(tmp_path: Path, hosts: S
     for key in ("port", "user", "key"):
         del data["ssh"][key]
     (folder / "cluster.yaml").write_text(yaml.safe_dump(data))
-    c = SshCluster(load_profile_file(folder / "cluster.yaml"), new_run_id(datetime.now(UTC)), controller=False)
+    c = SshCluster(load_profile_file(folder / "cluster.yaml"), new_run_id(datetime.now(UTC)))
     try:
         assert all(n.ready for n in c.inventory().nodes)
         [result] = c.wait(c.submit([NodeWorkload("probe", "sim-node-03", ("hostname",), "nccl")]), 30)
@@ -271,23 +272,75 @@ def test_the_smoke_job_per_node_gets_torchrun_variables_and_rank_zeros_log(
     assert len(log.steps) == 60
 
 
-def test_leftovers_of_a_crashed_run_are_listed_then_removed(tmp_path: Path, hosts: SimulatedHosts) -> None:
-    crashed = cluster(tmp_path, hosts, run_id="ra-20261201000000-dead")
+def test_a_live_runs_processes_are_spared_until_its_lease_runs_out_then_removed(
+    tmp_path: Path, hosts: SimulatedHosts
+) -> None:
+    crashed = cluster(tmp_path / "crashed", hosts, run_id="ra-20261201000000-dead", lease="3s")
     crashed.submit([NodeWorkload("stuck", "sim-node-04", ("sleep", "300"), "nccl", deadline_s=600)])
-    crashed.close()  # no cleanup: as after a SIGKILL
+    crashed.close()  # no cleanup, no more renewals: as after a SIGKILL
     janitor = cluster(tmp_path, hosts)
     try:
-        found = janitor.leftovers()
-        assert any(f.startswith("sim-node-04: process ") and "sleep 300" in f and "run ra-20261201000000-dead" in f
-                   for f in found)  # fmt: skip
-        assert f"sim-node-04: folder {hosts.run_dir}/ra-20261201000000-dead (run" in " ".join(found)
+        live = janitor.leftovers()
+        assert live and all(o.run_id == "ra-20261201000000-dead" and o.live_until is not None for o in live)
+        assert any(str(o).startswith("sim-node-04: process ") and "sleep 300" in str(o) and "live, lease until" in str(o)
+                   for o in live)  # fmt: skip
+        assert janitor.remove_leftovers(older_than_s=None) == []  # another run's, live: kept
+        assert sum(map(len, marked_processes(hosts).values())) > 0
+        assert len(janitor.remove_leftovers(older_than_s=None, dry_run=True, include_live=True)) == len(live)
+        time.sleep(3.5)  # the lease runs out
+        ended = janitor.leftovers()
+        assert ended and all(o.live_until is None for o in ended)
+        assert f"sim-node-04: folder {hosts.run_dir}/ra-20261201000000-dead" in " ".join(map(str, ended))
+        assert "(run ra-20261201000000-dead, run ended)" in str(ended[0])
         assert janitor.remove_leftovers(older_than_s=10 * 365 * 86400) == []
         removed = janitor.remove_leftovers(older_than_s=3600)
     finally:
         janitor.close()
-    assert any("sleep 300" in r for r in removed)
+    assert any("sleep 300" in str(r) for r in removed)
     assert marked_processes(hosts) == {n: [] for n in hosts.addresses}
     assert "ra-20261201000000-dead" not in ssh_command(hosts, "sim-node-04", f"ls {hosts.run_dir} || true")
+
+
+def test_a_running_run_renews_its_lease_on_the_hosts_it_uses(tmp_path: Path, hosts: SimulatedHosts) -> None:
+    run = cluster(tmp_path / "run", hosts, lease="3s")
+    janitor = cluster(tmp_path, hosts)
+    try:
+        run.submit([NodeWorkload("long", "sim-node-03", ("sleep", "60"), "nccl", deadline_s=120)])
+        time.sleep(4.5)  # longer than the lease: only renewals keep it
+        seen = janitor.leftovers()
+        assert seen and all(o.run_id == run.run_id and o.live_until is not None for o in seen)
+    finally:
+        run.cleanup()
+        run.close()
+        janitor.close()
+    assert marked_processes(hosts, run.run_id) == {n: [] for n in hosts.addresses}
+
+
+def test_what_only_kubernetes_has_is_a_usage_error_over_ssh(tmp_path: Path, hosts: SimulatedHosts) -> None:
+    c = cluster(tmp_path, hosts)
+    try:
+        with pytest.raises(UsageError, match="exist only on Kubernetes"):
+            c.job_logs("app=train")
+        with pytest.raises(UsageError, match="secret reference"):
+            c.submit([SmokeWorkload("s", ("sim-node-01",), 8, TRAIN, {"TOKEN": {"valueFrom": {"secretKeyRef": {}}}})])
+    finally:
+        c.close()
+
+
+def test_node_signals_say_what_the_hosts_say_now_and_their_kernel_xid_lines(tmp_path: Path) -> None:
+    with served_hosts(tmp_path, nodes=2, faults=["gpu-xid@sim-node-02:3"], first=90) as bad:
+        c = cluster(tmp_path, bad)
+        try:
+            events = c.node_signals(["sim-node-01", "sim-node-02"], datetime(2020, 1, 1, tzinfo=UTC))
+        finally:
+            c.close()
+    by_node = {e.object: [x for x in events if x.object == e.object] for e in events}
+    assert "Node/sim-node-01" not in by_node  # healthy: nothing said
+    said = [f"{e.reason}: {e.message}" for e in by_node["Node/sim-node-02"]]
+    assert any(s.startswith("NVRM: [") and "NVRM: Xid (PCI:" in s and "): 79, " in s for s in said), said
+    assert all(e.type == "Warning" for e in by_node["Node/sim-node-02"])
+    coverage = [e.message for e in events if e.reason == "Coverage"]
+    assert coverage and "no node history" in coverage[0]
 
 
 def test_a_key_held_by_the_ssh_agent_is_used_when_the_profile_names_none(
@@ -307,7 +360,7 @@ def test_a_key_held_by_the_ssh_agent_is_used_when_the_profile_names_none(
         data = yaml.safe_load((folder / "cluster.yaml").read_text())
         del data["ssh"]["key"]
         (folder / "cluster.yaml").write_text(yaml.safe_dump(data))
-        c = SshCluster(load_profile_file(folder / "cluster.yaml"), new_run_id(datetime.now(UTC)), controller=False)
+        c = SshCluster(load_profile_file(folder / "cluster.yaml"), new_run_id(datetime.now(UTC)))
         try:
             assert all(n.ready for n in c.inventory().nodes)
         finally:

@@ -73,7 +73,7 @@ def open(
             from acceptance.clusters.ssh import SshCluster
 
             accept_new = bool(attach.get("accept_new")) if attach is not None else ssh_accept_new
-            return SshCluster(profile, run_id, accept_new=accept_new, controller=attach is None)
+            return SshCluster(profile, run_id, accept_new=accept_new)
     except ClusterError as exc:  # credentials that do not load, an emulator or sshd that does not start
         raise UsageError(f"{profile.path}: backend {profile.backend}: {exc}") from None
     raise UsageError(f"{profile.path}: unknown backend {profile.backend!r} (known: kube, sim, ssh)")

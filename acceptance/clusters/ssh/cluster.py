@@ -1,23 +1,30 @@
 """The SSH backend: bare metal, BYOS and instant clusters, reached with paramiko.
 
 `SshCluster` is the `Cluster` of a profile's ``ssh:`` section: one connection per host for the
-run (`hostset`), the workloads started and followed there (`workloads`), the inventory the
-preflight judges, and the end of every process of the run on every host (`cleanup`) on a normal
-end, on Ctrl-C and on SIGTERM (both raise KeyboardInterrupt in the controller while the cluster
-is open); `remove_leftovers` does the same for what a SIGKILLed run left behind.
+run (`hostset`), the workloads started and followed there under the run's lease (`workloads`,
+`lease`), the inventory the preflight judges, and the end of every process of the run on every
+host (`cleanup`) on a normal end and on Ctrl-C or SIGTERM (the plugin turns both into the run's
+end); `remove_leftovers` does the same for what a SIGKILLed run left behind once its lease ran
+out. What only Kubernetes knows (a job's pods by label) is a usage error here, never an empty
+answer; `node_signals` is what the hosts say now (reachable, GPUs seen, kernel Xid lines).
 """
 
 from __future__ import annotations
 
-import signal
-import threading
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
-from types import FrameType
-from typing import Any
 
-from acceptance.clusters.base import ClusterEvent, ClusterInventory, Handle, NodeInfo, RunResult, Workload
-from acceptance.clusters.ssh import inventory, janitor, remote
+from acceptance.clusters.base import (
+    ClusterEvent,
+    ClusterInventory,
+    Handle,
+    JobLogs,
+    Leftover,
+    NodeInfo,
+    RunResult,
+    Workload,
+)
+from acceptance.clusters.ssh import inventory, janitor, parallel, remote, signals
 from acceptance.clusters.ssh.hostset import HostSet
 from acceptance.clusters.ssh.workloads import Workloads
 from acceptance.errors import ClusterError, SshError, UsageError
@@ -42,7 +49,6 @@ class SshCluster:
         *,
         settings: SshSettings | None = None,
         accept_new: bool = False,
-        controller: bool = True,
     ) -> None:
         found = settings or profile.ssh
         if found is None:
@@ -54,16 +60,6 @@ class SshCluster:
         self.hostset = HostSet(found, profile.nodes, accept_new=accept_new)
         self.workloads = Workloads(self.hostset, run_id, accept_new=accept_new)
         self._cleaned = False
-        self._cleaning = False
-        self._previous: dict[int, Any] = {}
-        if controller and threading.current_thread() is threading.main_thread():
-            for sig in (signal.SIGINT, signal.SIGTERM):
-                self._previous[sig] = signal.signal(sig, self._on_signal)
-
-    def _on_signal(self, signum: int, frame: FrameType | None) -> None:
-        if self._cleaning:
-            return  # ending the run's processes: a second Ctrl-C must not leave them running
-        raise KeyboardInterrupt(f"signal {signal.Signals(signum).name}")
 
     # ------------------------------------------------------------ Cluster protocol
 
@@ -121,28 +117,27 @@ class SshCluster:
         return self.workloads.wait(handles, deadline_s)
 
     def events(self, nodes: Sequence[str], since: datetime) -> list[ClusterEvent]:
-        """NVIDIA kernel messages (XIDs) of the hosts since `since`, where the journal can be read."""
-        stamp = int(since.timestamp())
-        script = (f"journalctl -k -q --no-pager -o short-iso --since=@{stamp} 2>/dev/null | "
-                  "grep -E 'NVRM: (Xid|GPU)' | tail -n 200")  # fmt: skip
-        out: list[ClusterEvent] = []
-        for node, answer in self.hostset.each(list(nodes), self.hostset.script(script, 30), 40).items():
-            if isinstance(answer, BaseException):
-                continue
-            for line in answer.stdout.splitlines():
-                when, _, rest = line.partition(" ")
-                try:
-                    time_ = datetime.fromisoformat(when)
-                except ValueError:
-                    time_ = None
-                out.append(ClusterEvent(time_, f"host/{node}", "NVRM", rest.strip() or line, "Warning"))
-        return sorted(out, key=lambda e: e.time or since)
+        """NVIDIA kernel messages (Xid lines) of the hosts since `since`, where the kernel log can be read."""
+        found, _ = signals.kernel_events(self.hostset, nodes, since)
+        return found
+
+    def job_logs(self, selector: str, namespace: str | None = None) -> JobLogs:
+        """A job's pods by label exist only on Kubernetes: over SSH the rank logs are files (``--job-logs PATH``)."""
+        raise UsageError(
+            f"{self.profile.name}: a job's pods by label selector ({selector!r}) exist only on Kubernetes; bare-metal "
+            "hosts have no pods to read: pass the job's rank logs as files (acceptance bundle --job-logs PATH ...)"
+        )
+
+    def node_signals(self, nodes: Sequence[str], since: datetime) -> list[ClusterEvent]:
+        """What the hosts say now: unreachable (not Ready), fewer GPUs than agreed, kernel Xid lines since `since`."""
+        return signals.node_signals(self, nodes, since)
 
     # ------------------------------------------------------------ what runs leave behind
 
-    def _scan(self) -> tuple[list[janitor.Leftover], list[str]]:
+    def _scan(self) -> tuple[list[janitor.Leftover], dict[str, datetime], list[str]]:
         now = datetime.now(UTC)
         found: list[janitor.Leftover] = []
+        scans: list[remote.Scan] = []
         unreachable: list[str] = []
         hosts = self.hostset
         scan = hosts.script(remote.scan_script(self.settings.run_dir))
@@ -150,40 +145,43 @@ class SshCluster:
             if isinstance(answer, BaseException):
                 unreachable.append(f"{node} ({hosts.why(node, answer)})")
                 continue
-            found += janitor.leftovers_of(node, remote.parse_scan(answer.stdout), skip_run=self.run_id, now=now)
-        return found, unreachable
+            scans.append(remote.parse_scan(answer.stdout))
+            found += janitor.leftovers_of(node, scans[-1], skip_run=self.run_id, now=now)
+        return found, janitor.live_runs(scans, now), unreachable
 
-    def leftovers(self) -> list[str]:
-        """Processes and run folders of earlier runs on any host."""
-        found, unreachable = self._scan()
+    def leftovers(self) -> list[Leftover]:
+        """Processes and run folders of other runs on any host: live ones (a lease) and what crashed runs left."""
+        found, live, unreachable = self._scan()
         if unreachable:
             raise SshError(f"cannot look for leftovers on {', '.join(unreachable)}")
-        return [str(item) for item in found]
+        return [item.as_leftover(live) for item in found]
 
-    def remove_leftovers(self, older_than_s: float | None, dry_run: bool = False) -> list[str]:
-        """End the processes and remove the folders of runs at least `older_than_s` old, on every host."""
-        found, unreachable = self._scan()
+    def remove_leftovers(
+        self, older_than_s: float | None, dry_run: bool = False, include_live: bool = False
+    ) -> list[Leftover]:
+        """End the processes and remove the folders of ended runs at least `older_than_s` old, on every host
+        (a live run's too with `include_live`); a host that does not answer is named, never passed over."""
+        found, live, unreachable = self._scan()
         if unreachable and len(unreachable) == len(self.hostset.nodes):
             raise SshError(f"no host answers: {', '.join(unreachable)}")
-        chosen = janitor.older_than(found, older_than_s)
+        chosen = [i for i in janitor.older_than(found, older_than_s) if include_live or i.run_id not in live]
         if not dry_run:
             runs = janitor.by_node(chosen)
             script = {n: janitor.removal_script(self.settings.run_dir, ids) for n, ids in runs.items()}
             self.hostset.each(list(runs), lambda conn: conn.run(remote.sh(script[conn.node]), 120), 150)
-        return [str(item) for item in chosen] + [f"{u}: not checked" for u in unreachable]
+        out = [item.as_leftover(live) for item in chosen]
+        return out + [Leftover(f"{u}: not checked", "?") for u in unreachable]
 
     def cleanup(self) -> None:
         """End every process of this run on every host and remove its folders; raise naming what remains."""
         if self._cleaned:
             return
+        self.workloads.lease.release()
         hosts = self.hostset
-        self._cleaning = True
-        try:
-            answers = hosts.each(
-                hosts.nodes, hosts.script(remote.kill_script(self.run_id, self.settings.run_dir), 60), 90
-            )
-        finally:
-            self._cleaning = False
+        kill = hosts.script(remote.kill_script(self.run_id, self.settings.run_dir), 60)
+        answers = parallel.shielded(lambda: hosts.each(hosts.nodes, kill, 90), 100)
+        if answers is None:
+            raise ClusterError(f"processes of run {self.run_id} may remain: the hosts did not answer within 100 s")
         left: list[str] = []
         for node, answer in answers.items():
             if isinstance(answer, BaseException) and hosts.connections[node].ever_connected:
@@ -196,7 +194,5 @@ class SshCluster:
             raise ClusterError(f"processes of run {self.run_id} may remain: {'; '.join(left[:5])}")
 
     def close(self) -> None:
+        self.workloads.lease.release()
         self.hostset.close()
-        for sig, handler in self._previous.items():
-            signal.signal(sig, handler)
-        self._previous.clear()

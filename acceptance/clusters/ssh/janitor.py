@@ -1,15 +1,18 @@
 """Finding and ending what runs left on the hosts: processes under a run-id marker and run folders.
 
 A run's age comes from its id (``ra-<UTC start>-xxxx``) when it has one, else from how long its
-oldest process or its folder has existed, as the host counts.
+oldest process or its folder has existed, as the host counts. A run is live while a lease file
+of it on any host has time left (by that host's clock, so clock skew between hosts does not
+matter): its processes are another run using the hosts now, not leftovers.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 
+from acceptance.clusters import base
 from acceptance.clusters.ssh.remote import Scan, kill_script
 
 
@@ -25,6 +28,22 @@ class Leftover:
     def __str__(self) -> str:
         age = f", {self.age_s / 60:.0f} min old" if self.age_s is not None else ""
         return f"{self.node}: {self.what} (run {self.run_id}{age})"
+
+    def as_leftover(self, live: Mapping[str, datetime]) -> base.Leftover:
+        """The protocol's record: ``node: what`` of run `run_id`, live until its lease ends (if live)."""
+        age = f", {self.age_s / 60:.0f} min old" if self.age_s is not None else ""
+        return base.Leftover(f"{self.node}: {self.what}{age}", self.run_id, live.get(self.run_id))
+
+
+def live_runs(scans: Iterable[Scan], now: datetime) -> dict[str, datetime]:
+    """Run id → when its lease ends (local time), for the runs a lease file on any host still holds."""
+    out: dict[str, datetime] = {}
+    for scan in scans:
+        for lease in scan.leases:
+            if lease.remaining_s > 0:
+                until = now + timedelta(seconds=lease.remaining_s)
+                out[lease.run_id] = max(until, out.get(lease.run_id, until))
+    return out
 
 
 def run_started(run_id: str) -> datetime | None:

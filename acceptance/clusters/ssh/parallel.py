@@ -58,3 +58,33 @@ def each(fn: Callable[[T], R], items: Sequence[T], deadline_s: float, *, limit: 
         results[i] = outcome
         left -= 1
     return results
+
+
+def shielded(fn: Callable[[], R], deadline_s: float) -> R | None:
+    """`fn()` run to its end (at most `deadline_s`) even if Ctrl-C or SIGTERM arrive meanwhile.
+
+    For ending a run's processes: a second Ctrl-C while they are being ended must not leave them
+    running. The interruption is not lost: the run is already ending because of the first one.
+    None when `fn` did not finish in time.
+    """
+    box: list[Outcome[R]] = []
+
+    def call() -> None:
+        try:
+            box.append(Outcome(fn(), None))
+        except Exception as exc:
+            box.append(Outcome(None, exc))
+
+    thread = threading.Thread(target=call, daemon=True, name="ssh-shielded")
+    thread.start()
+    end = time.monotonic() + deadline_s
+    while thread.is_alive() and time.monotonic() < end:
+        try:
+            thread.join(timeout=0.25)
+        except KeyboardInterrupt:
+            continue
+    if not box:
+        return None
+    if box[0].error is not None:
+        raise box[0].error
+    return box[0].value

@@ -22,6 +22,7 @@ from acceptance.clusters.base import DcgmWorkload, NcclWorkload, NodeWorkload, S
 from acceptance.clusters.ssh import mpi
 from acceptance.clusters.ssh.remote import exec_line, workload_folder
 from acceptance.clusters.ssh.targets import Endpoint
+from acceptance.errors import UsageError
 
 DEADLINE_SLACK_S = 60.0
 MAIN, PEER = "main", "peer"
@@ -118,8 +119,17 @@ def _mpi_command(ctx: PlanContext, name: str, nodes: Sequence[str], slots: int, 
     )
 
 
+def _plain_env(w: SmokeWorkload) -> dict[str, str]:
+    """The smoke run's environment as text; a reference to a Kubernetes secret cannot be honoured over SSH."""
+    refs = sorted(name for name, value in w.env.items() if not isinstance(value, str))
+    if refs:
+        raise UsageError(f"smoke env {', '.join(refs)}: a secret reference (valueFrom) needs a Kubernetes cluster; "
+                         "over SSH set the variable in the hosts' environment or in the profile's ssh.env")  # fmt: skip
+    return {name: str(value) for name, value in w.env.items()}
+
+
 def _smoke(ctx: PlanContext, w: SmokeWorkload) -> list[HostCommand]:
-    env = {**ctx.env, **w.env}
+    env = {**ctx.env, **_plain_env(w)}
     folder = workload_folder(ctx.run_dir, ctx.run_id, w.name)
     deadline = w.deadline_s + DEADLINE_SLACK_S
     if ctx.smoke_launch == "per-node":

@@ -3,10 +3,12 @@
 Every process the harness starts on a host carries two environment variables, the run-id
 marker `MARKER` and the workload `WORKLOAD_MARKER`, and runs in a folder
 ``<run_dir>/<run-id>/<workload>/`` that holds its script, its output, its exit status and the
-pid of its session. Children inherit the marker (``mpirun``'s remote daemons get it through
-their launch agent), so the processes of a run are found by reading ``/proc/*/environ``,
-never by name, and a run that crashed is cleaned up by its id. Scripts are POSIX ``sh`` and
-sent as ``sh -c '...'`` whatever the user's login shell is.
+pid of its session; ``<run_dir>/<run-id>/lease`` holds, in the host's clock (epoch seconds),
+until when the run holds its lease (`lease_lines`, renewed while the run is alive). Children
+inherit the marker (``mpirun``'s remote daemons get it through their launch agent), so the
+processes of a run are found by reading ``/proc/*/environ``, never by name, and a run that
+crashed is cleaned up by its id. Scripts are POSIX ``sh`` and sent as ``sh -c '...'`` whatever
+the user's login shell is.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from dataclasses import dataclass
 MARKER = "RECOVERY_ACCEPTANCE_RUN_ID"
 WORKLOAD_MARKER = "RECOVERY_ACCEPTANCE_WORKLOAD"
 STATUS_TAG = "@recovery-acceptance-status"
+LEASE_FILE = "lease"
 KILL_GRACE_S = 5.0
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
 
@@ -34,6 +37,13 @@ def run_folder(run_dir: str, run_id: str) -> str:
 
 def workload_folder(run_dir: str, run_id: str, workload: str) -> str:
     return f"{run_folder(run_dir, run_id)}/{safe_name(workload)}"
+
+
+def lease_lines(run_dir: str, run_id: str, seconds: float) -> str:
+    """sh: write (or renew) the run's lease on this host: now + `seconds`, by the host's own clock."""
+    folder = shlex.quote(run_folder(run_dir, run_id))
+    return (f"mkdir -p {folder} && (umask 077; echo $(( $(date +%s) + {max(1, round(seconds))} )) > "
+            f"{folder}/{LEASE_FILE}.tmp) && mv -f {folder}/{LEASE_FILE}.tmp {folder}/{LEASE_FILE}\n")  # fmt: skip
 
 
 def sh(script: str) -> str:
@@ -146,6 +156,9 @@ def scan_script(run_dir: str) -> str:
         "ps -e -o pid=,etimes=,args= 2>/dev/null",
         "echo @folders",
         f"for d in {shlex.quote(run_dir.rstrip('/'))}/*/; do [ -d \"$d\" ] && stat -c '%Y %n' \"$d\"; done 2>/dev/null",
+        "echo @leases",
+        f"for f in {shlex.quote(run_dir.rstrip('/'))}/*/{LEASE_FILE}; do [ -f \"$f\" ] && "
+        "printf '%s %s\\n' \"$(head -c 32 \"$f\")\" \"$f\"; done 2>/dev/null",
         "exit 0",
     ]) + "\n"  # fmt: skip
 
@@ -166,9 +179,18 @@ class RunFolderEntry:
 
 
 @dataclass(frozen=True)
+class RunLease:
+    """A run's lease file on one host: seconds left (negative: expired), by the host's clock."""
+
+    run_id: str
+    remaining_s: float
+
+
+@dataclass(frozen=True)
 class Scan:
     processes: tuple[RemoteProcess, ...]
     folders: tuple[RunFolderEntry, ...]
+    leases: tuple[RunLease, ...] = ()
 
     def run_ids(self) -> set[str]:
         return {p.run_id for p in self.processes} | {f.run_id for f in self.folders}
@@ -179,7 +201,7 @@ def parse_scan(text: str) -> Scan:
     sections: dict[str, list[str]] = {}
     current = ""
     for line in text.splitlines():
-        if line.startswith("@") and line[1:] in ("now", "markers", "ps", "folders"):
+        if line.startswith("@") and line[1:] in ("now", "markers", "ps", "folders", "leases"):
             current = line[1:]
             sections[current] = []
         elif current and line.strip():
@@ -203,7 +225,14 @@ def parse_scan(text: str) -> Scan:
         name = path.rstrip("/").rsplit("/", 1)[-1]
         age = float(now - int(stamp)) if now is not None and stamp.isdigit() else None
         folders.append(RunFolderEntry(name, path.rstrip("/"), age))
-    return Scan(tuple(sorted(processes, key=lambda p: p.pid)), tuple(sorted(folders, key=lambda f: f.path)))
+    leases = []
+    for line in sections.get("leases", []):
+        stamp, _, path = line.partition(" ")
+        parts = path.rstrip("/").split("/")
+        if now is not None and stamp.isdigit() and len(parts) >= 2:  # an unreadable lease holds nothing
+            leases.append(RunLease(parts[-2], float(int(stamp) - now)))
+    return Scan(tuple(sorted(processes, key=lambda p: p.pid)), tuple(sorted(folders, key=lambda f: f.path)),
+                tuple(sorted(leases, key=lambda r: r.run_id)))  # fmt: skip
 
 
 @dataclass(frozen=True)

@@ -44,7 +44,7 @@ class SimulatedSshCluster(SshCluster):
         self.hosts = hosts
         self.faults = tuple(faults)
         self.owner = owner
-        super().__init__(profile, run_id, settings=_settings(profile, hosts), accept_new=accept_new, controller=owner)
+        super().__init__(profile, run_id, settings=_settings(profile, hosts), accept_new=accept_new)
 
     @classmethod
     def start(cls, profile: Profile, run_id: str, faults: Sequence[str], *, accept_new: bool) -> SimulatedSshCluster:

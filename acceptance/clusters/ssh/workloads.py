@@ -1,8 +1,9 @@
 """Starting workloads on the hosts and following them to their end.
 
 Each host command (`plans`) starts detached in its own session under the run-id marker
-(`remote.launch_script`), so a pytest process that adopts a submission finds it by its folder,
-and it ends at its deadline even without the harness. `wait` follows every host of every
+(`remote.launch_script`), after the run's lease is written there (`lease`), so a pytest process
+that adopts a submission finds it by its folder, and it ends at its deadline even without the
+harness. `wait` follows every host of every
 workload at once; one past its deadline has its processes ended and keeps what it printed.
 """
 
@@ -16,6 +17,7 @@ from typing import Any
 from acceptance.clusters.base import Handle, RunResult, Workload
 from acceptance.clusters.ssh import parallel, remote
 from acceptance.clusters.ssh.hostset import HostSet
+from acceptance.clusters.ssh.lease import SshLease
 from acceptance.clusters.ssh.mpi import MpiVersion, parse_mpirun_version
 from acceptance.clusters.ssh.plans import HostCommand, PlanContext, plan
 from acceptance.clusters.ssh.results import HostOutcome, run_result
@@ -36,6 +38,7 @@ class Workloads:
         self.hosts = hosts
         self.settings = hosts.settings
         self.run_id = run_id
+        self.lease = SshLease(hosts, run_id, hosts.settings.lease_s)
         self.accept_new = accept_new
         self.hostnames: dict[str, str] = {}  # node → the name its processes print (nccl-tests' rank lines)
         self.mpi: MpiVersion | None = None
@@ -93,6 +96,7 @@ class Workloads:
         plans = [(w, plan(ctx, w)) for w in workloads]
         commands = [(w.name, c) for w, cs in plans for c in cs]
         launched = parallel.each(self._launch, commands, self.settings.command_timeout_s + 30)
+        self.lease.hold(c.node for _, c in commands)
         for (name, command), outcome in zip(commands, launched, strict=True):
             if outcome.error is not None or outcome.value is None:
                 why = self.hosts.why(command.node, outcome.error) if outcome.error else "no answer"
@@ -106,8 +110,9 @@ class Workloads:
 
     def _launch(self, item: tuple[str, HostCommand]) -> str:
         name, command = item
-        script = remote.launch_script(command.folder, self.run_id, name, command.script, command.env,
-                                      command.deadline_s, command.files)  # fmt: skip
+        script = self.lease.lines() + remote.launch_script(
+            command.folder, self.run_id, name, command.script, command.env, command.deadline_s, command.files
+        )
         result = self.hosts.connections[command.node].run(remote.sh(script), self.settings.command_timeout_s)
         if result.exit_code != 0:
             said = result.stderr.strip().splitlines()[-1:] or [f"exit {result.exit_code}"]

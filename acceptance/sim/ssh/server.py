@@ -25,7 +25,7 @@ def answer(runner: SimRunner, request: dict[str, Any]) -> ToolRun:
     env = {str(k): str(v) for k, v in (request.get("env") or {}).items()}
     if not runner.cluster.has_node(node):
         return ToolRun(f"{tool}: the simulated cluster has no node {node}\n", 2, 0.0)
-    if tool == "nvidia-smi":
+    if tool == "nvidia-smi" and not {"-q", "--query", "-a"} & set(argv[1:]):
         return nvidia_smi(argv, runner, node)
     if tool == "dcgmi":
         info = dcgmi_info(argv, runner, node)

@@ -1,11 +1,11 @@
 """The tool shims on the PATH of the simulated hosts' sessions (pure text, and one writer).
 
-``nvidia-smi``, ``dcgmi``, the nccl-tests binaries, ``ib_write_bw`` and the training job
+``nvidia-smi`` (``-q`` too), ``dcgmi``, ``dmesg``, the nccl-tests binaries, ``ib_write_bw`` and the training job
 (``python .../pretrain_*.py``) ask the simulator (`client.py`). An MPI rank, or a torchrun-style
 node rank, first writes its host into a rendezvous folder; only rank 0 runs the client, so 128
 ranks cost 128 tiny shell processes. ``nv-hostengine`` is a real background process per host
 (``ps`` shows it as ``nv-hostengine``) that ``dcgmi`` needs, like the real one. ``hostname`` and
-``lsb_release`` say what the simulated host is. Everything else on the host is real.
+``lsb_release`` say what the simulated host is; ``journalctl`` finds no journal. Everything else on the host is real.
 """
 
 from __future__ import annotations
@@ -86,6 +86,10 @@ def nv_hostengine(dcgm_version: str) -> str:
     return _NV_HOSTENGINE.replace("@DCGM@", dcgm_version)
 
 
+# A simulated host keeps no journal: the kernel log is its (simulated) dmesg, never this machine's.
+JOURNALCTL = (
+    '#!/bin/sh\n# journalctl of a simulated host: no journal\necho "No journal files were found." >&2\nexit 1\n'
+)
 HOSTNAME = '#!/bin/sh\n# hostname of a simulated host\necho "$SIM_SSH_NODE"\n'
 
 
@@ -103,6 +107,8 @@ def shims(python: str, real_python: str, os_image: str, dcgm_version: str) -> di
         "nvidia-smi": client_shim("nvidia-smi", python, gather=False),
         "dcgmi": client_shim("dcgmi", python, gather=False),
         "ib_write_bw": client_shim("ib_write_bw", python, gather=False),
+        "dmesg": client_shim("dmesg", python, gather=False),
+        "journalctl": JOURNALCTL,
         "python": python_shim(python, real_python),
         "python3": python_shim(python, real_python),
         "nv-hostengine": nv_hostengine(dcgm_version),
