@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, fields
 from datetime import datetime
-from typing import Any, Literal, Protocol
+from typing import Any, Literal, Protocol, runtime_checkable
 
 WorkloadKind = Literal["nccl", "dcgm", "smoke", "node"]
 # An environment value: plain text, or a reference to where the cluster keeps it
@@ -446,4 +446,16 @@ class Cluster(Protocol):
 
     def close(self) -> None:
         """Release what the backend holds for the run (connections, an emulator it started)."""
+        ...
+
+
+@runtime_checkable
+class HostEvidence(Protocol):
+    """A backend that reaches the nodes' own operating system (SSH hosts): what an incident bundle reads there.
+
+    Kubernetes nodes have no such seam (their kernel logs come from ``--evidence HOST=PATH``).
+    """
+
+    def host_evidence(self, nodes: Sequence[str]) -> tuple[dict[str, dict[str, str]], list[str]]:
+        """node → ``{"dmesg": text, "nvidia-smi-q": text}`` (what could be read), and what could not, in words."""
         ...

@@ -128,6 +128,10 @@ class SshCluster:
             "hosts have no pods to read: pass the job's rank logs as files (acceptance bundle --job-logs PATH ...)"
         )
 
+    def host_evidence(self, nodes: Sequence[str]) -> tuple[dict[str, dict[str, str]], list[str]]:
+        """Each node's kernel log and ``nvidia-smi -q`` (an incident bundle's evidence of the affected hosts)."""
+        return signals.host_evidence(self.hostset, nodes)
+
     def node_signals(self, nodes: Sequence[str], since: datetime) -> list[ClusterEvent]:
         """What the hosts say now: unreachable (not Ready), fewer GPUs than agreed, kernel Xid lines since `since`."""
         return signals.node_signals(self, nodes, since)

@@ -111,7 +111,7 @@ def evidence_script() -> str:
     """sh: the host's kernel log and ``nvidia-smi -q``, each after a marker line (what an incident bundle keeps)."""
     return (
         "echo @dmesg\n"
-        f"(journalctl -k -q --no-pager -o short-iso 2>/dev/null || dmesg --time-format iso 2>/dev/null || "
+        f"(journalctl -k -q --no-pager -o short 2>/dev/null || dmesg 2>/dev/null || "
         f"echo {UNREADABLE}) | tail -c {EVIDENCE_BYTES}\n"
         "echo @nvidia-smi-q\n"
         f"nvidia-smi -q 2>&1 | head -c {EVIDENCE_BYTES}\n"
@@ -130,3 +130,17 @@ def parse_evidence(text: str) -> dict[str, str]:
         elif current is not None:
             parts[current].append(line)
     return {k: "".join(v) for k, v in parts.items() if "".join(v).strip() and UNREADABLE not in "".join(v)[:64]}
+
+
+def host_evidence(hosts: HostSet, nodes: Sequence[str]) -> tuple[dict[str, dict[str, str]], list[str]]:
+    """Each node's kernel log and ``nvidia-smi -q`` as text (node → name → text); and what could not be read."""
+    found: dict[str, dict[str, str]] = {}
+    missing: list[str] = []
+    for node, answer in hosts.each(list(nodes), hosts.script(evidence_script(), 60), 75).items():
+        if isinstance(answer, BaseException):
+            missing.append(f"{node}: {hosts.why(node, answer)}")
+            continue
+        found[node] = parse_evidence(answer.stdout)
+        missing += [f"{node}: {name} could not be read" for name in ("dmesg", "nvidia-smi-q")
+                    if name not in found[node]]  # fmt: skip
+    return found, missing
