@@ -24,6 +24,7 @@ import yaml
 from acceptance.clusters.ssh.remote import MARKER
 from acceptance.sim.model import SimRunner, load_scenario
 from acceptance.sim.ssh.hosts import SimulatedHosts
+from tests.suite_run import copy_agreement
 
 ROOT = Path(__file__).resolve().parents[1]
 SUITE = ROOT / "acceptance"
@@ -62,6 +63,9 @@ def _base_profile(nodes: int, tests: Sequence[str], smoke_launch: str) -> dict[s
     data = yaml.safe_load((ROOT / "baselines" / "sim-ssh" / "cluster.yaml").read_text())
     names = [f"sim-node-{i:02d}" for i in range(1, nodes + 1)]
     data["nodes"]["names"] = names
+    half = max(1, nodes // 2)  # the leaves of `scenario_file`
+    leaves = {f"leaf-{i // half + 1:02d}": names[i : i + half] for i in range(0, nodes, half)}
+    data["localize"]["topology"] = {"leaves": leaves, "spines": {"spine-01": list(leaves)}}
     data["nccl"]["tests"] = [t for t in data["nccl"]["tests"] if t["name"] in tests]
     data["nccl"]["timeout"] = "3m"
     data["dcgm"]["timeout"] = "5m"
@@ -86,6 +90,7 @@ def host_profile(
     folder = base / "baselines" / name
     folder.mkdir(parents=True, exist_ok=True)
     (folder / "cluster.yaml").write_text(yaml.safe_dump(data, sort_keys=False))
+    copy_agreement(folder, with_baseline=False, shipped_cluster="sim-ssh")  # allowed_signers: the demo key
     return folder
 
 
@@ -98,6 +103,7 @@ def sim_ssh_profile(base: Path, nodes: int = 8, tests: Sequence[str] = ("all_red
     folder = base / "baselines" / "sim-ssh"
     folder.mkdir(parents=True, exist_ok=True)
     (folder / "cluster.yaml").write_text(yaml.safe_dump(data, sort_keys=False))
+    copy_agreement(folder, with_baseline=False, shipped_cluster="sim-ssh")  # allowed_signers: the demo key
     return folder
 
 
@@ -147,6 +153,14 @@ class Run:
                     found = case.find("skipped")
                 return "" if found is None else f"{found.get('message', '')}\n{found.text or ''}"
         return ""
+
+    def properties(self, name: str) -> dict[str, str]:
+        """The junit properties of test case `name` (``test_nccl_busbw[all_reduce_perf]``)."""
+        for case in ET.parse(self.junit).getroot().iter("testcase"):
+            if case.get("name") == name:
+                props = case.find("properties")
+                return {p.get("name", ""): p.get("value", "") for p in (props if props is not None else ())}
+        raise AssertionError(f"no test case {name} in {self.junit}")
 
     def suite_properties(self) -> dict[str, str]:
         suite = ET.parse(self.junit).getroot().find("testsuite")

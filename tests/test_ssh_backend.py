@@ -281,15 +281,19 @@ def test_a_live_runs_processes_are_spared_until_its_lease_runs_out_then_removed(
     janitor = cluster(tmp_path, hosts)
     try:
         live = janitor.leftovers()
-        assert live and all(o.run_id == "ra-20261201000000-dead" and o.live_until is not None for o in live)
-        assert any(str(o).startswith("sim-node-04: process ") and "sleep 300" in str(o) and "live, lease until" in str(o)
-                   for o in live)  # fmt: skip
+        assert live
+        assert all(o.run_id == "ra-20261201000000-dead" and o.live_until is not None for o in live)
+        shown = [str(o) for o in live]
+        assert any(
+            s.startswith("sim-node-04: process ") and "sleep 300" in s and "live, lease until" in s for s in shown
+        )
         assert janitor.remove_leftovers(older_than_s=None) == []  # another run's, live: kept
         assert sum(map(len, marked_processes(hosts).values())) > 0
         assert len(janitor.remove_leftovers(older_than_s=None, dry_run=True, include_live=True)) == len(live)
         time.sleep(3.5)  # the lease runs out
         ended = janitor.leftovers()
-        assert ended and all(o.live_until is None for o in ended)
+        assert ended
+        assert all(o.live_until is None for o in ended)
         assert f"sim-node-04: folder {hosts.run_dir}/ra-20261201000000-dead" in " ".join(map(str, ended))
         assert "(run ra-20261201000000-dead, run ended)" in str(ended[0])
         assert janitor.remove_leftovers(older_than_s=10 * 365 * 86400) == []
@@ -308,7 +312,8 @@ def test_a_running_run_renews_its_lease_on_the_hosts_it_uses(tmp_path: Path, hos
         run.submit([NodeWorkload("long", "sim-node-03", ("sleep", "60"), "nccl", deadline_s=120)])
         time.sleep(4.5)  # longer than the lease: only renewals keep it
         seen = janitor.leftovers()
-        assert seen and all(o.run_id == run.run_id and o.live_until is not None for o in seen)
+        assert seen
+        assert all(o.run_id == run.run_id and o.live_until is not None for o in seen)
     finally:
         run.cleanup()
         run.close()
@@ -340,7 +345,8 @@ def test_node_signals_say_what_the_hosts_say_now_and_their_kernel_xid_lines(tmp_
     assert any(s.startswith("NVRM: [") and "NVRM: Xid (PCI:" in s and "): 79, " in s for s in said), said
     assert all(e.type == "Warning" for e in by_node["Node/sim-node-02"])
     coverage = [e.message for e in events if e.reason == "Coverage"]
-    assert coverage and "no node history" in coverage[0]
+    assert coverage
+    assert "no node history" in coverage[0]
 
 
 def test_a_key_held_by_the_ssh_agent_is_used_when_the_profile_names_none(

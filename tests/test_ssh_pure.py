@@ -296,6 +296,48 @@ def test_a_scan_of_a_host_lists_marked_processes_and_run_folders() -> None:
     assert janitor.leftovers_of("gpu-07", scan, skip_run="ra-20251201000000-ab12", now=now)[0].run_id == "odd"
 
 
+def test_leases_on_the_hosts_say_which_runs_are_live_by_each_hosts_own_clock() -> None:
+    from datetime import UTC, datetime, timedelta
+
+    # host A's clock is an hour ahead of host B's: what counts is the time left by each host's own clock
+    a = remote.parse_scan("@now\n1764550800\n@leases\n1764550830 /ra/ra-live/lease\n1764550700 /ra/ra-old/lease\n"
+                          "garbage /ra/ra-bad/lease\n")  # fmt: skip
+    b = remote.parse_scan("@now\n1764547200\n@leases\n1764547260 /ra/ra-live/lease\n")
+    assert a.leases == (remote.RunLease("ra-live", 30.0), remote.RunLease("ra-old", -100.0))
+    now = datetime(2025, 12, 1, tzinfo=UTC)
+    assert janitor.live_runs([a, b], now) == {"ra-live": now + timedelta(seconds=60)}
+    item = janitor.Leftover("gpu-07", "ra-live", "process 7 `sleep 9`", 120.0)
+    assert str(item.as_leftover({"ra-live": now})) == (
+        "gpu-07: process 7 `sleep 9`, 2 min old (run ra-live, live, lease until 2025-12-01T00:00:00Z)"
+    )
+    assert item.as_leftover({}).live_until is None
+    assert remote.lease_lines("/tmp/ra", "ra-1", 90) == (
+        "mkdir -p /tmp/ra/ra-1 && (umask 077; echo $(( $(date +%s) + 90 )) > /tmp/ra/ra-1/lease.tmp) && "
+        "mv -f /tmp/ra/ra-1/lease.tmp /tmp/ra/ra-1/lease\n"
+    )
+
+
+def test_kernel_lines_and_evidence_of_a_host_are_read_as_far_as_they_go() -> None:
+    from datetime import UTC, datetime
+
+    from acceptance.clusters.ssh import signals
+
+    since = datetime(2026, 12, 1, 3, 0, tzinfo=UTC)
+    text = ("2026-12-01T02:59:00+0000 host kernel: NVRM: Xid (PCI:0000:9a:00): 48, old\n"
+            "2026-12-01T03:10:00,123456+00:00 NVRM: Xid (PCI:0000:9a:00): 79, pid=1, GPU has fallen off the bus.\n"
+            "[ 1234.5] NVRM: GPU at PCI:0000:9a:00: GPU-x\n")  # fmt: skip
+    events, readable = signals.parse_kernel("gpu-07", text, since)
+    assert readable
+    assert [(e.time, e.object, e.message) for e in events] == [
+        (datetime(2026, 12, 1, 3, 10, 0, 123456, tzinfo=UTC), "Node/gpu-07",
+         "NVRM: Xid (PCI:0000:9a:00): 79, pid=1, GPU has fallen off the bus."),
+        (None, "Node/gpu-07", "[ 1234.5] NVRM: GPU at PCI:0000:9a:00: GPU-x"),
+    ]  # fmt: skip
+    assert signals.parse_kernel("gpu-07", f"{signals.UNREADABLE}\n", since) == ([], False)
+    got = signals.parse_evidence(f"@dmesg\n{signals.UNREADABLE}\n@nvidia-smi-q\n==NVSMI LOG==\nDriver Version : 1\n")
+    assert got == {"nvidia-smi-q": "==NVSMI LOG==\nDriver Version : 1\n"}
+
+
 def test_the_wait_scripts_status_line_is_read_and_removed() -> None:
     assert remote.parse_wait("out\n", "warn\n@recovery-acceptance-status rc=3\n") == remote.WaitOutput(
         "out\n", "warn\n", 3
