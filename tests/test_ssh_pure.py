@@ -334,6 +334,9 @@ def test_kernel_lines_and_evidence_of_a_host_are_read_as_far_as_they_go() -> Non
         (None, "Node/gpu-07", "[ 1234.5] NVRM: GPU at PCI:0000:9a:00: GPU-x"),
     ]  # fmt: skip
     assert signals.parse_kernel("gpu-07", f"{signals.UNREADABLE}\n", since) == ([], False)
+    [unread] = signals.unread({"gpu-07": "permission denied"}, since)
+    assert (unread.object, unread.reason, unread.message) == ("Node/gpu-07", "KernelLogNotRead",
+                                                              "kernel log not read: permission denied")  # fmt: skip
     got = signals.parse_evidence(f"@dmesg\n{signals.UNREADABLE}\n@nvidia-smi-q\n==NVSMI LOG==\nDriver Version : 1\n")
     assert got == {"nvidia-smi-q": "==NVSMI LOG==\nDriver Version : 1\n"}
 

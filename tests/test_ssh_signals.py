@@ -91,7 +91,9 @@ def test_a_signal_during_nccl_tests_leaves_no_process_on_any_host(
     assert marked_processes(nccl_hosts) == nothing_left(nccl_hosts)
 
 
-def test_after_sigkill_acceptance_cleanup_ends_what_the_run_left(tmp_path: Path, dcgm_hosts: SimulatedHosts) -> None:
+def test_after_sigkill_acceptance_cleanup_keeps_the_live_lease_then_ends_what_the_run_left(
+    tmp_path: Path, dcgm_hosts: SimulatedHosts
+) -> None:
     proc, log = start(tmp_path, dcgm_hosts, "-k", "dcgm")
     try:
         wait_for(dcgm_hosts, proc, log, "dcgmi diag", count=4)
@@ -100,9 +102,16 @@ def test_after_sigkill_acceptance_cleanup_ends_what_the_run_left(tmp_path: Path,
     proc.wait(timeout=30)
     left = marked_processes(dcgm_hosts)
     assert sum(len(found) for found in left.values()) >= 4 * 4  # the same process table, seen from each host
-    command = ["cleanup", "--cluster", "rack", "--baselines-dir", str(tmp_path / "baselines")]
-    cleanup = subprocess.run([sys.executable, "-m", "acceptance", *command], capture_output=True, text=True,
-                             timeout=180, check=False)  # fmt: skip
+    command = [sys.executable, "-m", "acceptance", "cleanup", "--cluster", "rack", "--baselines-dir",
+               str(tmp_path / "baselines")]  # fmt: skip
+    # killed less than a lease ago: as on Kubernetes, its processes count as a live run's and are kept
+    kept = subprocess.run(command, capture_output=True, text=True, timeout=180, check=False)
+    assert kept.returncode == 0, kept.stdout + kept.stderr
+    assert "0 object(s) deleted" in kept.stdout
+    assert "of live runs kept: ra-" in kept.stdout
+    assert "--include-live deletes them too" in kept.stdout
+    assert sum(len(found) for found in marked_processes(dcgm_hosts).values()) > 0  # still running
+    cleanup = subprocess.run([*command, "--include-live"], capture_output=True, text=True, timeout=180, check=False)
     assert cleanup.returncode == 0, cleanup.stdout + cleanup.stderr
     assert "deleting sim-node-01: process " in cleanup.stdout
     assert "dcgmi diag -r 3 -j" in cleanup.stdout

@@ -117,9 +117,9 @@ class SshCluster:
         return self.workloads.wait(handles, deadline_s)
 
     def events(self, nodes: Sequence[str], since: datetime) -> list[ClusterEvent]:
-        """NVIDIA kernel messages (Xid lines) of the hosts since `since`, where the kernel log can be read."""
-        found, _ = signals.kernel_events(self.hostset, nodes, since)
-        return found
+        """NVIDIA kernel lines (Xids) of the hosts since `since`; a host whose kernel log was not read says so."""
+        found, silent = signals.kernel_events(self.hostset, nodes, since)
+        return found + signals.unread(silent, datetime.now(UTC))
 
     def job_logs(self, selector: str, namespace: str | None = None) -> JobLogs:
         """A job's pods by label exist only on Kubernetes: over SSH the rank logs are files (``--job-logs PATH``)."""

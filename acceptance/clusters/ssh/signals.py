@@ -24,6 +24,7 @@ if TYPE_CHECKING:
     from acceptance.clusters.ssh.cluster import SshCluster
 
 UNREADABLE = "@kernel-log-unreadable"
+KERNEL_LOG_UNREAD = "KernelLogNotRead"
 KERNEL_LINES = 200
 EVIDENCE_BYTES = 4 * 1024 * 1024
 
@@ -63,19 +64,25 @@ def parse_kernel(node: str, text: str, since: datetime) -> tuple[list[ClusterEve
     return out, True
 
 
-def kernel_events(hosts: HostSet, nodes: Sequence[str], since: datetime) -> tuple[list[ClusterEvent], list[str]]:
-    """The kernel's NVIDIA lines of `nodes` since `since`, oldest first; and the hosts that could not say (why)."""
+def kernel_events(hosts: HostSet, nodes: Sequence[str], since: datetime) -> tuple[list[ClusterEvent], dict[str, str]]:
+    """The kernel's NVIDIA lines of `nodes` since `since`, oldest first; and the hosts that could not say: why."""
     found: list[ClusterEvent] = []
-    silent: list[str] = []
+    silent: dict[str, str] = {}
     for node, answer in hosts.each(list(nodes), hosts.script(kernel_script(since), 30), 40).items():
         if isinstance(answer, BaseException):
-            silent.append(f"{node} ({hosts.why(node, answer)})")
+            silent[node] = hosts.why(node, answer)
             continue
         events, readable = parse_kernel(node, answer.stdout, since)
         if not readable:
-            silent.append(f"{node} (neither journalctl -k nor dmesg may be read by this user)")
+            silent[node] = "neither journalctl -k nor dmesg may be read by this user"
         found += events
     return sorted(found, key=lambda e: e.time or since), silent
+
+
+def unread(silent: dict[str, str], now: datetime) -> list[ClusterEvent]:
+    """One event per host whose kernel log was not read: never taken for a quiet kernel."""
+    return [ClusterEvent(now, f"Node/{node}", KERNEL_LOG_UNREAD, f"kernel log not read: {why}")
+            for node, why in silent.items()]  # fmt: skip
 
 
 def node_signals(cluster: SshCluster, nodes: Sequence[str], since: datetime) -> list[ClusterEvent]:
@@ -103,7 +110,8 @@ def node_signals(cluster: SshCluster, nodes: Sequence[str], since: datetime) -> 
                             "GPUs are as of now; the NVIDIA driver's kernel lines as far back as each host's "
                             "journal or dmesg buffer reaches"))  # fmt: skip
     if silent:
-        out.append(ClusterEvent(now, "cluster", "Coverage", f"kernel log NOT read on {', '.join(silent)}"))
+        said = ", ".join(f"{node} ({why})" for node, why in silent.items())
+        out.append(ClusterEvent(now, "cluster", "Coverage", f"kernel log NOT read on {said}"))
     return sorted(out, key=lambda e: e.time or since)
 
 
