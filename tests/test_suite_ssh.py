@@ -13,6 +13,7 @@ import json
 from pathlib import Path
 
 import pytest
+import yaml
 
 from tests.ssh_support import NEEDS_SSHD, ROOT, Run, run_suite, sim_ssh_profile
 from tests.suite_run import sign_as_demo
@@ -112,10 +113,18 @@ def test_a_degraded_nic_is_named_by_group_rounds_of_mpirun_from_the_head_node(ru
     assert (props["culprit"], props["culprit_kind"]) == ("sim-node-07", "nic"), props
     assert 2 <= int(props["localize_rounds"]) <= 3
     assert int(props["localize_tests"]) >= 4
-    assert "culprit: sim-node-07" in run.message("test_nccl_busbw[all_reduce_perf]")
-    rounds = sorted((run.report / "manifests").rglob("loc-*.yaml"))
-    assert rounds
-    assert all("exec mpirun " in p.read_text() and "kind: SshCommand" in p.read_text() for p in rounds)
+    found = json.loads((run.report / "localize.json").read_text())
+    assert (found["reference"], found["topology"]) == (
+        "the pair baseline recorded at handover",
+        "localize.topology in the profile",
+    )
+    assert found["conclusion"]["summary"].startswith("sim-node-07: every group with it at 6")
+    groups = sorted((run.report / "manifests" / "localize").glob("loc-r*-g*.yaml"))
+    assert len(groups) == int(props["localize_tests"])
+    for group in groups:  # each group an mpirun job from the head node, under the run's marker
+        manifest = yaml.safe_load(group.read_text())
+        assert (manifest["kind"], manifest["node"]) == ("SshCommand", "sim-node-01")
+        assert manifest["script"].startswith("exec mpirun --allow-run-as-root -np 16 --hostfile ")
 
 
 def test_xdist_gives_the_same_verdicts_as_one_process(runs: Runs) -> None:
