@@ -164,7 +164,7 @@ def test_an_ssh_profile_never_falls_back_to_the_kubernetes_cluster_at_hand(serve
         proc = subprocess.run(
             [sys.executable, "-m", "pytest", str(ROOT / "acceptance"), "--cluster=remote",
              f"--baselines-dir={tmp_path / 'baselines'}", "-p", "no:cacheprovider", "--no-sign",
-             f"--report-dir={tmp_path / 'report'}", *extra],
+             f"--report-dir={tmp_path / f'report-{len(extra)}'}", *extra],
             capture_output=True, text=True, env=env, cwd=tmp_path, timeout=120, check=False,
         )  # fmt: skip
         assert proc.returncode == 1, proc.stdout + proc.stderr
