@@ -14,6 +14,7 @@ import yaml
 from acceptance.clusters.base import DcgmWorkload, NcclWorkload, NodeWorkload, SmokeWorkload
 from acceptance.clusters.ssh import SshCluster
 from acceptance.errors import UsageError
+from acceptance.judge.preflight import judge_leftovers
 from acceptance.profile import load_profile_file
 from acceptance.session import new_run_id
 from acceptance.sim.ssh.hosts import SimulatedHosts
@@ -287,6 +288,8 @@ def test_a_live_runs_processes_are_spared_until_its_lease_runs_out_then_removed(
         assert any(
             s.startswith("sim-node-04: process ") and "sleep 300" in s and "live, lease until" in s for s in shown
         )
+        said = judge_leftovers(live).summary  # the preflight's words, as on Kubernetes
+        assert said.startswith("leftovers: another run is using this cluster now: ra-20261201000000-dead (lease until")
         assert janitor.remove_leftovers(older_than_s=None) == []  # another run's, live: kept
         assert sum(map(len, marked_processes(hosts).values())) > 0
         assert len(janitor.remove_leftovers(older_than_s=None, dry_run=True, include_live=True)) == len(live)
@@ -296,6 +299,7 @@ def test_a_live_runs_processes_are_spared_until_its_lease_runs_out_then_removed(
         assert all(o.live_until is None for o in ended)
         assert f"sim-node-04: folder {hosts.run_dir}/ra-20261201000000-dead" in " ".join(map(str, ended))
         assert "(run ra-20261201000000-dead, run ended)" in str(ended[0])
+        assert judge_leftovers(ended).summary.startswith(f"leftovers: {len(ended)} objects of earlier runs remain (")
         assert janitor.remove_leftovers(older_than_s=10 * 365 * 86400) == []
         removed = janitor.remove_leftovers(older_than_s=3600)
     finally:
