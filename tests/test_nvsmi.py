@@ -91,3 +91,29 @@ def test_versions_from_every_nvidia_smi_q_sample(path: Path) -> None:
     }
     found = nvsmi.parse_versions(path.read_text())
     assert (found.driver, found.cuda) == expected[path.name]
+
+
+@needs_shared
+@pytest.mark.parametrize(
+    "path",
+    [*corpus_files("nvidia-smi"), *sorted((SHARED / "corpus-wave2" / "nvidia-smi-dmesg").glob("nvidia-smi-q-*.txt"))],
+    ids=lambda p: p.name,
+)
+def test_the_versions_parser_and_the_q_report_agree_on_every_sample(path: Path) -> None:
+    """One package, two readers of ``nvidia-smi -q``: the preflight's versions and the incident's report."""
+    text = path.read_text()
+    found, report = nvsmi.parse_versions(text), nvsmi.parse(text, path.name)
+    assert (found.driver, found.cuda) == (report.driver_version, report.cuda_version)
+
+
+def test_a_simulated_hosts_nvidia_smi_q_over_ssh_reads_back_through_the_facade() -> None:
+    """What ``nvidia-smi -q`` prints on a sim-ssh host (the simulator behind the shim), parsed by the -q parser."""
+    from acceptance.sim.ssh.server import answer
+
+    runner = SimRunner.from_scenario(load_scenario("healthy-16"), ["ecc-dbe@sim-node-04:2"], seed=3)
+    text = answer(runner, {"tool": "nvidia-smi", "argv": ["nvidia-smi", "-q"], "node": "sim-node-04"}).stdout
+    report = nvsmi.parse(text, "sim-node-04")
+    assert (report.driver_version, report.attached_gpus, len(report.gpus)) == ("570.133.20", 8, 8)
+    assert nvsmi.parse_versions(text) == nvsmi.SmiVersions("570.133.20", report.cuda_version)
+    bad = [g.pci for g in report.gpus if nvsmi.findings(g)]
+    assert bad == [runner.cluster.node("sim-node-04").gpus[2].busid.lower()], bad
