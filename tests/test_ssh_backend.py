@@ -13,7 +13,7 @@ import yaml
 
 from acceptance.clusters.base import DcgmWorkload, NcclWorkload, NodeWorkload, SmokeWorkload
 from acceptance.clusters.ssh import SshCluster
-from acceptance.errors import UsageError
+from acceptance.errors import SshError, UsageError
 from acceptance.judge.preflight import judge_leftovers
 from acceptance.profile import load_profile_file
 from acceptance.session import new_run_id
@@ -307,6 +307,19 @@ def test_a_live_runs_processes_are_spared_until_its_lease_runs_out_then_removed(
     assert any("sleep 300" in str(r) for r in removed)
     assert marked_processes(hosts) == {n: [] for n in hosts.addresses}
     assert "ra-20261201000000-dead" not in ssh_command(hosts, "sim-node-04", f"ls {hosts.run_dir} || true")
+
+
+def test_cleanup_names_a_host_it_could_not_ask_never_nothing_left(tmp_path: Path, hosts: SimulatedHosts) -> None:
+    path = host_profile(tmp_path, hosts) / "cluster.yaml"
+    data = yaml.safe_load(path.read_text())
+    data["ssh"]["hosts"]["sim-node-04"] = "127.0.0.250"  # nothing listens there
+    path.write_text(yaml.safe_dump(data))
+    c = SshCluster(load_profile_file(path), new_run_id(datetime.now(UTC)))
+    try:
+        with pytest.raises(SshError, match=r"on the hosts that answered; NOT checked: sim-node-04 \(cannot connect"):
+            c.remove_leftovers(older_than_s=None, dry_run=True)
+    finally:
+        c.close()
 
 
 def test_a_running_run_renews_its_lease_on_the_hosts_it_uses(tmp_path: Path, hosts: SimulatedHosts) -> None:

@@ -164,7 +164,7 @@ class SshCluster:
         self, older_than_s: float | None, dry_run: bool = False, include_live: bool = False
     ) -> list[Leftover]:
         """End the processes and remove the folders of ended runs at least `older_than_s` old, on every host
-        (a live run's too with `include_live`); a host that does not answer is named, never passed over."""
+        (a live run's too with `include_live`); a host that does not answer is an error naming it, after the rest."""
         found, live, unreachable = self._scan()
         if unreachable and len(unreachable) == len(self.hostset.nodes):
             raise SshError(f"no host answers: {', '.join(unreachable)}")
@@ -174,7 +174,12 @@ class SshCluster:
             script = {n: janitor.removal_script(self.settings.run_dir, ids) for n, ids in runs.items()}
             self.hostset.each(list(runs), lambda conn: conn.run(remote.sh(script[conn.node]), 120), 150)
         out = [item.as_leftover(live) for item in chosen]
-        return out + [Leftover(f"{u}: not checked", "?") for u in unreachable]
+        if unreachable:  # never "nothing left" for a host that was not asked: say what was done and what was not
+            done = "found" if dry_run else "removed"
+            shown = "; ".join(map(str, out[:5])) + (f" (+{len(out) - 5} more)" if len(out) > 5 else "")
+            raise SshError(f"{len(out)} item(s) of other runs {done} on the hosts that answered"
+                           f"{': ' + shown if out else ''}; NOT checked: {', '.join(unreachable)}")  # fmt: skip
+        return out
 
     def cleanup(self) -> None:
         """End every process of this run on every host and remove its folders; raise naming what remains."""

@@ -2,7 +2,7 @@
 
 Written with the first workload a host starts (`remote.lease_lines` runs before the launch, so
 no process of the run is ever without a lease) and renewed on every host the run has used, by
-each pytest process of the run that submits work, every third of the lease. The run folder (and
+each pytest process of the run that submits or awaits work there, every third of the lease. The run folder (and
 the lease with it) goes with the run's cleanup. A run whose lease has run out on every host was
 killed or crashed: its processes are leftovers; a live lease means another run is using the
 hosts now, and `acceptance cleanup` spares it unless asked (`--include-live`).

@@ -121,6 +121,7 @@ class Workloads:
 
     def wait(self, handles: Sequence[Handle], deadline_s: float) -> list[RunResult]:
         jobs = [(h, HostCommand.from_json(m)) for h in handles for m in h.manifests]
+        self.lease.hold(c.node for _, c in jobs)  # whoever waits keeps the run alive (a process adopting a submission)
         start = time.monotonic()
 
         def follow(job: tuple[Handle, HostCommand]) -> HostOutcome:
