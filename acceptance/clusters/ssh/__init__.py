@@ -4,8 +4,10 @@
 keys via `hostkeys`, endpoints via `targets`), `workloads` (start and follow them), `remote` (the
 shell sent to hosts: detached workloads under a run-id marker, waiting, killing, scanning),
 `plans` (workload → host commands), `mpi` (hostfile, the launcher's ssh settings, mpirun argv,
-launcher failures), `inventory`, `results`, `janitor`, and `simulated` (the same backend over the
-simulated hosts of ``--cluster=sim-ssh``).
+launcher failures), `inventory`, `results`, `lease` (a run's lease file on the hosts it uses),
+`janitor` (other runs' processes, live or left), `signals` (kernel Xid lines, node signals and
+incident evidence from the hosts), and `simulated` (the same backend over the simulated hosts of
+``--cluster=sim-ssh``).
 """
 
 from acceptance.clusters.ssh.cluster import SshCluster
