@@ -110,6 +110,14 @@ OPTIONS: tuple[Option, ...] = (
     ),
     Option("--restore-step", "restore_step", "checkpoint step the job was restored from", kind="int", metavar="N"),
     Option(
+        "--ssh-insecure-accept-new",
+        "ssh_insecure_accept_new",
+        "SSH clusters: accept host keys known_hosts does not list, WITHOUT verifying them (changed keys are still "
+        "refused); the report says so",
+        kind="bool",
+        default=False,
+    ),
+    Option(
         "--probation-from",
         "probation_from",
         "criterion 5: the signed report of the passing acceptance whose probation to judge "

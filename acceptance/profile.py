@@ -64,12 +64,31 @@ class SimSettings:
 
 @dataclass(frozen=True)
 class SshSettings:
+    """How the hosts of backend ``ssh`` are reached (``ssh:``); unset values come from the ssh config.
+
+    `launcher_*` say how ``mpirun`` on the head node reaches the other nodes; `smoke_launch` how the
+    customer's job starts (``mpirun`` around it, ``head``: it is its own launcher, ``per-node``: torchrun-style).
+    """
+
     hosts: Mapping[str, str]
-    user: str
-    port: int
+    user: str | None
+    port: int | None
     key: Path | None
     known_hosts: Path | None
     head_node: str
+    config: Path | None = None
+    jump: str | None = None
+    env: Mapping[str, str] = field(default_factory=dict)
+    connect_timeout_s: float = 15.0
+    command_timeout_s: float = 120.0
+    run_dir: str = "/tmp/recovery-acceptance"
+    launcher_mpirun: str = "mpirun"
+    launcher_args: tuple[str, ...] = ()
+    launcher_identity: str | None = None
+    smoke_launch: str = "mpirun"
+    master_port: int = 29500
+    log_node_rank: int = 0
+    lease_s: float = 90.0  # renewed every third of this; a killed run's processes are leftovers after it
 
 
 @dataclass(frozen=True)
@@ -139,6 +158,8 @@ class Profile:
         from acceptance.report.secrets import is_secret_name
 
         envs: list[Mapping[str, Any]] = [self.kube.get("env") or {}, *(t.env for t in self.nccl_tests)]
+        if self.ssh is not None:
+            envs.append(self.ssh.env)
         if self.smoke is not None:
             envs.append(self.smoke.env)
         return {
@@ -325,13 +346,29 @@ def _build(doc: Document) -> Profile:
         head = raw_ssh.get("head_node", names[0])
         if head not in names:
             bad(["ssh", "head_node"], repr(head), "one of the nodes")
+        launcher, smoke_ssh = raw_ssh.get("launcher") or {}, raw_ssh.get("smoke") or {}
+        if smoke_ssh.get("log_node_rank", 0) >= len(names):
+            bad(["ssh", "smoke", "log_node_rank"], str(smoke_ssh["log_node_rank"]), f"a node rank below {len(names)}")
         ssh = SshSettings(
             hosts=dict(raw_ssh["hosts"]),
-            user=raw_ssh["user"],
-            port=int(raw_ssh.get("port", 22)),
+            user=raw_ssh.get("user"),
+            port=int(raw_ssh["port"]) if "port" in raw_ssh else None,
             key=_relative(doc.path, raw_ssh.get("key")),
             known_hosts=_relative(doc.path, raw_ssh.get("known_hosts")),
             head_node=head,
+            config=_relative(doc.path, raw_ssh.get("config")),
+            jump=raw_ssh.get("jump"),
+            env=_env(raw_ssh.get("env")),
+            connect_timeout_s=parse_duration(raw_ssh.get("connect_timeout", 15)),
+            command_timeout_s=parse_duration(raw_ssh.get("command_timeout", 120)),
+            run_dir=str(raw_ssh.get("run_dir", "/tmp/recovery-acceptance")).rstrip("/") or "/tmp/recovery-acceptance",
+            launcher_mpirun=str(launcher.get("mpirun", "mpirun")),
+            launcher_args=_strings(launcher.get("args") or ()),
+            launcher_identity=launcher.get("identity_file"),
+            smoke_launch=str(smoke_ssh.get("launch", "mpirun")),
+            master_port=int(smoke_ssh.get("master_port", 29500)),
+            log_node_rank=int(smoke_ssh.get("log_node_rank", 0)),
+            lease_s=parse_duration(raw_ssh.get("lease", 90)),
         )
 
     sim = None

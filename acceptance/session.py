@@ -99,7 +99,8 @@ class AcceptanceSession:
                 cluster = clusters.open(profile, run_id, attach=dict(workerinput["acceptance_cluster"]))
             else:
                 report = _report_folder(config, settings, profile.name, started)
-                cluster = clusters.open(profile, run_id, faults=settings["sim_faults"].value)
+                cluster = clusters.open(profile, run_id, faults=settings["sim_faults"].value,
+                                        ssh_accept_new=settings["ssh_insecure_accept_new"].value)  # fmt: skip
                 folder = RunFolder(Path(tempfile.mkdtemp(prefix="acceptance-run-")))
         except AcceptanceError as exc:
             raise pytest.UsageError(str(exc)) from None
@@ -171,6 +172,10 @@ class AcceptanceSession:
                 "kubernetes_version": c.kubernetes_version or "",
                 **{k: v for k, v in c.node_spec.to_json().items() if v is not None},
             }
+        if self.value("ssh_insecure_accept_new"):
+            out["ssh_host_keys"] = (
+                "WARNING: NOT VERIFIED: --ssh-insecure-accept-new accepted host keys that known_hosts does not list"
+            )
         if ctx.simulated:
             out["sim_faults"] = ",".join(self.value("sim_faults")) or "none"
             out["sim_seed"] = p.sim.seed if p.sim else ""

@@ -57,9 +57,9 @@ def sign_as_demo(path: Path) -> Path:
     return path.with_name(path.name + ".sig")
 
 
-def copy_agreement(folder: Path, with_baseline: bool = True) -> None:
-    """The shipped sim baseline, its signature and the allowed signers, into a cluster folder."""
-    shipped = ROOT / "baselines" / "sim"
+def copy_agreement(folder: Path, with_baseline: bool = True, shipped_cluster: str = "sim") -> None:
+    """The shipped baseline of `shipped_cluster` (sim, sim-ssh), its signature and allowed signers, into `folder`."""
+    shipped = ROOT / "baselines" / shipped_cluster
     shutil.copy(shipped / "allowed_signers", folder / "allowed_signers")
     if with_baseline:
         for baseline in shipped.glob("handover-*.json*"):

@@ -147,13 +147,17 @@ def all_objects(kubeconfig: Path) -> list[str]:
     return names + [f"mpijob/{m['metadata']['name']}" for m in mpijobs["items"]]
 
 
-def test_a_backend_it_cannot_honour_stops_the_run_and_touches_no_cluster(served: Path, tmp_path: Path) -> None:
-    """backend ssh with KUBECONFIG at a live cluster: a usage error, and zero objects there (it once ran kube)."""
+def test_an_ssh_profile_never_falls_back_to_the_kubernetes_cluster_at_hand(served: Path, tmp_path: Path) -> None:
+    """backend ssh, KUBECONFIG at a live cluster: refusing hosts fail the run, zero objects there (it once ran kube)."""
     folder = kube_profile(tmp_path, served)
     data = yaml.safe_load((folder / "cluster.yaml").read_text())
     data["backend"] = "ssh"
     del data["kube"]["kubeconfig"]
-    data["ssh"] = {"user": "ops", "hosts": {n: f"10.0.0.{i}" for i, n in enumerate(data["nodes"]["names"], 1)}}
+    closed = _closed_port()
+    data["ssh"] = {"user": "ops", "port": closed,
+                   "hosts": {n: f"127.0.0.{i + 1}" for i, n in enumerate(data["nodes"]["names"], 1)}}  # fmt: skip
+    (tmp_path / "known_hosts").write_text("")
+    data["ssh"]["known_hosts"] = str(tmp_path / "known_hosts")
     (folder / "cluster.yaml").write_text(yaml.safe_dump(data, sort_keys=False))
     env = {**os.environ, "KUBECONFIG": str(served)}
     for extra in (["--record-baseline"], []):  # at handover, then judging against a copy of the sim baseline
@@ -162,10 +166,19 @@ def test_a_backend_it_cannot_honour_stops_the_run_and_touches_no_cluster(served:
         proc = subprocess.run(
             [sys.executable, "-m", "pytest", str(ROOT / "acceptance"), "--cluster=remote",
              f"--baselines-dir={tmp_path / 'baselines'}", "-p", "no:cacheprovider", "--no-sign",
-             f"--report-dir={tmp_path / 'report'}", *extra],
+             f"--report-dir={tmp_path / f'report-{len(extra)}'}", *extra],
             capture_output=True, text=True, env=env, cwd=tmp_path, timeout=120, check=False,
         )  # fmt: skip
-        assert proc.returncode == 4, proc.stdout + proc.stderr
-        assert "backend ssh is not available" in proc.stderr
+        assert proc.returncode == 1, proc.stdout + proc.stderr
+        assert "the cluster does not answer: no host answers (sim-node-01: unreachable over SSH" in proc.stdout
+        assert "connection refused" in proc.stdout
         assert "Traceback" not in proc.stderr
         assert all_objects(served) == []
+
+
+def _closed_port() -> int:
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])

@@ -2,6 +2,8 @@
 
 Nothing outside this package names a backend class. A backend the profile names but this
 harness cannot honour stops the run with a usage error; it never falls back to another.
+Backends: ``kube``, ``sim`` (kube against the emulator), ``ssh`` (with a ``sim`` section: the
+SSH backend against simulated hosts behind a real sshd, ``--cluster=sim-ssh``).
 """
 
 from __future__ import annotations
@@ -33,15 +35,23 @@ def open(
     *,
     faults: Sequence[str] = (),
     attach: Mapping[str, str] | None = None,
+    ssh_accept_new: bool = False,
 ) -> Cluster:
     """The profile's backend for run `run_id`.
 
     `attach` is another process's `Cluster.attach_info()`: join that run's cluster (an
     xdist worker joins the controller's) instead of starting one. `faults` are simulator
-    faults, refused by every backend but ``sim``.
+    faults, refused by every backend but a simulated one (``sim``, or ``ssh`` with a ``sim``
+    section). `ssh_accept_new` accepts unknown SSH host keys (``--ssh-insecure-accept-new``).
     """
-    if faults and profile.backend != "sim":
+    simulated = profile.backend == "sim" or (profile.backend == "ssh" and profile.sim is not None)
+    if faults and not simulated:
         raise UsageError(f"--sim-fault needs a simulated cluster; {profile.name} uses backend {profile.backend}")
+    if profile.backend == "sim" and any(f.partition("@")[0].strip() == "gpu-busy" for f in faults):
+        raise UsageError("--sim-fault gpu-busy: a busy GPU shows through nvidia-smi on SSH hosts; "
+                         "use --cluster=sim-ssh (the Kubernetes emulator has no nvidia-smi)")  # fmt: skip
+    if ssh_accept_new and profile.backend != "ssh":
+        raise UsageError(f"--ssh-insecure-accept-new applies to SSH clusters; {profile.name} uses {profile.backend}")
     try:
         if profile.backend == "kube":
             from acceptance.clusters.kube import KubeCluster
@@ -53,13 +63,19 @@ def open(
             if attach is not None:
                 return EmbeddedSimCluster.attach(profile, run_id, attach)
             return EmbeddedSimCluster.start(profile, run_id, faults)
-    except ClusterError as exc:  # credentials that do not load, an emulator that does not start
+        if profile.backend == "ssh" and profile.sim is not None:
+            from acceptance.clusters.ssh.simulated import SimulatedSshCluster
+
+            if attach is not None:
+                return SimulatedSshCluster.attach(profile, run_id, attach)
+            return SimulatedSshCluster.start(profile, run_id, faults, accept_new=ssh_accept_new)
+        if profile.backend == "ssh":
+            from acceptance.clusters.ssh import SshCluster
+
+            accept_new = bool(attach.get("accept_new")) if attach is not None else ssh_accept_new
+            return SshCluster(profile, run_id, accept_new=accept_new)
+    except ClusterError as exc:  # credentials that do not load, an emulator or sshd that does not start
         raise UsageError(f"{profile.path}: backend {profile.backend}: {exc}") from None
-    if profile.backend == "ssh":
-        raise UsageError(
-            f"{profile.path}: backend ssh is not available in this version of recovery-acceptance; nothing was "
-            "started on any cluster. Use a profile with backend kube or sim"
-        )
     raise UsageError(f"{profile.path}: unknown backend {profile.backend!r} (known: kube, sim, ssh)")
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, fields
 from datetime import datetime
-from typing import Any, Literal, Protocol
+from typing import Any, Literal, Protocol, runtime_checkable
 
 WorkloadKind = Literal["nccl", "dcgm", "smoke", "node"]
 # An environment value: plain text, or a reference to where the cluster keeps it
@@ -183,7 +183,8 @@ class RunResult:
 
     `output` is the whole log of the pod that ran the tool (the MPI launcher for an
     MPI job); `placement` maps each pod of the workload to its node; `reason` is one
-    line (the scheduler's message, ``OOMKilled``, ...), empty on success.
+    line (the scheduler's message, ``OOMKilled``, ...), empty on success. `streams` are
+    further outputs kept as evidence by name (an SSH host's stderr, another node's log).
     """
 
     workload: str
@@ -199,6 +200,7 @@ class RunResult:
     manifests: tuple[Mapping[str, object], ...]
     log_tail: str
     image: str = ""  # the tool's image as the cluster ran it: with its digest when the cluster reports one
+    streams: Mapping[str, str] = field(default_factory=dict)
 
     @property
     def ok(self) -> bool:
@@ -225,6 +227,7 @@ class RunResult:
             "manifests": [dict(m) for m in self.manifests],
             "log_tail": self.log_tail,
             "image": self.image,
+            "streams": dict(self.streams),
         }
 
     @classmethod
@@ -246,6 +249,7 @@ class RunResult:
             manifests=tuple(doc["manifests"]),
             log_tail=doc["log_tail"],
             image=str(doc.get("image", "")),
+            streams=dict(doc.get("streams") or {}),
         )
 
     def rank_placement(self, rank_hosts: Mapping[int, str]) -> dict[int, RankPlacement]:
@@ -442,4 +446,16 @@ class Cluster(Protocol):
 
     def close(self) -> None:
         """Release what the backend holds for the run (connections, an emulator it started)."""
+        ...
+
+
+@runtime_checkable
+class HostEvidence(Protocol):
+    """A backend that reaches the nodes' own operating system (SSH hosts): what an incident bundle reads there.
+
+    Kubernetes nodes have no such seam (their kernel logs come from ``--evidence HOST=PATH``).
+    """
+
+    def host_evidence(self, nodes: Sequence[str]) -> tuple[dict[str, dict[str, str]], list[str]]:
+        """node → ``{"dmesg": text, "nvidia-smi-q": text}`` (what could be read), and what could not, in words."""
         ...

@@ -23,11 +23,11 @@ from pathlib import Path
 from typing import Any
 
 from acceptance import __version__, clusters
-from acceptance.clusters.base import ClusterInventory, JobLogs
+from acceptance.clusters.base import ClusterInventory, HostEvidence, JobLogs
 from acceptance.cmd import bundle_sources as src
 from acceptance.errors import AcceptanceError, UsageError
 from acceptance.incident import assemble, changes, nodes
-from acceptance.incident.inputs import parse_input
+from acceptance.incident.inputs import Input, parse_input
 from acceptance.incident.severity import SeverityPolicy
 from acceptance.profile import Profile, load_profile
 from acceptance.report.bundle import default_folder, write_bundle
@@ -70,7 +70,7 @@ def _cluster_answers(
     profile: Profile, args: argparse.Namespace, gathered: src.Gathered, run_id: str
 ) -> tuple[JobLogs | None, ClusterInventory | None, Any]:
     """The job's pods, the inventory and an open cluster (for events), as far as the backend allows."""
-    if profile.backend != "kube":
+    if profile.backend not in ("kube", "ssh"):
         if args.job:
             raise UsageError(
                 f"--job reads a job's pods from Kubernetes; cluster {profile.name} uses backend {profile.backend}: "
@@ -90,7 +90,7 @@ def _cluster_answers(
         return None, None, None
     job = inventory = None
     try:
-        if args.job:
+        if args.job:  # SSH hosts have no pods: the backend says so (a usage error)
             job = cluster.job_logs(args.job, args.namespace)
             src.job_inputs(job, gathered)
         inventory = cluster.inventory()
@@ -100,6 +100,24 @@ def _cluster_answers(
             raise UsageError(f"--job {args.job}: {exc}") from None
         gathered.notes.append(f"field 6: the cluster did not answer: {exc}")
     return job, inventory, cluster
+
+
+def _host_evidence(cluster: Any, names: list[str], gathered: src.Gathered) -> list[Input]:
+    """SSH hosts: the kernel log and ``nvidia-smi -q`` of each affected host that no ``--evidence`` covers."""
+    covered = {i.host for i in gathered.inputs if i.origin == "evidence"}
+    wanted = [n for n in names if n not in covered]
+    if not isinstance(cluster, HostEvidence) or not wanted:
+        return []
+    try:
+        found, missing = cluster.host_evidence(wanted)
+    except AcceptanceError as exc:
+        gathered.notes.append(f"field 6: the affected hosts' kernel logs and nvidia-smi -q could not be read: {exc}")
+        return []
+    gathered.notes.extend(f"field 6: {m}" for m in missing)
+    read = [Input(f"ssh://{node}/{name}", text, node, "evidence") for node, texts in found.items()
+            for name, text in sorted(texts.items())]  # fmt: skip
+    gathered.inputs.extend(read)
+    return read
 
 
 def _node_answers(
@@ -156,7 +174,9 @@ def _run(args: argparse.Namespace) -> int:
             policy=SeverityPolicy.from_profile(profile.severity),
             ticket=args.ticket,
             harness_version=__version__,
-            simulated=profile.backend == "sim" or (job is not None and _simulated(inventory)),
+            simulated=profile.backend == "sim"
+            or profile.sim is not None
+            or (job is not None and _simulated(inventory)),
             offset=offset,
             around=around,
             placement=job.placement if job else {},
@@ -165,6 +185,11 @@ def _run(args: argparse.Namespace) -> int:
         )
         found = assemble.findings(parsed, ctx)
         names = [a.node for a in found.affected if a.is_cluster_node]
+        read = _host_evidence(cluster, names, gathered)
+        if read:  # the affected hosts' own kernel log and nvidia-smi -q: findings again, with them
+            parsed += [parse_input(i, year=logtime.first_year(i.text) or fallback_year) for i in read]
+            found = assemble.findings(parsed, ctx)
+            names = [a.node for a in found.affected if a.is_cluster_node]
         conds, events, alloc = _node_answers(cluster, inventory, names, created - timedelta(hours=24), gathered.notes)
         evidence = nodes.node_evidence(found.affected, parsed, conds, events, alloc)
         now = src.now_state(job, found.nccl.nccl_versions, (i.text for i in gathered.inputs), inventory)

@@ -18,7 +18,9 @@ from acceptance.units import parse_duration
 
 
 def register(subparsers: Any) -> None:
-    parser = subparsers.add_parser("cleanup", help="delete cluster objects that earlier runs left behind")
+    parser = subparsers.add_parser(
+        "cleanup", help="delete cluster objects (Kubernetes) or end processes (SSH hosts) that earlier runs left behind"
+    )
     parser.add_argument("--cluster", required=True, metavar="NAME", help="profile name (baselines/NAME/cluster.yaml)")
     parser.add_argument("--baselines-dir", type=Path, default=Path("baselines"), metavar="DIR")
     parser.add_argument("--older-than", metavar="DURATION", help="only objects older than this (e.g. 30m, 2h)")
@@ -36,8 +38,9 @@ def _run(args: argparse.Namespace) -> int:
     from acceptance.session import new_run_id
 
     profile = load_profile(args.cluster, args.baselines_dir)
-    if profile.backend == "sim":
-        print(f"{args.cluster}: the simulated cluster lives only as long as its run; nothing to clean up")
+    if profile.backend == "sim" or profile.sim is not None:
+        print(f"{args.cluster}: the simulated cluster lives only as long as its run (its hosts end with the run, "
+              "even a killed one); nothing to clean up")  # fmt: skip
         return 0
     try:
         seconds = parse_duration(args.older_than) if args.older_than else None

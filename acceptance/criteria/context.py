@@ -102,7 +102,8 @@ class RunContext:
 
     @property
     def simulated(self) -> bool:
-        return self.profile.backend == "sim"
+        """A simulated cluster: backend ``sim``, or any backend over the simulator (a ``sim`` section)."""
+        return self.profile.backend == "sim" or self.profile.sim is not None
 
     @property
     def nccl_tests(self) -> tuple[str, ...]:

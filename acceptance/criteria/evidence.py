@@ -18,6 +18,8 @@ class Evidence:
 
     def result(self, stem: str, result: RunResult) -> None:
         self.folder.add_text(f"outputs/{stem}.log", result.output)
+        for name, text in sorted(result.streams.items()):
+            self.folder.add_text(f"outputs/{stem}.{name}.log", text)
         self.folder.add_yaml(f"manifests/{stem}.yaml", [dict(m) for m in result.manifests])
         self.folder.add_json(f"events/{stem}.json", [dict(e) for e in result.events])
         self.folder.add_json(f"results/{stem}.json", {

@@ -35,6 +35,8 @@ Effects (each only on its target):
   (`mode: loss-jump`, default) or resumes at the wrong step (`mode: step-off`).
 - ``nccl-version`` the cluster's NCCL is another version (`version`, default 2.27.3).
 - ``node-down`` (extra) the node is NotReady.
+- ``gpu-busy`` (SSH hosts only) another process holds the GPU: ``nvidia-smi --query-compute-apps``
+  lists it (`pid`, `process`, `memory_mib`), so the preflight of a bare-metal cluster refuses the node.
 """
 
 from __future__ import annotations
@@ -60,6 +62,7 @@ KINDS: dict[str, tuple[str, str]] = {
     "bad-restore": ("none", "loss jump after the restored step, or resumed step index off"),
     "nccl-version": ("none", "the cluster runs another NCCL version"),
     "node-down": ("node", "the node is NotReady"),
+    "gpu-busy": ("node", "another process holds the GPU, as nvidia-smi shows on SSH hosts (INDEX = GPU)"),
 }
 DEFAULT_PARAMS: dict[str, dict[str, Any]] = {
     "nic-degraded": {"factor": 0.62, "at_step": None},
@@ -71,6 +74,7 @@ DEFAULT_PARAMS: dict[str, dict[str, Any]] = {
     "leaf-uplink": {"factor": 0.6},
     "bad-restore": {"mode": "loss-jump", "jump": 0.35},
     "nccl-version": {"version": "2.27.3"},
+    "gpu-busy": {"pid": 48213, "process": "python3", "memory_mib": 71680},
 }
 RESTORE_MODES = ("loss-jump", "step-off")
 XID_MODES = ("fail", "hang")

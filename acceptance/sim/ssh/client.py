@@ -1,0 +1,120 @@
+"""The shims' client: ask the simulator what this tool prints on this simulated host, then print it.
+
+Run by the shim scripts as ``python -I -S client.py TOOL ARGS...`` in a session of the simulated
+sshd, so it imports nothing but the standard library. The session says which host it is
+(``SIM_SSH_NODE``, set by the sshd per listening address) and where the simulator listens
+(``SIM_SSH_DIR``). The process lasts as long as the tool would (scaled), so it can be found
+and ended like the real one.
+
+MPI and torchrun-style jobs: every rank's shim notes its host in a rendezvous folder and only
+rank 0 (node rank 0) comes here; it collects the placement, so the simulated run covers the
+hosts where Open MPI really started the ranks.
+"""
+
+import json
+import os
+import socket
+import sys
+import time
+from typing import NoReturn
+
+GATHER_TIMEOUT_S = 60.0
+CONNECT_TIMEOUT_S = 60.0
+
+
+def _fail(text: str, code: int) -> NoReturn:
+    sys.stderr.write(text + "\n")
+    sys.exit(code)
+
+
+def _gather(folder: str, size: int, slots_each: int | None) -> list[list[object]]:
+    """[[host, node, slots], ...] in rank order, once all `size` ranks have written their host."""
+    deadline = time.monotonic() + GATHER_TIMEOUT_S
+    while True:
+        names = [n for n in os.listdir(folder) if n.isdigit()] if os.path.isdir(folder) else []
+        if len(names) >= size or time.monotonic() > deadline:
+            break
+        time.sleep(0.05)
+    nodes = []
+    for rank in range(size):
+        try:
+            with open(os.path.join(folder, str(rank))) as handle:
+                nodes.append(handle.read().strip())
+        except OSError:
+            _fail(f"simulated job: rank {rank} of {size} never started (rendezvous {folder})", 1)
+    for name in os.listdir(folder):
+        os.unlink(os.path.join(folder, name))
+    os.rmdir(folder)
+    hosts: list[list[object]] = []
+    for node in nodes:
+        if hosts and hosts[-1][1] == node and slots_each is None:
+            hosts[-1][2] = int(str(hosts[-1][2])) + 1
+        else:
+            hosts.append([node, node, slots_each or 1])
+    return hosts
+
+
+def _engine_running(sim: str, node: str) -> bool:
+    try:
+        with open(os.path.join(sim, "hostengine", node + ".pid")) as handle:
+            pid = int(handle.read().strip())
+        os.kill(pid, 0)
+    except (OSError, ValueError):
+        return False
+    return True
+
+
+def _ask(path: str, request: bytes, tool: str) -> bytes:
+    """The simulator's answer; a busy simulator (its backlog full) is asked again for up to a minute."""
+    deadline = time.monotonic() + CONNECT_TIMEOUT_S
+    while True:
+        try:
+            with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
+                sock.settimeout(120)
+                sock.connect(path)
+                sock.sendall(request)
+                data = b""
+                while not data.endswith(b"\n"):
+                    chunk = sock.recv(1 << 20)
+                    if not chunk:
+                        break
+                    data += chunk
+                return data
+        except (BlockingIOError, ConnectionRefusedError) as exc:
+            if time.monotonic() > deadline:
+                _fail(f"{tool}: the simulator of these hosts does not answer ({exc})", 127)
+            time.sleep(0.05)
+        except OSError as exc:
+            _fail(f"{tool}: the simulator of these hosts does not answer ({exc})", 127)
+
+
+def main() -> None:
+    tool, args = sys.argv[1], sys.argv[2:]
+    sim, node = os.environ.get("SIM_SSH_DIR"), os.environ.get("SIM_SSH_NODE")
+    if not sim or not node:
+        _fail(f"{tool}: this is a shim of the simulated hosts; it runs only in their SSH sessions", 127)
+    assert sim is not None
+    assert node is not None
+    hosts = None
+    env = os.environ
+    if env.get("OMPI_COMM_WORLD_RANK") is not None:
+        job = env.get("OMPI_MCA_ess_base_jobid") or env.get("PMIX_NAMESPACE") or "job"
+        hosts = _gather(os.path.join(sim, "rendezvous", job), int(env.get("OMPI_COMM_WORLD_SIZE", "1")), None)
+    elif env.get("NODE_RANK") is not None and env.get("NNODES"):
+        job = "torch-{}-{}-{}".format(env.get("MASTER_ADDR"), env.get("MASTER_PORT"), env.get("NNODES"))
+        hosts = _gather(os.path.join(sim, "rendezvous", job), int(env["NNODES"]), int(env.get("NPROC_PER_NODE", "8")))
+    if tool == "dcgmi" and args[:1] in (["diag"], ["discovery"]) and not _engine_running(sim, node):
+        _fail("Error: unable to establish a connection to the specified host: localhost\n"
+              "Error: Unable to connect to host engine. Host engine connection invalid/disconnected.", 255)  # fmt: skip
+    keep = ("NCCL_", "OMPI_COMM_WORLD_", "CUDA_", "HOSTNAME", "NODE_RANK", "NNODES", "MASTER_")
+    request = {"tool": tool, "argv": [tool, *args], "node": node, "hosts": hosts,
+               "env": {k: v for k, v in env.items() if k.startswith(keep)}}  # fmt: skip
+    answer = json.loads(_ask(os.path.join(sim, "sim.sock"), json.dumps(request).encode() + b"\n", tool))
+    time.sleep(float(answer["wall_s"]))
+    sys.stdout.write(answer["stdout"])
+    sys.stdout.flush()
+    sys.exit(int(answer["exit_code"]))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,58 @@
+"""Benchmark: the healthy suite over SSH (`--cluster=sim-ssh`) against the same over the emulator (`--cluster=sim`).
+
+    python bench/suite_ssh.py              # the shipped profiles and baselines, each suite run --repeat times
+    python bench/suite_ssh.py --repeat 3
+
+Both profiles simulate the same 16 x 8 x H200 cluster; the SSH run adds a real sshd, one SSH
+connection per host, detached processes on the hosts and real Open MPI mpirun launching 128 ranks
+per MPI run. Prints the wall time of each run, the medians and their ratio; asserts nothing.
+The machine's load average is printed too: on a shared box it moves the figures more than anything.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def run(cluster: str, report: Path) -> tuple[float, str]:
+    command = [sys.executable, "-m", "pytest", str(ROOT / "acceptance"), f"--cluster={cluster}", "--no-sign",
+               f"--report-dir={report}", "-q", "-p", "no:cacheprovider"]  # fmt: skip
+    start = time.perf_counter()
+    done = subprocess.run(command, capture_output=True, text=True, check=False, cwd=ROOT)
+    wall = time.perf_counter() - start
+    last = [line for line in done.stdout.splitlines() if " in " in line and ("passed" in line or "failed" in line)]
+    return wall, last[-1].strip("= ") if last else f"exit {done.returncode}"
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeat", type=int, default=1)
+    args = parser.parse_args()
+    if not Path("/usr/sbin/sshd").exists() or shutil.which("mpirun") is None:
+        print("suite over SSH: skipped (needs openssh-server and openmpi-bin)")
+        return 0
+    walls: dict[str, list[float]] = {"sim": [], "sim-ssh": []}
+    with tempfile.TemporaryDirectory() as tmp:
+        for i in range(args.repeat):
+            for cluster, times in walls.items():
+                load = os.getloadavg()[0]
+                wall, summary = run(cluster, Path(tmp) / f"{cluster}-{i}")
+                times.append(wall)
+                print(f"--cluster={cluster}: {wall:.1f} s wall ({summary}; load average {load:.1f} at start)")
+    sim, ssh = statistics.median(walls["sim"]), statistics.median(walls["sim-ssh"])
+    print(f"median: sim {sim:.1f} s, sim-ssh {ssh:.1f} s, ratio sim-ssh/sim {ssh / sim:.2f}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
