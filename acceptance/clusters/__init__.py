@@ -16,6 +16,7 @@ from acceptance.clusters.base import Cluster
 from acceptance.errors import ClusterError, UsageError
 
 if TYPE_CHECKING:
+    from acceptance.clusters.ssh.draft import HostAccess
     from acceptance.profile import Profile
 
 __all__ = ["Cluster", "Draft", "draft_profile", "open"]
@@ -87,10 +88,22 @@ def draft_profile(
     context: str | None = None,
     kubeconfig: str | None = None,
     node_selector: str | None = None,
+    hosts: HostAccess | None = None,
 ) -> Draft:
-    """Read a live cluster and draft ``baselines/NAME/cluster.yaml`` for it (`acceptance init`)."""
+    """Read a live cluster and draft ``baselines/NAME/cluster.yaml`` for it (`acceptance init`): Kubernetes
+    by its API, or SSH hosts (`hosts`) by the preflight's own inventory."""
+    if backend == "ssh":
+        from acceptance.clusters.ssh.draft import discover_hosts, draft_ssh_profile
+
+        if hosts is None or not hosts.hosts:
+            raise UsageError("acceptance init over SSH needs the hosts (--hosts FILE or a comma-separated list)")
+        try:
+            ssh_text, ssh_notes = draft_ssh_profile(name, hosts, discover_hosts(hosts))
+        except (ClusterError, ValueError) as exc:
+            raise UsageError(str(exc)) from None
+        return Draft(ssh_text, ssh_notes)
     if backend != "kube":
-        raise UsageError(f"acceptance init drafts Kubernetes profiles; backend {backend!r} is not supported yet")
+        raise UsageError(f"acceptance init drafts profiles of backends kube and ssh, not {backend!r}")
     from acceptance.clusters.kube import KubeSettings
     from acceptance.clusters.kube.discover import discover
     from acceptance.clusters.kube.draft import draft_kube_profile

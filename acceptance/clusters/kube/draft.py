@@ -11,11 +11,8 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Mapping, Sequence
 
-import yaml
-
+from acceptance.clusters.drafting import agreement_lines, common, q, signers_lines
 from acceptance.clusters.kube.discover import KubeFacts, NodeFacts
-from acceptance.margins import Margins
-from acceptance.units import format_duration, format_size
 
 GPU_RESOURCE = "nvidia.com/gpu"
 RDMA_PREFIXES = ("rdma/", "nvidia.com/hostdev", "nvidia.com/rdma", "nvidia.com/mlnx", "mellanox.com/")
@@ -27,12 +24,6 @@ DEFAULT_IMAGES = {
     "nccl": "ghcr.io/coreweave/nccl-tests:12.8.1-devel-ubuntu22.04-nccl2.26.2-1-0708d2e",
     "dcgm": "nvcr.io/nvidia/cloud-native/dcgm:4.2.3-1-ubuntu22.04",
 }
-HANDOVER_TESTS = (
-    ("all_reduce_perf", "16G"),
-    ("all_gather_perf", "8G"),
-    ("reduce_scatter_perf", "8G"),
-    ("alltoall_perf", "4G"),
-)
 
 
 def _gpus(node: NodeFacts) -> int:
@@ -40,20 +31,6 @@ def _gpus(node: NodeFacts) -> int:
         return int(node.allocatable.get(GPU_RESOURCE, "0"))
     except ValueError:
         return 0
-
-
-def _common(values: Sequence[str | None]) -> tuple[str | None, list[str]]:
-    """The value most nodes share, and the other values seen."""
-    counts = Counter(v for v in values if v)
-    if not counts:
-        return None, []
-    top = counts.most_common(1)[0][0]
-    return top, sorted(v for v in counts if v != top)
-
-
-def _q(value: object) -> str:
-    """A YAML scalar, quoted as YAML needs it."""
-    return yaml.safe_dump(value, default_flow_style=True, width=10_000).strip().removesuffix("\n...")
 
 
 def draft_kube_profile(
@@ -74,13 +51,13 @@ def draft_kube_profile(
     if len(counts) > 1:
         odd = [f"{n.name} ({_gpus(n)})" for n in gpu_nodes if _gpus(n) != gpus]
         notes.append(f"most GPU nodes have {gpus} allocatable GPUs, these differ: {', '.join(odd)}")
-    product, others = _common([n.labels.get("nvidia.com/gpu.product") for n in gpu_nodes])
+    product, others = common([n.labels.get("nvidia.com/gpu.product") for n in gpu_nodes])
     if others:
         notes.append(f"GPU products differ: {product} on most nodes, also {', '.join(others)}")
     if product is None:
         notes.append("no nvidia.com/gpu.product label: GPU feature discovery is not running; gpu_product left out")
-    driver, _ = _common([n.labels.get("nvidia.com/cuda.driver-version.full") for n in gpu_nodes])
-    cuda, _ = _common([n.labels.get("nvidia.com/cuda.runtime-version.full") for n in gpu_nodes])
+    driver, _ = common([n.labels.get("nvidia.com/cuda.driver-version.full") for n in gpu_nodes])
+    cuda, _ = common([n.labels.get("nvidia.com/cuda.runtime-version.full") for n in gpu_nodes])
     rdma = _rdma(gpu_nodes, notes)
     tolerations = _tolerations(gpu_nodes)
     if "v2beta1" not in facts.mpijob_versions:
@@ -93,37 +70,34 @@ def draft_kube_profile(
         notes.append(
             f"namespace {namespace} does not exist (or cannot be read): `kubectl create namespace {namespace}`"
         )
-    margins = Margins()
     summary = f"{len(gpu_nodes)} x {gpus} {product or 'GPU'} nodes"
     lines = [
         f"# Drafted by `acceptance init` from the live cluster (Kubernetes {facts.server_version or 'unknown'},",
         f"# {len(gpu_nodes)} GPU nodes). Facts read from the cluster are values; the agreement's choices are",
         "# commented defaults: review them with the other party before recording the handover baseline.",
-        f"cluster: {_q(name)}",
-        f"description: {_q(summary)}",
+        f"cluster: {q(name)}",
+        f"description: {q(summary)}",
         "backend: kube",
-        "# Both parties' public keys (OpenSSH allowed_signers format): the handover baseline must be signed",
-        "# by one of them, or runs refuse it. Create the file beside this one and uncomment:",
-        "# allowed_signers: allowed_signers",
+        *signers_lines(),
         "",
         "kube:",
-        *([f"  kubeconfig: {_q(kubeconfig)}"] if kubeconfig else []),
-        *([f"  context: {_q(context)}"] if context else []),
-        f"  namespace: {_q(namespace)}",
+        *([f"  kubeconfig: {q(kubeconfig)}"] if kubeconfig else []),
+        *([f"  context: {q(context)}"] if context else []),
+        f"  namespace: {q(namespace)}",
         "  images:                  # pin the images both parties agreed on",
-        *(f"    {k}: {_q(v)}" for k, v in DEFAULT_IMAGES.items()),
+        *(f"    {k}: {q(v)}" for k, v in DEFAULT_IMAGES.items()),
         "    # smoke: the customer's training image (criteria 3 and 4)",
         f"  gpu_resource: {GPU_RESOURCE}",
     ]
     if rdma:
         lines.append("  rdma_resources:          # allocatable on every GPU node")
-        lines += [f"    {_q(k)}: {v}" for k, v in rdma.items()]
+        lines += [f"    {q(k)}: {v}" for k, v in rdma.items()]
     else:
         lines.append("  # rdma_resources: {rdma/ib: 8}   # none found: see the notes")
     if tolerations:
         lines.append("  tolerations:             # the GPU nodes' taints")
         for tol in tolerations:
-            lines.append(f"    - {_q(dict(tol))}")
+            lines.append(f"    - {q(dict(tol))}")
     lines += [
         "  env:",
         "    NCCL_DEBUG: WARN        # INFO shows the transport NCCL picked (IB or sockets)",
@@ -132,39 +106,13 @@ def draft_kube_profile(
         "",
         "nodes:",
         f"  gpus_per_node: {gpus}",
-        *([f"  gpu_product: {_q(product.replace('-', ' '))}"] if product else []),
+        *([f"  gpu_product: {q(product.replace('-', ' '))}"] if product else []),
         *([f"  # driver {driver}, CUDA {cuda} today (recorded in the baseline at handover)"] if driver or cuda else []),
         "  names:",
-        *(f"    - {_q(n.name)}" for n in gpu_nodes),
+        *(f"    - {q(n.name)}" for n in gpu_nodes),
         "",
-        "dcgm:",
-        "  level: 3                  # 1 quick, 2 medium, 3 long (~15 min), 4 extended (~1 h+)",
-        "  timeout: 2h",
-        "  fail_on_warning_severity: isolate",
-        "  host_engine: embedded     # or the address of the cluster's nv-hostengine",
-        "",
-        "nccl:                       # the handover's nccl-tests; later runs use the baseline's commands",
-        "  timeout: 1h",
-        "  tests:",
     ]
-    for program, largest in HANDOVER_TESTS:
-        lines.append(f"    - name: {program}")
-        lines.append(f"      args: [{program}, -b, 8, -e, {largest}, -f, 2, -g, 1, -w, 5, -n, 20]")
-    lines += [
-        "",
-        "# smoke:                    # the customer's job, run briefly after a repair (criteria 3 and 4)",
-        "#   command: [python, train.py, --resume-from, /ckpt]",
-        "#   restore_step: 1000",
-        "#   timeout: 2h",
-        "",
-        "margins:                    # agreed at handover; recorded in the baseline, which later runs use",
-        f"  busbw_tolerance: {margins.busbw_tolerance}",
-        f"  busbw_min_size: {format_size(margins.busbw_min_size).replace(' ', '')}",
-        f"  step_time_tolerance: {margins.step_time_tolerance}",
-        f"  loss_spike_z: {margins.loss_spike_z:g}",
-        f"  loss_shift_z: {margins.loss_shift_z:g}",
-        f"  probation: {format_duration(margins.probation_s)}",
-    ]
+    lines += agreement_lines()
     return "\n".join(lines) + "\n", tuple(notes)
 
 
