@@ -1,6 +1,6 @@
 """One batch of workloads in one line, while it runs and when it ends (pure: progress records in, text out).
 
-    dcgm on 16 nodes (sim-node-01..sim-node-16): 12 running, 4 pulling image | 4m05s of 1h00m | ...
+    dcgm on 16 nodes (sim-node-01..sim-node-16): 4 pulling image, 12 running | 4m05s of 1h00m | ...
     nccl-all_reduce_perf on 16 nodes (sim-node-01..sim-node-16): running | 0m42s of 30m00s
     dcgm on 16 nodes (sim-node-01..sim-node-16): 16 succeeded in 15m02s (deadline 1h00m)
 
@@ -71,7 +71,7 @@ class BatchStatus:
         single = self.workloads == 1
         if self.done:
             text = f"{head}{_counts(self.outcomes, OUTCOMES, single)} in {duration(self.elapsed_s)} " \
-                   f"(deadline {duration(self.deadline_s)})"  # fmt: skip
+                   f"(deadline {duration(round(self.deadline_s))})"  # fmt: skip
             if self.note:
                 text += f" | {self.note}"
         else:
@@ -80,7 +80,7 @@ class BatchStatus:
             if finished:
                 states["done"] = finished
             text = f"{head}{_counts(states, (*PHASES, 'done'), single)} | " \
-                   f"{duration(self.elapsed_s)} of {duration(self.deadline_s)}"  # fmt: skip
+                   f"{duration(self.elapsed_s)} of {duration(round(self.deadline_s))}"  # fmt: skip
             if self.note:
                 text += f" | {self.note}"
         if width is not None and len(text) > width:
