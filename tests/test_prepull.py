@@ -105,6 +105,7 @@ def run_dcgm_then_nccl(tmp_path: Path, prepull: bool) -> tuple[EmulatedApi, PodW
         return api, watch, pulls_of(api, watch, "all-reduce")
 
 
+@pytest.mark.slow
 def test_prepull_pods_run_beside_dcgm_without_gpus_and_nccl_then_starts_without_a_pull(tmp_path: Path) -> None:
     _, watch, nccl_pulls = run_dcgm_then_nccl(tmp_path, prepull=True)
     assert watch.prepull, "no pre-pull pod was seen while DCGM ran"
@@ -120,6 +121,7 @@ def test_prepull_pods_run_beside_dcgm_without_gpus_and_nccl_then_starts_without_
     assert all("already present on machine" in m for m in nccl_pulls), nccl_pulls
 
 
+@pytest.mark.slow
 def test_without_prepull_nccl_waits_for_its_image_on_the_cold_node(tmp_path: Path) -> None:
     _, watch, nccl_pulls = run_dcgm_then_nccl(tmp_path, prepull=False)
     assert watch.prepull == {}

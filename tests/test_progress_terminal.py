@@ -21,6 +21,8 @@ import yaml
 
 from tests.suite_run import SUITE, sim_cluster_folder
 
+pytestmark = pytest.mark.slow
+
 SCALE = 0.004  # wall seconds per simulated second: 15 simulated minutes of DCGM r3 take 3.6 s
 SCENARIO = """\
 name: cold-dcgm-16
@@ -44,21 +46,22 @@ def baselines(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return folder.parent
 
 
-def command(baselines: Path, name: str, every: int) -> list[str]:
+def command(baselines: Path, name: str, every: int, extra: tuple[str, ...] = ()) -> list[str]:
     base = baselines.parent
     return [sys.executable, "-m", "pytest", str(SUITE / "test_gpu_diagnostics.py"), "--cluster=sim",
             f"--baselines-dir={baselines}", f"--report-dir={base / ('report-' + name)}",
             f"--junitxml={base / (name + '.xml')}", "--returned-node=sim-node-07", "--no-sign",
-            "--allow-unsigned-baseline", "-p", "no:cacheprovider", f"--progress-every={every}"]  # fmt: skip
+            "--allow-unsigned-baseline", "-p", "no:cacheprovider", f"--progress-every={every}", *extra]  # fmt: skip
 
 
 def env() -> dict[str, str]:
     return {**os.environ, "COLUMNS": "160", "TERM": "xterm", "PYTHONDONTWRITEBYTECODE": "1"}
 
 
-def on_a_pipe(baselines: Path, name: str, every: int) -> str:
-    done = subprocess.run(command(baselines, name, every), capture_output=True, text=True, timeout=120, env=env(),
-                          cwd=baselines.parent, check=False)  # fmt: skip
+def on_a_pipe(baselines: Path, name: str, every: int, extra: tuple[str, ...] = ()) -> str:
+    argv = command(baselines, name, every, extra)
+    done = subprocess.run(argv, capture_output=True, text=True, timeout=120, env=env(), cwd=baselines.parent,
+                          check=False)  # fmt: skip
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     return done.stdout
 
@@ -134,3 +137,12 @@ def test_a_terminal_shows_one_line_rewritten_in_place_and_junit_is_unchanged(
     assert "\n" not in drawn  # every update went over the same line: \r, erase, the new text
     assert drawn.count("\r\x1b[2K") >= 3
     assert junit(baselines, "tty") == without_progress
+
+
+def test_under_xdist_the_controller_prints_the_workers_progress_as_plain_lines(baselines: Path) -> None:
+    """The worker that waits writes the batch's status into the run folder; the controller reads and prints it."""
+    shown = on_a_pipe(baselines, "xdist", every=1, extra=("-n", "2"))
+    phases = [m.group(1) for m in (LINE.search(line) for line in shown.splitlines()) if m]
+    assert "running" in phases, shown
+    assert ENDED in shown
+    assert "\x1b[" not in shown
