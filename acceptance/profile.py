@@ -160,16 +160,41 @@ class Profile:
             raise UsageError(f"{source}: {', '.join(unknown)} is not in the node set of {self.path} (nodes: {shown})")
 
 
+# The agreements of the simulated clusters ship inside the package, so an installed package runs
+# `--cluster=sim` from any directory; a profile of the same name under the user's baselines folder wins.
+SHIPPED_DIR = Path(__file__).resolve().parent / "sim" / "agreements"
+
+
+def shipped_names() -> list[str]:
+    return sorted(p.parent.name for p in SHIPPED_DIR.glob(f"*/{PROFILE_FILE}"))
+
+
 def profile_path(name: str, baselines_dir: Path) -> Path:
-    return baselines_dir / name / PROFILE_FILE
+    """``<baselines_dir>/<name>/cluster.yaml``, or the shipped agreement of that name when the user has none."""
+    local = baselines_dir / name / PROFILE_FILE
+    shipped = SHIPPED_DIR / name / PROFILE_FILE
+    if not local.is_file() and name and "/" not in name and shipped.is_file():
+        return shipped
+    return local
+
+
+def refuse_writing_shipped(folder: Path, what: str) -> None:
+    """The agreements shipped inside the package are read-only: a new baseline goes to the user's own folder."""
+    if folder.absolute().parent == SHIPPED_DIR:
+        raise UsageError(
+            f"{what}: {folder} is the agreement shipped with the package and is read-only; copy it into your "
+            f"baselines folder first (cp -r {folder} baselines/{folder.name}), add your signing key's public half to "
+            f"baselines/{folder.name}/allowed_signers, then run again from the folder holding baselines/"
+        )
 
 
 def load_profile(name: str, baselines_dir: Path) -> Profile:
-    """Load and validate ``<baselines_dir>/<name>/cluster.yaml``."""
+    """Load and validate ``<baselines_dir>/<name>/cluster.yaml`` (or the shipped agreement of that name)."""
     path = profile_path(name, baselines_dir)
     if not path.is_file():
         known = sorted(p.parent.name for p in baselines_dir.glob(f"*/{PROFILE_FILE}"))
         hint = f" (profiles in {baselines_dir}: {', '.join(known)})" if known else ""
+        hint += f" (shipped with the package: {', '.join(shipped_names())})"
         raise ProfileError(f"no profile for cluster {name!r}: {path} does not exist{hint}")
     return load_profile_file(path)
 
@@ -312,7 +337,7 @@ def _build(doc: Document) -> Profile:
     if "sim" in data:
         raw_sim = data["sim"]
         sim = SimSettings(
-            scenario=_relative(doc.path, raw_sim["scenario"]) or Path(raw_sim["scenario"]),
+            scenario=_scenario(doc.path, str(raw_sim["scenario"])),
             seed=int(raw_sim.get("seed", 1)),
             time_scale=float(raw_sim.get("time_scale", 0.001)),
         )
@@ -402,6 +427,13 @@ def _localize(
         sweep_sizes=int(raw.get("sweep_sizes", d.sweep_sizes)),
         topology=TopologySettings(topo.get("leaf_label"), topo.get("spine_label"), leaves, spines),
     )
+
+
+def _scenario(base: Path, value: str) -> Path:
+    """A scenario by name (``healthy-16``: one of the simulator's own) or a YAML file relative to the profile."""
+    if "/" not in value and not value.endswith((".yaml", ".yml")):
+        return Path(value)
+    return _relative(base, value) or Path(value)
 
 
 def _relative(base: Path, value: str | None) -> Path | None:

@@ -31,7 +31,7 @@ from acceptance.criteria.scheduler import ProgressListener
 from acceptance.criteria.site import SiteCheck
 from acceptance.errors import AcceptanceError
 from acceptance.options import Setting
-from acceptance.profile import load_profile
+from acceptance.profile import load_profile, refuse_writing_shipped
 from acceptance.report.folder import ReportFolder
 from acceptance.report.session import worker_report_folder
 
@@ -78,6 +78,8 @@ class AcceptanceSession:
         try:
             profile = load_profile(settings["cluster"].value, baselines_dir)
             profile.check_returned_nodes(settings["returned_nodes"].value)
+            if settings["record_baseline"].value:
+                refuse_writing_shipped(profile.path.parent, "--record-baseline")
             baseline = None if settings["record_baseline"].value else _latest(profile.path.parent)
             trusted = "" if baseline is None else trust(
                 baseline, profile.allowed_signers, allow_unsigned=settings["allow_unsigned_baseline"].value

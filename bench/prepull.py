@@ -3,7 +3,7 @@
     python bench/prepull.py                          # the suite, 16 nodes, sim-node-07 returned with a cold cache
     python bench/prepull.py --scales 0.004 0.032 --repeat 3
 
-The scenario `fixtures/scenarios/cold-cache-16.yaml`: the returned node has an empty image cache
+The scenario `acceptance/sim/scenarios/cold-cache-16.yaml`: the returned node has an empty image cache
 (nccl-tests 6 GiB, NeMo 25 GiB, DCGM 1 GiB at 150 MiB/s), the other nodes have every image. For
 each mode (pre-pull on; off with ``kube.prepull_images: false``) the whole suite runs with
 ``--returned-node sim-node-07`` at two time scales s1 < s2 (the best of `--repeat` runs each).
@@ -38,7 +38,7 @@ from pathlib import Path
 import yaml
 
 ROOT = Path(__file__).resolve().parents[1]
-SCENARIO = ROOT / "fixtures" / "scenarios" / "cold-cache-16.yaml"
+SCENARIO = ROOT / "acceptance" / "sim" / "scenarios" / "cold-cache-16.yaml"
 RETURNED = "sim-node-07"
 PULLED = re.compile(r"Successfully pulled image .* in ([0-9.]+)s \(([0-9.]+)s including waiting\)")
 
@@ -48,7 +48,7 @@ def baselines(folder: Path, time_scale: float, prepull: bool) -> Path:
     target = folder / "baselines" / "sim"
     if target.exists():
         shutil.rmtree(target)
-    shutil.copytree(ROOT / "baselines" / "sim", target)
+    shutil.copytree(ROOT / "acceptance" / "sim" / "agreements" / "sim", target)
     data = yaml.safe_load((target / "cluster.yaml").read_text())
     data["sim"]["scenario"] = str(SCENARIO)
     data["sim"]["time_scale"] = time_scale

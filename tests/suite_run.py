@@ -16,9 +16,11 @@ SCENARIOS = ROOT / "fixtures" / "scenarios"
 
 
 def sim_profile_text(cluster: str = "sim") -> str:
-    """The shipped sim profile, renamed, with an absolute scenario path (usable from any folder)."""
+    """The shipped sim profile, renamed, with the scenario as an absolute path (tests swap it for another)."""
     text = (ROOT / "baselines" / "sim" / "cluster.yaml").read_text()
-    return text.replace("cluster: sim", f"cluster: {cluster}").replace("../../fixtures/scenarios/", f"{SCENARIOS}/")
+    assert "scenario: healthy-16 " in text, "the shipped sim profile names its scenario"
+    text = text.replace("scenario: healthy-16 ", f"scenario: {SCENARIOS}/healthy-16.yaml ")
+    return text.replace("cluster: sim", f"cluster: {cluster}")
 
 
 def sim_cluster_folder(base: Path, with_baseline: bool = True) -> Path:

@@ -42,7 +42,7 @@ def test_shipped_sim_profile_loads() -> None:
     assert profile.margins.busbw_min_size == 1 << 20
     assert profile.margins.probation_s == 86400
     assert profile.sim is not None
-    assert profile.sim.scenario.name == "healthy-16.yaml"
+    assert profile.sim.scenario == Path("healthy-16"), "the shipped profile names one of the simulator's scenarios"
 
 
 def test_missing_profile_lists_known_ones(tmp_path: Path) -> None:

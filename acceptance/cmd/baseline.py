@@ -12,6 +12,7 @@ from typing import Any
 
 from acceptance.baseline import BaselineStore, LoadedBaseline, amended, load
 from acceptance.errors import BaselineError, UsageError
+from acceptance.profile import profile_path, refuse_writing_shipped
 from acceptance.tools.dcgm import DcgmConditions
 from acceptance.tools.nccl import NcclConditions
 from acceptance.units import format_size
@@ -55,7 +56,7 @@ def register(subparsers: Any) -> None:
 
 
 def _show(args: argparse.Namespace) -> int:
-    loaded = BaselineStore(args.baselines_dir / args.name).latest()
+    loaded = BaselineStore(profile_path(args.name, args.baselines_dir).parent).latest()
     b = loaded.baseline
     prov = b.provenance
     c = b.conditions
@@ -110,6 +111,7 @@ def _amend(args: argparse.Namespace) -> int:
     from acceptance.report.sign import SignOptions, check_signing
 
     profile = load_profile(args.name, args.baselines_dir)
+    refuse_writing_shipped(profile.path.parent, "baseline amend")
     store = BaselineStore(profile.path.parent)
     loaded = store.latest()
     when = datetime.now(UTC)
@@ -140,7 +142,7 @@ def _resolve(name: str, folder: Path) -> LoadedBaseline:
 
 
 def _diff(args: argparse.Namespace) -> int:
-    folder = args.baselines_dir / args.name
+    folder = profile_path(args.name, args.baselines_dir).parent
     old, new = _resolve(args.old, folder), _resolve(args.new, folder)
     old_c, new_c = old.baseline.data["conditions"], new.baseline.data["conditions"]
     differences = new.baseline.conditions.differences(old.baseline.conditions)

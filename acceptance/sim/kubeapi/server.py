@@ -387,11 +387,16 @@ def _bounded(name: str, low: float, high: float) -> Callable[[str], float]:
 def add_serve_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--no-mpi-operator", action="store_true", help="serve no kubeflow.org MPIJob API")
     faults = parser.add_argument_group("API faults (for testing a client)")
-    faults.add_argument("--latency", type=_bounded("--latency", 0.0, 3600.0), default=0.0, metavar="S", help="seconds added to every answer")
-    faults.add_argument("--watch-drop", type=_bounded("--watch-drop", 0.0, 86400.0), default=None, metavar="S", help="watches end within S seconds")
-    faults.add_argument("--watch-gone-rate", type=_bounded("--watch-gone-rate", 0.0, 1.0), default=0.0, help="share of watch resumptions answered 410")
-    faults.add_argument("--blackhole-rate", type=_bounded("--blackhole-rate", 0.0, 1.0), default=0.0, help="share of requests never answered")
-    faults.add_argument("--cut-rate", type=_bounded("--cut-rate", 0.0, 1.0), default=0.0, help="share of connections closed without an answer")
+    faults.add_argument("--latency", type=_bounded("--latency", 0.0, 3600.0), default=0.0, metavar="S",
+                        help="seconds added to every answer")  # fmt: skip
+    faults.add_argument("--watch-drop", type=_bounded("--watch-drop", 0.0, 86400.0), default=None, metavar="S",
+                        help="watches end within S seconds")  # fmt: skip
+    faults.add_argument("--watch-gone-rate", type=_bounded("--watch-gone-rate", 0.0, 1.0), default=0.0,
+                        help="share of watch resumptions answered 410, 0 to 1")  # fmt: skip
+    faults.add_argument("--blackhole-rate", type=_bounded("--blackhole-rate", 0.0, 1.0), default=0.0,
+                        help="share of requests never answered, 0 to 1")  # fmt: skip
+    faults.add_argument("--cut-rate", type=_bounded("--cut-rate", 0.0, 1.0), default=0.0,
+                        help="share of connections closed without an answer, 0 to 1")  # fmt: skip
     faults.add_argument("--api-seed", type=int, default=0, help="seed of the API faults' random choices")
     parser.add_argument(
         "--audit-log", type=Path, metavar="FILE", help="write each distinct API access (verb, group, resource) as JSON"

@@ -1,4 +1,5 @@
-"""Scenario files (``fixtures/scenarios/*.yaml``): a cluster size, a seed, software versions, faults.
+"""Scenario files (``acceptance/sim/scenarios/*.yaml``, shipped in the package; ``fixtures/scenarios`` in a
+checkout): a cluster size, a seed, software versions, faults.
 
 ::
 
@@ -31,7 +32,7 @@ from acceptance.sim.model.cluster import SimCluster, Versions, build_cluster
 from acceptance.sim.model.faults import FaultSet, parse_fault
 from acceptance.sim.model.images import PullModel
 
-SCENARIO_DIR = Path(__file__).resolve().parents[3] / "fixtures" / "scenarios"
+SCENARIO_DIR = Path(__file__).resolve().parents[1] / "scenarios"  # shipped in the package
 DEFAULT_SCENARIO = "healthy-16"
 _KEYS = {"name", "description", "nodes", "nodes_per_leaf", "seed", "versions", "faults", "image_pull"}
 
