@@ -67,5 +67,6 @@ def bench(session: nox.Session) -> None:
     session.run("python", "bench/incident.py", "--nodes", *(["16", "128"] if quick else ["16", "128", "1024"]))
     session.run("python", "bench/localize.py", *(["--quick"] if quick else []))
     session.run("python", "bench/recurrence.py", "--gpus", *(["16", "128"] if quick else ["16", "128", "1024"]))
+    session.run("python", "bench/prepull.py", "--repeat", "1" if quick else "2")
     if not quick:  # the healthy suite over a real sshd and mpirun vs over the emulator (minutes)
         session.run("python", "bench/suite_ssh.py")

@@ -125,6 +125,15 @@ OPTIONS: tuple[Option, ...] = (
         kind="path",
         metavar="REPORT_DIR",
     ),
+    Option(
+        "--progress-every",
+        "progress_every",
+        "seconds between progress lines while workloads run, when the output is not a terminal or under -n "
+        "(a terminal shows live lines); 0: no progress",
+        kind="int",
+        default=30,
+        metavar="SECONDS",
+    ),
 )
 
 

@@ -69,6 +69,10 @@ def pytest_configure(config: pytest.Config) -> None:
     config.pluginmanager.register(active, "recovery-acceptance-run")
     if session.controller:
         active.catch_signals()
+        from acceptance.progress.plugin import ProgressPlugin
+
+        every = float(settings["progress_every"].value)
+        config.pluginmanager.register(ProgressPlugin(config, session, every), "recovery-acceptance-progress")
     if session.controller and session.report_folder is not None:
         from acceptance.report.session import ReportingPlugin
 
@@ -233,6 +237,8 @@ class ActiveRun:
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
+        for problem in self.session.finish_background():
+            print(f"recovery-acceptance: {problem}", file=sys.stderr)
         if not self.session.controller:
             return
         if session.exitstatus == pytest.ExitCode.INTERRUPTED:

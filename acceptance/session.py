@@ -27,6 +27,7 @@ from acceptance.criteria import recording, site
 from acceptance.criteria.context import LogSources, ProbationOptions, RunContext
 from acceptance.criteria.run import Run
 from acceptance.criteria.runfolder import RunFolder
+from acceptance.criteria.scheduler import ProgressListener
 from acceptance.criteria.site import SiteCheck
 from acceptance.errors import AcceptanceError
 from acceptance.options import Setting
@@ -56,6 +57,7 @@ class AcceptanceSession:
     site_checks: tuple[SiteCheck, ...] = ()
     selected_modules: set[str] = field(default_factory=set)
     selected_nccl: set[str] = field(default_factory=set)
+    progress: ProgressListener | None = None  # the terminal display, in the one process that shows it
     _run: Run | None = None
 
     @classmethod
@@ -133,7 +135,7 @@ class AcceptanceSession:
             self._run = Run(
                 self.context, self.cluster, self.run_folder, self.report_folder,
                 selected=frozenset(self.selected_modules), site_checks=self.site_checks,
-                nccl_selected=frozenset(self.selected_nccl),
+                nccl_selected=frozenset(self.selected_nccl), progress=self.progress,
             )  # fmt: skip
         return self._run
 
@@ -207,6 +209,10 @@ class AcceptanceSession:
         if origins:
             lines.append("settings: " + ", ".join(origins))
         return lines
+
+    def finish_background(self, timeout_s: float = 5.0) -> list[str]:
+        """Before the report is written: background batches of this process end, or file no evidence."""
+        return self._run.scheduler.close(timeout_s) if self._run is not None else []
 
     def close_cluster_work(self) -> list[str]:
         """Delete every object of the run now (the controller only; done once). Returns problems."""

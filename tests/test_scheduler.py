@@ -17,6 +17,7 @@ from acceptance.clusters.base import (
     Handle,
     NcclWorkload,
     NodeWorkload,
+    ProgressSink,
     RunResult,
     SmokeWorkload,
     Workload,
@@ -74,7 +75,9 @@ class CountingCluster:
             self.submitted.extend(w.name for w in workloads)
         return [Handle(w, (("Job", w.name),), (), NOW) for w in workloads]
 
-    def wait(self, handles: Sequence[Handle], deadline_s: float) -> list[RunResult]:
+    def wait(
+        self, handles: Sequence[Handle], deadline_s: float, *, progress: ProgressSink | None = None
+    ) -> list[RunResult]:
         out = "output of {}\n"
         return [
             RunResult(

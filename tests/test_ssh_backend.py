@@ -391,3 +391,21 @@ def test_a_key_held_by_the_ssh_agent_is_used_when_the_profile_names_none(
     finally:
         agent.terminate()
         agent.wait(timeout=10)
+
+
+def test_the_wait_tells_the_progress_sink_where_each_workload_is(tmp_path: Path, hosts: SimulatedHosts) -> None:
+    seen: list[list[tuple[str, str, str, str | None]]] = []
+    c = cluster(tmp_path, hosts)
+    try:
+        work = [NodeWorkload("short", "sim-node-01", ("true",), "nccl", deadline_s=30),
+                NodeWorkload("longer", "sim-node-02", ("sleep", "2.5"), "nccl", deadline_s=30)]  # fmt: skip
+        handles = c.submit(work)
+        c.wait(handles, 30, progress=lambda ps: seen.append([(p.name, p.phase, p.nodes[0], p.status) for p in ps]))
+    finally:
+        c.cleanup()
+        c.close()
+    assert len(seen) >= 3, "about every second while waiting, and once at the end"
+    assert ("longer", "running", "sim-node-02", None) in seen[0]
+    assert seen[-1] == [("short", "done", "sim-node-01", "succeeded"), ("longer", "done", "sim-node-02", "succeeded")]
+    assert any(("short", "done", "sim-node-01", None) in s and ("longer", "running", "sim-node-02", None) in s
+               for s in seen[:-1]), "a workload that ended is done while another still runs"  # fmt: skip

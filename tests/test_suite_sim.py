@@ -143,8 +143,10 @@ def test_xdist_gives_the_same_verdicts_and_objects_as_one_process(pytester: pyte
     assert four.outcomes == one_outcomes
     strip = lambda names: sorted(n.split("-ra-")[0] for n in names)  # noqa: E731 - run ids differ
     assert strip(four.objects_created()) == strip(one_objects)
-    # DCGM per node, one MPIJob per nccl test, two training runs, one localization (8 pairs, then 2)
-    assert len(one_objects) == 16 + 4 + 2 + 8 + 2
+    # DCGM per node, one MPIJob per nccl test, two training runs, one localization (8 pairs, then 2),
+    # and beside DCGM the nccl and smoke images pulled ahead on every node (criteria.prepull)
+    assert len(one_objects) == 16 + 4 + 2 + 8 + 2 + 2 * 16
+    assert sum(1 for n in one_objects if n.startswith("Job/prepull-")) == 2 * 16
 
 
 def test_record_mode_refuses_on_a_failing_node_and_never_overwrites(pytester: pytest.Pytester) -> None:

@@ -8,7 +8,7 @@ exception, so a verdict can be built from it.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, fields
 from datetime import datetime
 from typing import Any, Literal, Protocol, runtime_checkable
@@ -18,6 +18,9 @@ WorkloadKind = Literal["nccl", "dcgm", "smoke", "node"]
 # (``{"valueFrom": {"secretKeyRef": {"name": ..., "key": ...}}}``): credentials never enter a manifest.
 EnvValue = str | Mapping[str, Any]
 RunStatus = Literal["succeeded", "failed", "timeout", "unschedulable", "error"]
+# Where a workload is while it is awaited: not placed yet, its image being pulled, some of its pods up
+# but not the tool (MPI workers waiting for their launcher), the tool running, or ended (`status` says how).
+Phase = Literal["pending", "pulling image", "starting", "running", "done"]
 
 
 @dataclass(frozen=True)
@@ -139,6 +142,36 @@ class Handle:
             manifests=tuple(dict(m) for m in doc["manifests"]),
             submitted=datetime.fromisoformat(doc["submitted"]),
         )
+
+
+@dataclass(frozen=True)
+class WorkloadProgress:
+    """Where one awaited workload is now, as a backend sees it (`Cluster.wait`'s `progress` receives these).
+
+    `nodes`: where it runs (for a pending workload: where it was asked to run); `elapsed_s` since it was
+    submitted, against `deadline_s`; `note`: one line worth showing (the scheduler's message while it is
+    unschedulable); `status` once `phase` is ``done``.
+    """
+
+    name: str
+    kind: WorkloadKind
+    nodes: tuple[str, ...]
+    phase: Phase
+    elapsed_s: float
+    deadline_s: float
+    note: str = ""
+    status: RunStatus | None = None
+
+
+# Called by a backend while it waits, from the waiting thread, every second or so and once at the end.
+ProgressSink = Callable[[Sequence[WorkloadProgress]], None]
+
+
+def workload_nodes(workload: Workload) -> tuple[str, ...]:
+    """The nodes a workload was asked to run on."""
+    if isinstance(workload, DcgmWorkload | NodeWorkload):
+        return (workload.node,)
+    return tuple(workload.nodes)
 
 
 @dataclass(frozen=True)
@@ -408,8 +441,14 @@ class Cluster(Protocol):
 
     def submit(self, workloads: Sequence[Workload]) -> list[Handle]: ...
 
-    def wait(self, handles: Sequence[Handle], deadline_s: float) -> list[RunResult]:
-        """Wait for all `handles` together; one result per handle, in order."""
+    def wait(
+        self, handles: Sequence[Handle], deadline_s: float, *, progress: ProgressSink | None = None
+    ) -> list[RunResult]:
+        """Wait for all `handles` together; one result per handle, in order.
+
+        `progress`, when given, is told where each workload is while the wait lasts (a backend that
+        cannot tell may ignore it; it must still accept the keyword).
+        """
         ...
 
     def events(self, nodes: Sequence[str], since: datetime) -> list[ClusterEvent]: ...

@@ -27,13 +27,17 @@ if TYPE_CHECKING:
 MODULE = "test_gpu_diagnostics"
 
 
+def command(profile: Profile) -> dcgm.DcgmDiag:
+    embedded = profile.dcgm_host_engine == "embedded"
+    return dcgm.DcgmDiag(
+        level=profile.dcgm_level, timeout_s=profile.dcgm_timeout_s, host=None if embedded else profile.dcgm_host_engine
+    )
+
+
 def workload(profile: Profile, node: str) -> DcgmWorkload:
     """`dcgmi diag` needs a host engine: started in the pod ("embedded"), or the one the profile names."""
     embedded = profile.dcgm_host_engine == "embedded"
-    diag = dcgm.DcgmDiag(
-        level=profile.dcgm_level, timeout_s=profile.dcgm_timeout_s, host=None if embedded else profile.dcgm_host_engine
-    )
-    argv = tuple(diag.argv())
+    argv = tuple(command(profile).argv())
     if embedded:  # the engine's banner must not precede dcgmi's JSON; dcgmi's exit status is the pod's
         argv = ("bash", "-c", f"nv-hostengine >/dev/null && exec {shlex.join(argv)}")
     return DcgmWorkload(f"dcgm-{node}", node, profile.gpus_per_node, argv, profile.dcgm_timeout_s)
@@ -46,8 +50,11 @@ class Diagnostics:
         self.run = run
 
     def batch(self) -> Batch:
+        """Every target node's diagnostic, with the later criteria's images pulled alongside (`criteria.prepull`)."""
         p = self.run.context.profile
-        return Batch("dcgm", "dcgm", {n: workload(p, n) for n in self.run.context.targets}, p.dcgm_timeout_s)
+        workloads = {n: workload(p, n) for n in self.run.context.targets}
+        return Batch("dcgm", "dcgm", workloads, p.dcgm_timeout_s, note=command(p).progress_note(),
+                     alongside=self.run.prepull.batch())  # fmt: skip
 
     def results(self) -> BatchResults:
         return self.run.scheduler.results(self.batch())

@@ -17,9 +17,10 @@ from acceptance.criteria.fabric import Fabric
 from acceptance.criteria.localize import Localize
 from acceptance.criteria.loss import LossContinuity
 from acceptance.criteria.preflight import Preflight
+from acceptance.criteria.prepull import PrePull
 from acceptance.criteria.recurrence import Recurrence
 from acceptance.criteria.runfolder import RunFolder
-from acceptance.criteria.scheduler import Scheduler
+from acceptance.criteria.scheduler import ProgressListener, Scheduler
 from acceptance.criteria.site import SiteCheck, SiteChecks
 from acceptance.criteria.smoke import SmokeStep
 from acceptance.criteria.training import TrainingLogs
@@ -39,17 +40,20 @@ class Run:
         selected: frozenset[str],
         site_checks: Sequence[SiteCheck] = (),
         nccl_selected: frozenset[str] | None = None,
+        progress: ProgressListener | None = None,
     ) -> None:
-        """`selected`: the suite modules this run has; `nccl_selected`: its fabric items' tests (None: all)."""
+        """`selected`: the suite modules this run has; `nccl_selected`: its fabric items' tests (None: all);
+        `progress`: who shows this process's batches while they run."""
         self.context = context
         self.cluster = cluster
         self.folder = folder
         self.evidence = Evidence(report) if report is not None else None
         self.selected = selected
         self.nccl_selected = nccl_selected
-        self.scheduler = Scheduler(cluster, folder, self.evidence, context.gpu_budget_s)
+        self.scheduler = Scheduler(cluster, folder, self.evidence, context.gpu_budget_s, progress)
         self.preflight = Preflight(self)
         self.diagnostics = Diagnostics(self)
+        self.prepull = PrePull(self)
         self.fabric = Fabric(self)
         self.localize = Localize(self)
         self.training = TrainingLogs(self)

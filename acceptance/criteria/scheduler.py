@@ -7,20 +7,31 @@ every other process, with or without pytest-xdist, reads the same results from t
 folder. So `-n 4` creates exactly the cluster objects `-n 0` does. A process that took over
 a batch from one that died adopts its submission (the handles are kept as plain data).
 A cluster that fails the batch gives results that say so; nothing here raises to an item.
+
+A batch that holds no GPUs (``gpus=False``: pulling images ahead of time) never takes the GPU
+lock; one named as another batch's `alongside` is started in the background, once per run, as
+soon as that batch is submitted, so it runs while that batch does. While a batch is awaited,
+its status (`acceptance.progress.status`) is written to ``progress/<key>.json`` in the run
+folder and handed to the process's progress listener (the terminal display), if it has one.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator, Mapping
+import threading
+import time
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Protocol
 
-from acceptance.clusters.base import Cluster, Handle, RunResult, Workload
+from acceptance.clusters.base import Cluster, Handle, ProgressSink, RunResult, Workload, WorkloadProgress
 from acceptance.criteria.evidence import Evidence
 from acceptance.criteria.runfolder import RunFolder
 from acceptance.errors import AcceptanceError
+from acceptance.progress.status import BatchStatus, summarize
 
 GPU_LOCK = "gpus"
 
@@ -37,6 +48,19 @@ class Batch:
     evidence: str
     workloads: Mapping[str, Workload]
     deadline_s: float
+    note: str = ""  # shown on the batch's progress line while it runs
+    gpus: bool = True  # False: holds no GPU, so it neither waits for nor takes the GPU lock
+    alongside: Batch | None = None  # holds no GPUs; started in the background once this batch is submitted
+
+
+class ProgressListener(Protocol):
+    """Who shows a process's batches while they run (`acceptance.progress.display.LiveDisplay`)."""
+
+    def update(self, status: BatchStatus) -> None: ...
+
+    def foreground(self) -> AbstractContextManager[None]:
+        """Held while the calling thread waits for a batch (the terminal is free to draw on)."""
+        ...
 
 
 class BatchResults(Mapping[str, RunResult]):
@@ -62,44 +86,112 @@ class BatchResults(Mapping[str, RunResult]):
 class Scheduler:
     """Runs the batches of one run (see module docstring)."""
 
-    def __init__(self, cluster: Cluster, folder: RunFolder, evidence: Evidence | None, budget_s: float) -> None:
+    def __init__(
+        self,
+        cluster: Cluster,
+        folder: RunFolder,
+        evidence: Evidence | None,
+        budget_s: float,
+        progress: ProgressListener | None = None,
+    ) -> None:
         self.cluster = cluster
         self.folder = folder
         self.evidence = evidence
         self.budget_s = budget_s
+        self.progress = progress
         self._done: dict[str, BatchResults] = {}
+        self._background: dict[str, threading.Thread] = {}
+        self._lock = threading.Lock()
+        self._closed = False
 
     def results(self, batch: Batch) -> BatchResults:
         """The batch's results, running it first if no process of the run has."""
         if batch.key not in self._done:
             try:
-                paths = self.folder.once(batch.key, lambda: self._execute(batch), timeout_s=self.budget_s)
+                with self.progress.foreground() if self.progress is not None else nullcontext():
+                    paths = self.folder.once(batch.key, lambda: self._execute(batch), timeout_s=self.budget_s)
             except AcceptanceError as exc:  # another process held the batch past every deadline
                 return self._not_run(batch, str(exc))
             self._done[batch.key] = BatchResults(paths)
         return self._done[batch.key]
 
+    def start(self, batch: Batch) -> None:
+        """Run a batch that holds no GPUs in a background thread (once per run; `results` then joins it)."""
+        if batch.gpus:
+            raise ValueError(f"batch {batch.key} holds GPUs: it runs under the GPU lock, never in the background")
+        with self._lock:
+            if self._closed or batch.key in self._background:
+                return
+            thread = threading.Thread(target=self._background_run, args=(batch,), name=f"batch-{batch.key}",
+                                      daemon=True)  # fmt: skip
+            self._background[batch.key] = thread
+        thread.start()
+
+    def _background_run(self, batch: Batch) -> None:
+        try:
+            self.folder.once(batch.key, lambda: self._execute(batch), timeout_s=self.budget_s)
+        except AcceptanceError:  # another process runs it: nothing for this thread to do
+            return
+
+    def close(self, timeout_s: float) -> list[str]:
+        """Wait at most `timeout_s` for background batches; one still running then files no evidence
+        (the report is being written), and its objects go with the run's. Returns what was left."""
+        deadline = time.monotonic() + timeout_s
+        for thread in list(self._background.values()):
+            thread.join(max(0.0, deadline - time.monotonic()))
+        with self._lock:
+            self._closed = True
+            return [
+                f"batch {key} (holding no GPUs) had not ended when the session did; its objects are deleted with "
+                "the run's"
+                for key, thread in self._background.items()
+                if thread.is_alive()
+            ]
+
     def _execute(self, batch: Batch) -> dict[str, str]:
         workloads = list(batch.workloads.values())
         try:
-            with self.folder.lock(GPU_LOCK, timeout_s=self.budget_s):
+            with self.folder.lock(GPU_LOCK, timeout_s=self.budget_s) if batch.gpus else nullcontext():
                 submitted = self.folder.once(
                     f"{batch.key}.submitted", lambda: [h.to_json() for h in self.cluster.submit(workloads)]
                 )
-                results = self.cluster.wait([Handle.from_json(h) for h in submitted], batch.deadline_s)
+                if batch.alongside is not None:
+                    self.start(batch.alongside)
+                handles = [Handle.from_json(h) for h in submitted]
+                results = self.cluster.wait(handles, batch.deadline_s, progress=self._sink(batch))
         except AcceptanceError as exc:  # the cluster failed us: every subject's item says so
             now = datetime.now(UTC)
             results = [RunResult.not_run(w, str(exc), now) for w in workloads]
         folder = self.folder.path / "results"
         folder.mkdir(exist_ok=True)
         paths = {}
-        for (subject, _), result in zip(batch.workloads.items(), results, strict=True):
-            if self.evidence is not None:
-                self.evidence.result(f"{batch.evidence}/{subject}", result)
-            path = folder / f"{batch.key}.{subject}.json"
-            path.write_text(json.dumps(result.to_json()))
-            paths[subject] = str(path)
+        with self._lock:  # a background batch that outlived the session files no evidence into a signed report
+            evidence = None if self._closed else self.evidence
+            for (subject, _), result in zip(batch.workloads.items(), results, strict=True):
+                if evidence is not None:
+                    evidence.result(f"{batch.evidence}/{subject}", result)
+                path = folder / f"{batch.key}.{subject}.json"
+                path.write_text(json.dumps(result.to_json()))
+                paths[subject] = str(path)
         return paths
+
+    def _sink(self, batch: Batch) -> ProgressSink:
+        """Where the cluster's progress reports of `batch` go: the run folder, and this process's listener."""
+        target = self.folder.path / "progress" / f"{batch.key}.json"
+
+        def report(progress: Sequence[WorkloadProgress]) -> None:
+            status = summarize(batch.key, progress, note=batch.note, updated=time.time())
+            try:
+                target.parent.mkdir(exist_ok=True)
+                tmp = target.with_suffix(".tmp")
+                tmp.write_text(json.dumps(status.to_json()))
+                tmp.replace(target)
+            except OSError:  # progress is a courtesy: it never fails the batch
+                pass
+            if self.progress is not None:
+                self.progress.update(status)
+
+        return report
 
     def _not_run(self, batch: Batch, reason: str) -> BatchResults:
         now = datetime.now(UTC)

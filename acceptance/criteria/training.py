@@ -34,6 +34,11 @@ class TrainingLogs:
             return ctx.logs.restore_step
         return ctx.profile.smoke.restore_step if ctx.profile.smoke else None
 
+    def runs_job(self) -> bool:
+        """Whether the smoke log comes from running the profile's job on the cluster (not from a file)."""
+        ctx = self.run.context
+        return ctx.profile.smoke is not None and (ctx.logs.smoke or self._configured("smoke")) is None
+
     def smoke(self) -> trainlog.TrainLog:
         """The smoke run's log; JobFailed when the run failed."""
         if "smoke" not in self._parsed:

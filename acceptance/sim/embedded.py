@@ -35,7 +35,8 @@ class SimulatedCluster:
         faults = [f for f in faults if not is_recurrence_fault(f)]
         runner = SimRunner.from_scenario(scenario, faults, seed=profile.sim.seed)
         namespace = str(profile.kube.get("namespace", "default"))
-        api = EmulatedApi(runner, time_scale=profile.sim.time_scale, namespaces=("default", namespace))
+        api = EmulatedApi(runner, time_scale=profile.sim.time_scale, namespaces=("default", namespace),
+                          image_pull=scenario.image_pull)  # fmt: skip
         api.start()
         return cls(runner=runner, api=api)
 

@@ -27,6 +27,7 @@ from acceptance.clusters.base import (
     JobLogs,
     Leftover,
     NodeInfo,
+    ProgressSink,
     RunResult,
     Workload,
 )
@@ -219,8 +220,10 @@ class KubeCluster:
         self.api.call(f"create MPIJob {name}", self.api.custom.create_namespaced_custom_object, group, version, ns,
                       "mpijobs", manifest, sent=manifest, on_conflict=existing_mpijob)  # fmt: skip
 
-    def wait(self, handles: Sequence[Handle], deadline_s: float) -> list[RunResult]:
-        return Waiter(self.api, self.settings, self.run_id).wait(handles, deadline_s)
+    def wait(
+        self, handles: Sequence[Handle], deadline_s: float, *, progress: ProgressSink | None = None
+    ) -> list[RunResult]:
+        return Waiter(self.api, self.settings, self.run_id).wait(handles, deadline_s, progress)
 
     def run(self, workloads: Sequence[Workload], deadline_s: float) -> list[RunResult]:
         """Submit and wait in one go."""

@@ -71,7 +71,7 @@ class KubeSettings:
         known = {
             "kubeconfig", "context", "namespace", "images", "gpu_resource", "rdma_resources",
             "tolerations", "env", "service_account", "ttl_seconds_after_finished",
-            "scheduling_timeout", "scheduling_timeout_s", "api_retry", "ssh_port", "lease",
+            "scheduling_timeout", "scheduling_timeout_s", "api_retry", "ssh_port", "lease", "prepull_images",
         }  # fmt: skip
         unknown = sorted(set(data) - known)
         if unknown:

@@ -16,9 +16,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
-from acceptance.clusters.base import Handle, RunResult, RunStatus, workload_kind
+from acceptance.clusters.base import Handle, ProgressSink, RunResult, RunStatus, WorkloadProgress, workload_kind
 from acceptance.clusters.kube.client import KubeApi, KubeApiError
 from acceptance.clusters.kube.manifests import MPI_API_VERSION, label_value, run_selector
+from acceptance.clusters.kube.progress import workload_progress
 from acceptance.clusters.kube.settings import WORKLOAD_KEY, KubeSettings
 from acceptance.clusters.kube.status import (
     ASSIGNED,
@@ -39,6 +40,7 @@ ROLE = "training.kubeflow.org/job-role"
 TOPS = {"jobs": "Job", "mpijobs": "MPIJob"}
 LOG_TAIL_LINES = 50
 EVAL_EVERY_S = 0.05
+PROGRESS_EVERY_S = 1.0
 
 
 @dataclass
@@ -131,7 +133,9 @@ class Waiter:
                               group=group, version=version, plural="mpijobs", **sel))  # fmt: skip
         return feeds
 
-    def wait(self, handles: Sequence[Handle], deadline_s: float) -> list[RunResult]:
+    def wait(
+        self, handles: Sequence[Handle], deadline_s: float, progress: ProgressSink | None = None
+    ) -> list[RunResult]:
         now = time.monotonic()
         tracks = []
         for h in handles:
@@ -145,7 +149,7 @@ class Waiter:
         for feed in feeds:
             feed.start()
         try:
-            self._loop(tracks, feeds, out, state)
+            self._loop(tracks, feeds, out, state, progress)
         finally:
             stop.set()
             for feed in feeds:
@@ -153,15 +157,25 @@ class Waiter:
         events = self._events(tracks)
         return [self._result(t, events) for t in tracks]
 
-    def _loop(self, tracks: list[_Track], feeds: list[Feed], out: queue.Queue[Item], state: _State) -> None:
+    def _loop(
+        self,
+        tracks: list[_Track],
+        feeds: list[Feed],
+        out: queue.Queue[Item],
+        state: _State,
+        progress: ProgressSink | None = None,
+    ) -> None:
         pending = {id(t): t for t in tracks}
         by_label: dict[str, list[_Track]] = {}
         for t in tracks:
             by_label.setdefault(t.label, []).append(t)
-        last_sweep = last_eval = 0.0
+        last_sweep = last_eval = last_progress = 0.0
         next_deadline = min(t.deadline for t in tracks)
         while pending:
             now = time.monotonic()
+            if progress is not None and now - last_progress >= PROGRESS_EVERY_S:
+                last_progress = now
+                progress([self._progress(t, state, now) for t in tracks])
             timeout = max(0.0, min(0.5, min(t.deadline for t in pending.values()) - now))
             try:
                 state.apply(out.get(timeout=timeout))
@@ -196,6 +210,14 @@ class Waiter:
                 if t.outcome is not None:
                     self._finish(t, state)
                     pending.pop(id(t), None)
+        if progress is not None:
+            now = time.monotonic()
+            progress([self._progress(t, state, now) for t in tracks])
+
+    def _progress(self, t: _Track, state: _State, now: float) -> WorkloadProgress:
+        pods = state.pods.get(t.label, {})
+        return workload_progress(t.handle, pods, self._main_pod(t, pods), t.outcome, now - t.created_at,
+                                 t.deadline - t.created_at)  # fmt: skip
 
     def _evaluate(self, t: _Track, state: _State, now: float) -> tuple[RunStatus, str, int | None] | None:
         top = state.tops.get((t.kind, t.name))

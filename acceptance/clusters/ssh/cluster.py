@@ -21,6 +21,7 @@ from acceptance.clusters.base import (
     JobLogs,
     Leftover,
     NodeInfo,
+    ProgressSink,
     RunResult,
     Workload,
 )
@@ -113,8 +114,10 @@ class SshCluster:
     def submit(self, workloads: Sequence[Workload]) -> list[Handle]:
         return self.workloads.submit(workloads)
 
-    def wait(self, handles: Sequence[Handle], deadline_s: float) -> list[RunResult]:
-        return self.workloads.wait(handles, deadline_s)
+    def wait(
+        self, handles: Sequence[Handle], deadline_s: float, *, progress: ProgressSink | None = None
+    ) -> list[RunResult]:
+        return self.workloads.wait(handles, deadline_s, progress)
 
     def events(self, nodes: Sequence[str], since: datetime) -> list[ClusterEvent]:
         """NVIDIA kernel lines (Xids) of the hosts since `since`; a host whose kernel log was not read says so."""

@@ -27,8 +27,19 @@ class Outcome(Generic[R]):
     done: bool = True
 
 
-def each(fn: Callable[[T], R], items: Sequence[T], deadline_s: float, *, limit: int = 32) -> list[Outcome[R]]:
-    """`fn(item)` for every item, at most `limit` at a time; one outcome per item, in order."""
+def each(
+    fn: Callable[[T], R],
+    items: Sequence[T],
+    deadline_s: float,
+    *,
+    limit: int = 32,
+    tick: Callable[[Sequence[Outcome[R]]], None] | None = None,
+    tick_s: float = 1.0,
+) -> list[Outcome[R]]:
+    """`fn(item)` for every item, at most `limit` at a time; one outcome per item, in order.
+
+    `tick`, when given, is called from the calling thread every `tick_s` with the outcomes so far
+    (``done`` False: still running), e.g. to show progress."""
     results: list[Outcome[R]] = [Outcome(None, None, done=False) for _ in items]
     todo: queue.Queue[int] = queue.Queue()
     for i in range(len(items)):
@@ -50,7 +61,11 @@ def each(fn: Callable[[T], R], items: Sequence[T], deadline_s: float, *, limit: 
         threading.Thread(target=worker, daemon=True, name="ssh-each").start()
     end = time.monotonic() + deadline_s
     left = len(items)
+    next_tick = time.monotonic() + tick_s
     while left and time.monotonic() < end:
+        if tick is not None and time.monotonic() >= next_tick:
+            next_tick = time.monotonic() + tick_s
+            tick(list(results))
         try:
             i, outcome = finished.get(timeout=min(0.25, max(0.01, end - time.monotonic())))
         except queue.Empty:

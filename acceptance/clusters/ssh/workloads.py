@@ -14,12 +14,13 @@ from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
-from acceptance.clusters.base import Handle, RunResult, Workload
+from acceptance.clusters.base import Handle, ProgressSink, RunResult, Workload
 from acceptance.clusters.ssh import parallel, remote
 from acceptance.clusters.ssh.hostset import HostSet
 from acceptance.clusters.ssh.lease import SshLease
 from acceptance.clusters.ssh.mpi import MpiVersion, parse_mpirun_version
 from acceptance.clusters.ssh.plans import HostCommand, PlanContext, plan
+from acceptance.clusters.ssh.progress import done_progress, running_progress
 from acceptance.clusters.ssh.results import HostOutcome, run_result
 from acceptance.errors import AcceptanceError, SshError, UsageError
 
@@ -119,7 +120,9 @@ class Workloads:
             raise SshError(f"{command.node}: {said[0]}")
         return result.stdout.strip()
 
-    def wait(self, handles: Sequence[Handle], deadline_s: float) -> list[RunResult]:
+    def wait(
+        self, handles: Sequence[Handle], deadline_s: float, progress: ProgressSink | None = None
+    ) -> list[RunResult]:
         jobs = [(h, HostCommand.from_json(m)) for h in handles for m in h.manifests]
         self.lease.hold(c.node for _, c in jobs)  # whoever waits keeps the run alive (a process adopting a submission)
         start = time.monotonic()
@@ -142,7 +145,12 @@ class Workloads:
                 command, handle.submitted, result.finished, remote.parse_wait(result.stdout, result.stderr)
             )
 
-        outcomes = parallel.each(follow, jobs, deadline_s + WAIT_SLACK_S, limit=64)
+        def tick(so_far: Sequence[parallel.Outcome[HostOutcome]]) -> None:
+            if progress is not None:
+                ended = [(h, o.done) for (h, _), o in zip(jobs, so_far, strict=True)]
+                progress(running_progress(handles, ended, deadline_s))
+
+        outcomes = parallel.each(follow, jobs, deadline_s + WAIT_SLACK_S, limit=64, tick=tick)
         per_handle: dict[int, list[HostOutcome]] = {}
         for (handle, command), o in zip(jobs, outcomes, strict=True):
             got = o.value if o.value is not None else HostOutcome(
@@ -150,7 +158,10 @@ class Workloads:
             )  # fmt: skip
             per_handle.setdefault(id(handle), []).append(got)
         self.learn_hostnames([n for h in handles for n in _nodes(h.workload)])
-        return [run_result(h, per_handle[id(h)], self.hostnames) for h in handles]
+        results = [run_result(h, per_handle[id(h)], self.hostnames) for h in handles]
+        if progress is not None:
+            progress(done_progress(handles, results, deadline_s))
+        return results
 
     def _end_late(self, handle: Handle, command: HostCommand) -> HostOutcome:
         """A workload past its deadline: end its processes, keep what it printed."""

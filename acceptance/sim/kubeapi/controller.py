@@ -21,6 +21,7 @@ from typing import Any
 from acceptance.sim.kubeapi.faults import IMAGE_PULL_FAILS, Faults
 from acceptance.sim.kubeapi.scheduler import Placement
 from acceptance.sim.kubeapi.store import Change, Obj, Store, now_iso
+from acceptance.sim.model.images import ImageCache, PullModel
 from acceptance.sim.runtime import Host, NodeSpec, ToolRun, ToolRunner
 
 Task = tuple[str, str, str]  # (what, namespace, name)
@@ -126,13 +127,16 @@ def owner_ref(obj: Mapping[str, Any]) -> Obj:
 class Controller:
     """Runs on its own thread; reacts to store changes and to its own timers."""
 
-    def __init__(self, store: Store, runner: ToolRunner, time_scale: float, faults: Faults) -> None:
+    def __init__(
+        self, store: Store, runner: ToolRunner, time_scale: float, faults: Faults, image_pull: PullModel | None = None
+    ) -> None:
         from acceptance.sim.kubeapi.jobs import JobControllers
 
         self.store = store
         self.runner = runner
         self.time_scale = time_scale
         self.faults = faults
+        self.images = ImageCache(image_pull, time_scale) if image_pull is not None else None
         self.rng = random.Random(faults.seed)
         self.logs: dict[tuple[str, str], str] = {}
         self.placement = Placement()
@@ -351,7 +355,34 @@ class Controller:
             self.event(pod, "Warning", "Failed", "Error: ImagePullBackOff", "kubelet")
             self._set_waiting(ns, name, "ImagePullBackOff", f'Back-off pulling image "{image}"')
             return
-        self.event(pod, "Normal", "Pulled", f'Container image "{image}" already present on machine', "kubelet")
+        pull = self.images.request(node, image, time.monotonic()) if self.images is not None else None
+        if pull is None:
+            self.event(pod, "Normal", "Pulled", f'Container image "{image}" already present on machine', "kubelet")
+            self._run(pod)
+            return
+        ready_at, seconds, waited = pull
+        self._set_waiting(ns, name, "ContainerCreating", "")
+        uid = pod["metadata"]["uid"]
+        size = self.images.model.size_of(image) if self.images is not None else 0
+        message = (f'Successfully pulled image "{image}" in {seconds:.3f}s ({seconds + waited:.3f}s including '
+                   f"waiting). Image size: {size} bytes.")  # fmt: skip
+        self.after_wall(max(0.0, ready_at - time.monotonic()), lambda: self._pulled(ns, name, uid, message))
+
+    def _pulled(self, ns: str, name: str, uid: str, message: str) -> None:
+        """The pod's image is on its node now: its container starts (unless the pod went meanwhile)."""
+        pod = self.store.get("pods", ns, name)
+        if pod is None or pod["metadata"]["uid"] != uid or pod["metadata"].get("deletionTimestamp"):
+            return
+        if pod["spec"].get("nodeName") in self._sick_nodes or pod["status"].get("phase") != "Pending":
+            return
+        self.event(pod, "Normal", "Pulled", message, "kubelet")
+        self._run(pod)
+
+    def _run(self, pod: Obj) -> None:
+        """Create and start the pod's container, then run its command through the simulator."""
+        ns, name = pod["metadata"]["namespace"], pod["metadata"]["name"]
+        node = pod["spec"]["nodeName"]
+        container = pod["spec"]["containers"][0]
         self.event(pod, "Normal", "Created", f"Created container {container['name']}", "kubelet")
         self.event(pod, "Normal", "Started", f"Started container {container['name']}", "kubelet")
         started = now_iso()

@@ -201,7 +201,7 @@ class Placement:
         names = candidate_names(pod)
         order = sorted(names & nodes.keys()) if names is not None else sorted(nodes)
         wanted = list(pod_requests(pod).items())
-        if any(r == GPU for r, _ in wanted):
+        if any(r == GPU and n > 0 for r, n in wanted):  # a pod asking for no GPU fits beside a GPU-full one
             order = [n for n in order if n not in self.gpu_full]
         for name in order:
             used = self.used.get(name)

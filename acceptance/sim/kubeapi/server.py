@@ -42,6 +42,7 @@ from acceptance.sim.kubeapi.store import (
     parse_label_selector,
 )
 from acceptance.sim.kubeapi.validate import validate
+from acceptance.sim.model.images import PullModel
 from acceptance.sim.runtime import ToolRunner
 
 
@@ -59,16 +60,18 @@ class EmulatedApi:
         tls: bool = False,
         mpi_operator: bool = True,
         audit_log: Path | None = None,
+        image_pull: PullModel | None = None,
     ) -> None:
         """`mpi_operator` False: the cluster serves no kubeflow.org MPIJobs (an operator not installed).
-        `audit_log`: each distinct access (RBAC verb, API group, resource, namespace) as a JSON line."""
+        `audit_log`: each distinct access (RBAC verb, API group, resource, namespace) as a JSON line.
+        `image_pull`: how long images take to reach nodes with a cold cache (None: every image is there)."""
         import random
 
         self.faults = faults or Faults()
         self.tls = tls
         self.token = token if token is not None else secrets.token_hex(16)
         self.store = Store(history)
-        self.controller = Controller(self.store, runner, time_scale, self.faults)
+        self.controller = Controller(self.store, runner, time_scale, self.faults, image_pull)
         self._runner = runner
         self._namespaces = tuple(namespaces)
         self._rng = random.Random(self.faults.seed + 1)

@@ -9,6 +9,10 @@ checkout): a cluster size, a seed, software versions, faults.
     nodes_per_leaf: 8        # optional; default 8 up to 64 nodes, 16 beyond
     seed: 1
     versions: {nccl: 2.26.5} # optional overrides of acceptance.sim.model.cluster.Versions
+    image_pull:              # optional: pull times on nodes with a cold image cache (sim.model.images)
+      bandwidth: 150MiB
+      cold_nodes: [sim-node-07]
+      sizes: {nccl-tests: 6GiB, nemo: 25GiB}
     faults:
       - nic-degraded@sim-node-07:3          # compact form
       - {fault: bad-restore, mode: step-off} # with parameters
@@ -26,10 +30,11 @@ import yaml
 from acceptance.errors import UsageError
 from acceptance.sim.model.cluster import SimCluster, Versions, build_cluster
 from acceptance.sim.model.faults import FaultSet, parse_fault
+from acceptance.sim.model.images import PullModel
 
 SCENARIO_DIR = Path(__file__).resolve().parents[1] / "scenarios"  # shipped in the package
 DEFAULT_SCENARIO = "healthy-16"
-_KEYS = {"name", "description", "nodes", "nodes_per_leaf", "seed", "versions", "faults"}
+_KEYS = {"name", "description", "nodes", "nodes_per_leaf", "seed", "versions", "faults", "image_pull"}
 
 
 @dataclass(frozen=True)
@@ -41,6 +46,7 @@ class Scenario:
     seed: int = 1
     versions: Mapping[str, str] = field(default_factory=dict)
     faults: tuple[str | Mapping[str, Any], ...] = ()
+    image_pull: PullModel | None = None  # None: every node has every image
 
     def build(
         self, seed: int | None = None, extra_faults: Iterable[str | Mapping[str, Any]] = ()
@@ -98,6 +104,7 @@ def scenario_from_dict(data: Any, source: str = "<scenario>") -> Scenario:
             seed=int(data.get("seed", 1)),
             versions={str(k): str(v) for k, v in (data.get("versions") or {}).items()},
             faults=tuple(faults),
+            image_pull=PullModel.from_mapping(data["image_pull"], source) if "image_pull" in data else None,
         )
     except (TypeError, ValueError) as exc:
         raise UsageError(f"{source}: {exc}") from exc

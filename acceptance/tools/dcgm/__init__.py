@@ -116,6 +116,12 @@ class DcgmDiag:
             args.append("-j")
         return args
 
+    def progress_note(self) -> str:
+        """What a progress line can say of the tests finished while this command runs."""
+        if self.json:  # one JSON document, printed when every test has run
+            return "tests finished: known at its end (dcgmi diag -j prints them all then)"
+        return ""
+
     @classmethod
     def from_argv(cls, argv: Sequence[str]) -> DcgmDiag:
         """Read back a `dcgmi diag` command line (as written by `argv()` or by hand)."""

@@ -1,0 +1,148 @@
+"""Live progress in a real pytest run on the emulator: plain lines through a pipe, a rewritten line on a terminal (pty).
+
+The DCGM module alone on the returned node sim-node-07, whose image cache is cold (a 100 GiB DCGM image at
+150 MiB/s: about 2.7 s of wall time at the time scale used here, then about 3.6 s of diagnostics), so the run
+shows the phases "pulling image" and "running" against the 1h00m deadline. The junit file is the same with
+progress on a pipe, on a terminal and off.
+"""
+
+from __future__ import annotations
+
+import os
+import pty
+import re
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import yaml
+
+from tests.suite_run import SUITE, sim_cluster_folder
+
+pytestmark = pytest.mark.slow
+
+SCALE = 0.004  # wall seconds per simulated second: 15 simulated minutes of DCGM r3 take 3.6 s
+SCENARIO = """\
+name: cold-dcgm-16
+description: "16 healthy nodes; sim-node-07 came back with an empty image cache and the DCGM image is huge"
+nodes: 16
+seed: 1
+image_pull: {bandwidth: 150MiB, cold_nodes: [sim-node-07], sizes: {dcgm: 100GiB}}
+"""
+LINE = re.compile(r"dcgm on sim-node-07: (pending|pulling image|running) \| (\d+m\d\ds) of 1h00m")
+ENDED = "dcgm on sim-node-07: succeeded in"
+
+
+@pytest.fixture(scope="module")
+def baselines(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    base = tmp_path_factory.mktemp("progress")
+    folder = sim_cluster_folder(base)
+    (base / "cold-dcgm-16.yaml").write_text(SCENARIO)
+    profile = yaml.safe_load((folder / "cluster.yaml").read_text())
+    profile["sim"].update(scenario=str(base / "cold-dcgm-16.yaml"), time_scale=SCALE)
+    (folder / "cluster.yaml").write_text(yaml.safe_dump(profile, sort_keys=False))
+    return folder.parent
+
+
+def command(baselines: Path, name: str, every: int, extra: tuple[str, ...] = ()) -> list[str]:
+    base = baselines.parent
+    return [sys.executable, "-m", "pytest", str(SUITE / "test_gpu_diagnostics.py"), "--cluster=sim",
+            f"--baselines-dir={baselines}", f"--report-dir={base / ('report-' + name)}",
+            f"--junitxml={base / (name + '.xml')}", "--returned-node=sim-node-07", "--no-sign",
+            "--allow-unsigned-baseline", "-p", "no:cacheprovider", f"--progress-every={every}", *extra]  # fmt: skip
+
+
+def env() -> dict[str, str]:
+    return {**os.environ, "COLUMNS": "160", "TERM": "xterm", "PYTHONDONTWRITEBYTECODE": "1"}
+
+
+def on_a_pipe(baselines: Path, name: str, every: int, extra: tuple[str, ...] = ()) -> str:
+    argv = command(baselines, name, every, extra)
+    done = subprocess.run(argv, capture_output=True, text=True, timeout=120, env=env(), cwd=baselines.parent,
+                          check=False)  # fmt: skip
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    return done.stdout
+
+
+def on_a_terminal(baselines: Path, name: str) -> str:
+    """The run with a pseudo-terminal as its stdout and stderr: what a person at a terminal would see."""
+    pid, fd = pty.fork()
+    if pid == 0:  # the child: exec at once, never return into pytest
+        os.chdir(baselines.parent)
+        os.execvpe(sys.executable, command(baselines, name, 1), env())
+    out = bytearray()
+    deadline = time.monotonic() + 120
+    try:
+        while time.monotonic() < deadline:
+            try:
+                chunk = os.read(fd, 65536)
+            except OSError:  # EIO: the child closed the terminal
+                break
+            if not chunk:
+                break
+            out.extend(chunk)
+    finally:
+        if time.monotonic() >= deadline:
+            os.kill(pid, 9)
+        _, status = os.waitpid(pid, 0)
+        os.close(fd)
+    text = out.decode("utf-8", "replace")
+    assert os.waitstatus_to_exitcode(status) == 0, text[-3000:]
+    return text
+
+
+def junit(baselines: Path, name: str) -> str:
+    """The junit file without what differs between any two runs (times, run id, report folder, host)."""
+    text = (baselines.parent / f"{name}.xml").read_text()
+    text = re.sub(r' (time|timestamp|hostname)="[^"]*"', "", text)
+    text = re.sub(r"ra-\d{14}-[0-9a-f]+", "RUN", text)
+    text = re.sub(r'name="(start_utc|end_utc)" value="[^"]*"', r'name="\1"', text)
+    return text.replace(str(baselines.parent / f"report-{name}"), "REPORT")
+
+
+def test_plain_lines_on_a_pipe_show_phases_against_the_deadline_and_junit_is_unchanged(
+    baselines: Path, without_progress: str
+) -> None:
+    shown = on_a_pipe(baselines, "pipe", every=1)
+    lines = [m for m in (LINE.search(line) for line in shown.splitlines()) if m]
+    phases = [m.group(1) for m in lines]
+    assert "pulling image" in phases, shown
+    assert "running" in phases, shown
+    assert phases.index("pulling image") < len(phases) - 1 - phases[::-1].index("running")  # pulled, then ran
+    assert [m.group(2) for m in lines] == sorted(m.group(2) for m in lines)  # elapsed only grows
+    assert ENDED in shown
+    assert "\x1b[" not in shown  # no cursor movement into a log file
+
+    assert junit(baselines, "pipe") == without_progress
+
+
+@pytest.fixture(scope="module")
+def without_progress(baselines: Path) -> str:
+    """The junit file of the same run with ``--progress-every=0`` (which shows no progress)."""
+    assert "dcgm on sim-node-07" not in on_a_pipe(baselines, "off", every=0)
+    return junit(baselines, "off")
+
+
+def test_a_terminal_shows_one_line_rewritten_in_place_and_junit_is_unchanged(
+    baselines: Path, without_progress: str
+) -> None:
+    shown = on_a_terminal(baselines, "tty")
+    first = shown.index("\x1b[2Kdcgm on sim-node-07:")
+    last = shown.index(ENDED)
+    drawn = shown[first:last]
+    assert "\x1b[2Kdcgm on sim-node-07: pulling image | " in drawn
+    assert "\x1b[2Kdcgm on sim-node-07: running | " in drawn
+    assert "\n" not in drawn  # every update went over the same line: \r, erase, the new text
+    assert drawn.count("\r\x1b[2K") >= 3
+    assert junit(baselines, "tty") == without_progress
+
+
+def test_under_xdist_the_controller_prints_the_workers_progress_as_plain_lines(baselines: Path) -> None:
+    """The worker that waits writes the batch's status into the run folder; the controller reads and prints it."""
+    shown = on_a_pipe(baselines, "xdist", every=1, extra=("-n", "2"))
+    phases = [m.group(1) for m in (LINE.search(line) for line in shown.splitlines()) if m]
+    assert "running" in phases, shown
+    assert ENDED in shown
+    assert "\x1b[" not in shown
