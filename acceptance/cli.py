@@ -10,13 +10,13 @@ does not load pandas, matplotlib or the Kubernetes client.
 from __future__ import annotations
 
 import argparse
-import importlib
 import os
 import sys
 from collections.abc import Sequence
 from typing import Any
 
 from acceptance import __version__
+from acceptance.cmd.lazy import LazyParser
 from acceptance.errors import AcceptanceError, UsageError
 
 # Order is the order of `acceptance --help`: command -> (module, one-line help).
@@ -37,23 +37,6 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "localize": ("acceptance.cmd.localize", "find the bad node, link or switch of a cluster's fabric"),
 }
 COMMAND_MODULES: tuple[str, ...] = tuple(module for module, _ in COMMANDS.values())
-
-
-class _Command(argparse.ArgumentParser):
-    """A command's parser, filled in by its module's `register` the first time it parses."""
-
-    def __init__(self, *args: Any, module: str = "", **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        self._module = module
-        self._loaded = False
-
-    def parse_known_args(  # type: ignore[override]
-        self, args: Sequence[str] | None = None, namespace: argparse.Namespace | None = None
-    ) -> tuple[argparse.Namespace, list[str]]:
-        if not self._loaded and self._module:
-            self._loaded = True
-            importlib.import_module(self._module).register(_Into(self))
-        return super().parse_known_args(args, namespace)
 
 
 class _Into:
@@ -86,9 +69,9 @@ def build_parser() -> argparse.ArgumentParser:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("--version", action="version", version=f"recovery-acceptance {__version__}")
-    subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Command)
+    subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=LazyParser)
     for name, (module, help_text) in COMMANDS.items():
-        subparsers.add_parser(name, help=help_text, module=module)
+        subparsers.add_parser(name, help=help_text, module=module, hook="register", wrap=_Into)
     return parser
 
 

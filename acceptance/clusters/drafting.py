@@ -45,6 +45,26 @@ def signers_lines() -> list[str]:
     ]
 
 
+def env_and_nodes_lines(
+    gpus: int, product: str | None, driver: str | None, cuda: str | None, names: Sequence[str]
+) -> list[str]:
+    """The NCCL environment (commented choices) of the backend's section, then the ``nodes`` section."""
+    return [
+        "  env:",
+        "    NCCL_DEBUG: WARN        # INFO shows the transport NCCL picked (IB or sockets)",
+        "    # NCCL_IB_HCA: =mlx5_0,mlx5_1,...   # the HCAs of the GPU fabric",
+        "    # NCCL_SOCKET_IFNAME: eth0           # the interface for NCCL's bootstrap",
+        "",
+        "nodes:",
+        f"  gpus_per_node: {gpus}",
+        *([f"  gpu_product: {q(product)}"] if product else []),
+        *([f"  # driver {driver}, CUDA {cuda} today (recorded in the baseline at handover)"] if driver or cuda else []),
+        "  names:",
+        *(f"    - {q(n)}" for n in names),
+        "",
+    ]
+
+
 def agreement_lines(dcgm_host_engine: str = "embedded") -> list[str]:
     """The dcgm, nccl, smoke and margins sections with the defaults both parties review."""
     margins = Margins()

@@ -17,11 +17,11 @@ from __future__ import annotations
 import argparse
 import importlib
 import sys
-from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from acceptance.cmd import jsonout
+from acceptance.cmd.lazy import LazyParser
 from acceptance.errors import ParseError
 
 KINDS: dict[str, tuple[str, str]] = {
@@ -31,28 +31,11 @@ KINDS: dict[str, tuple[str, str]] = {
 }
 
 
-class _KindParser(argparse.ArgumentParser):
-    """The parser of one kind; its module's options are added the first time it parses."""
-
-    def __init__(self, *args: Any, module: str = "", **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        self._module = module
-        self._loaded = False
-
-    def parse_known_args(  # type: ignore[override]
-        self, args: Sequence[str] | None = None, namespace: argparse.Namespace | None = None
-    ) -> tuple[argparse.Namespace, list[str]]:
-        if not self._loaded and self._module:
-            self._loaded = True
-            importlib.import_module(self._module).add_parse_options(self)
-        return super().parse_known_args(args, namespace)
-
-
 def register(subparsers: Any) -> None:
     parser = subparsers.add_parser("parse", help="print a tool's output as JSON")
-    kinds = parser.add_subparsers(dest="kind", metavar="KIND", required=True, parser_class=_KindParser)
+    kinds = parser.add_subparsers(dest="kind", metavar="KIND", required=True, parser_class=LazyParser)
     for kind, (module_name, help_text) in KINDS.items():
-        sub = kinds.add_parser(kind, help=help_text, module=module_name)
+        sub = kinds.add_parser(kind, help=help_text, module=module_name, hook="add_parse_options")
         sub.add_argument("file", type=Path, help="the captured output ('-' for standard input)")
         sub.set_defaults(func=_run, parse_module=module_name)
 

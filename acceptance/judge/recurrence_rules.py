@@ -12,24 +12,12 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
+from acceptance.tools.dcgm import XID_MEANINGS
 from acceptance.units import format_duration, parse_duration
 
-# XIDs that mean the hardware fault came back (NVIDIA's XID catalogue); a profile may add codes.
-XID_MEANING: dict[int, str] = {
-    13: "graphics engine exception",
-    31: "GPU memory page fault",
-    43: "GPU stopped processing",
-    45: "preemptive cleanup",
-    48: "double-bit ECC error",
-    63: "ECC page retirement or row remapping recorded",
-    64: "ECC page retirement or row remapper failure",
-    74: "NVLink error",
-    79: "GPU has fallen off the bus",
-    92: "high single-bit ECC error rate",
-    94: "contained ECC error",
-    95: "uncontained ECC error",
-    119: "GSP RPC timeout",
-}
+# What an XID means (NVIDIA's XID catalogue, one table with DCGM's findings); the defaults are the ones
+# that mean the hardware fault came back; a profile may add codes.
+XID_MEANING: Mapping[int, str] = XID_MEANINGS
 DEFAULT_XIDS: tuple[int, ...] = (48, 63, 64, 74, 79, 92, 94, 95)
 
 # NVML clock event (throttle) reason bits, as DCGM_FI_DEV_CLOCKS_EVENT_REASONS reports them.

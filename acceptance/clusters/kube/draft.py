@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Mapping, Sequence
 
-from acceptance.clusters.drafting import agreement_lines, common, q, signers_lines
+from acceptance.clusters.drafting import agreement_lines, common, env_and_nodes_lines, q, signers_lines
 from acceptance.clusters.kube.discover import KubeFacts, NodeFacts
 
 GPU_RESOURCE = "nvidia.com/gpu"
@@ -98,20 +98,8 @@ def draft_kube_profile(
         lines.append("  tolerations:             # the GPU nodes' taints")
         for tol in tolerations:
             lines.append(f"    - {q(dict(tol))}")
-    lines += [
-        "  env:",
-        "    NCCL_DEBUG: WARN        # INFO shows the transport NCCL picked (IB or sockets)",
-        "    # NCCL_IB_HCA: =mlx5_0,mlx5_1,...   # the HCAs of the GPU fabric",
-        "    # NCCL_SOCKET_IFNAME: eth0           # the interface for NCCL's bootstrap",
-        "",
-        "nodes:",
-        f"  gpus_per_node: {gpus}",
-        *([f"  gpu_product: {q(product.replace('-', ' '))}"] if product else []),
-        *([f"  # driver {driver}, CUDA {cuda} today (recorded in the baseline at handover)"] if driver or cuda else []),
-        "  names:",
-        *(f"    - {q(n.name)}" for n in gpu_nodes),
-        "",
-    ]
+    shown = product.replace("-", " ") if product else None
+    lines += env_and_nodes_lines(gpus, shown, driver, cuda, [n.name for n in gpu_nodes])
     lines += agreement_lines()
     return "\n".join(lines) + "\n", tuple(notes)
 

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from acceptance.clusters.base import NodeInfo
-from acceptance.clusters.drafting import agreement_lines, common, q, signers_lines
+from acceptance.clusters.drafting import agreement_lines, common, env_and_nodes_lines, q, signers_lines
 from acceptance.clusters.ssh import inventory, remote
 from acceptance.clusters.ssh.hostkeys import HostKeyRefused
 from acceptance.clusters.ssh.hostset import HostSet
@@ -131,18 +131,7 @@ def draft_ssh_profile(name: str, access: HostAccess, infos: Sequence[NodeInfo]) 
         "",
         *ssh_lines,
         f"  head_node: {q(head)}       # runs mpirun for nccl-tests and the smoke job",
-        "  env:",
-        "    NCCL_DEBUG: WARN",
-        "    # NCCL_IB_HCA: =mlx5_0,mlx5_1,...   # the HCAs of the GPU fabric",
-        "    # NCCL_SOCKET_IFNAME: eth0           # the interface for NCCL's bootstrap",
-        "",
-        "nodes:",
-        f"  gpus_per_node: {gpus}",
-        *([f"  gpu_product: {q(product)}"] if product else []),
-        *([f"  # driver {driver}, CUDA {cuda} today (recorded in the baseline at handover)"] if driver or cuda else []),
-        "  names:",
-        *(f"    - {q(n)}" for n in access.hosts),
-        "",
+        *env_and_nodes_lines(gpus, product, driver, cuda, list(access.hosts)),
         "# localize:                 # hosts carry no labels: list the fabric to name a bad switch or link",
         "#   topology: {leaves: {leaf-01: [...]}, spines: {spine-01: [leaf-01]}}",
         "",

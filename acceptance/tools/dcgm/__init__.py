@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from acceptance.errors import ParseError, UsageError
-from acceptance.tools.dcgm.findings import action, cause, codes, xid_of
+from acceptance.tools.dcgm.findings import XID_MEANINGS, action, cause, codes, xid_of
 from acceptance.tools.dcgm.json_report import parse_json
 from acceptance.tools.dcgm.model import (
     ERROR,
@@ -51,6 +51,7 @@ __all__ = [
     "SKIP",
     "SOFTWARE",
     "WARN",
+    "XID_MEANINGS",
     "DcgmConditions",
     "DcgmDiag",
     "DcgmMessage",
