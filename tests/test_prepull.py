@@ -48,7 +48,8 @@ class QuickTrue(CannedRunner):
 
 
 class PodWatch(threading.Thread):
-    """Every 20 ms, the emulated cluster's pods of the run: the pre-pull ones seen, and what DCGM did meanwhile."""
+    """The emulated cluster's pod changes of the run, in the order they happened (the store's watch history,
+    so no state is missed however briefly it lasted): the pre-pull pods seen, and what DCGM did meanwhile."""
 
     def __init__(self, api: EmulatedApi) -> None:
         super().__init__(daemon=True)
@@ -57,20 +58,31 @@ class PodWatch(threading.Thread):
         self.prepull: dict[str, dict[str, Any]] = {}
         self.ended_while_dcgm_ran: set[str] = set()
         self.nodes: dict[str, str] = {}  # pod -> the node it was bound to
+        self._rv = 0
+        self._dcgm_running: set[str] = set()
 
     def run(self) -> None:
         while not self.stop.wait(0.02):
-            pods, _ = self.api.store.list("pods", None, lambda labels: labels.get(RUN_ID_KEY) == "t1")
-            dcgm_running = any(p["metadata"]["name"].startswith("dcgm-") and p["status"].get("phase") == "Running"
-                               for p in pods)  # fmt: skip
-            for pod in pods:
-                name = pod["metadata"]["name"]
-                if pod["spec"].get("nodeName"):
-                    self.nodes[name] = pod["spec"]["nodeName"]
-                if name.startswith("prepull-"):
-                    self.prepull[name] = pod
-                    if pod["status"].get("phase") == "Succeeded" and dcgm_running:
-                        self.ended_while_dcgm_ran.add(name)
+            self.drain()
+
+    def drain(self) -> None:
+        for change in self.api.store.changes_since(self._rv):
+            self._rv = change.rv
+            pod = change.obj
+            if change.resource != "pods" or (pod["metadata"].get("labels") or {}).get(RUN_ID_KEY) != "t1":
+                continue
+            name, phase = pod["metadata"]["name"], (pod.get("status") or {}).get("phase")
+            if pod["spec"].get("nodeName"):
+                self.nodes[name] = pod["spec"]["nodeName"]
+            if name.startswith("dcgm-"):
+                if phase == "Running" and change.type != "DELETED":
+                    self._dcgm_running.add(name)
+                else:
+                    self._dcgm_running.discard(name)
+            elif name.startswith("prepull-"):
+                self.prepull[name] = pod
+                if phase == "Succeeded" and self._dcgm_running:
+                    self.ended_while_dcgm_ran.add(name)
 
 
 def pulls_of(api: EmulatedApi, watch: PodWatch, prefix: str) -> list[str]:
@@ -102,6 +114,7 @@ def run_dcgm_then_nccl(tmp_path: Path, prepull: bool) -> tuple[EmulatedApi, PodW
             finally:
                 watch.stop.set()
                 watch.join(5)
+                watch.drain()
         return api, watch, pulls_of(api, watch, "all-reduce")
 
 

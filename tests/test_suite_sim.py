@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 
@@ -73,7 +74,11 @@ def test_degraded_nic_fails_fabric_and_the_step_time_it_slows(pytester: pytest.P
     ])  # fmt: skip
     html = (run.report_dir / "report.html").read_text()
     assert "Fabric localization: group results per round" in html
-    assert '<td class="fail" title="62% of the pair baseline">62% <small>with sim-node-15</small></td>' in html
+    cells = re.findall(
+        r'<td class="fail" title="(\d+)% of the pair baseline">(\d+)% <small>with (sim-node-\d\d)</small>', html
+    )
+    assert cells, "the matrix shows failing groups with their share of the pair baseline and the partner"
+    assert all(a == b and 55 <= int(a) <= 70 for a, b, _ in cells), cells  # the NIC runs at ~62% of its rate
 
 
 def test_a_slow_spine_fails_fabric_with_a_switch_and_no_node(pytester: pytest.Pytester) -> None:
