@@ -225,6 +225,10 @@ class TextParser:
                 else:
                     run.error(number, f"unreadable rank line: {line.strip()}", kind="output")
             return
+        if line[2:3] in ("", " "):  # '#' alone, or blanks after it: the column header, its units, placement line
+            if run is not None and (run.layout is None or run.trailer):
+                self._column_header(run, line, number)
+            return
         if line.startswith("# nccl-tests version"):
             run = self._open(number)
             m = _VERSION.match(line)
@@ -245,16 +249,8 @@ class TextParser:
             return
         if run is None:
             return
-        if run.layout is None or run.trailer:
-            names = line[1:].split()
-            if names[:2] == ["size", "count"]:
-                layout = layout_from_header(names)
-                if layout is None:
-                    self._header_damaged(run, number, line, _HEADER_EXPECTED)
-                else:
-                    run.layout = layout
-                    run.last = number
-                return
+        if (run.layout is None or run.trailer) and self._column_header(run, line, number):
+            return
         if line.startswith("# Out of bounds") or line.startswith("# Avg bus") or line.startswith("# Bitwise"):
             self._trailer(line, number)
         elif line.startswith("# Collective test concluded"):
@@ -277,6 +273,19 @@ class TextParser:
             run.params["per_iteration"] = True
         elif line.startswith("# Parallel Init Enabled"):
             run.params["parallel_init"] = True
+
+    def _column_header(self, run: ReportBuilder, line: str, number: int) -> bool:
+        """Whether a '#' line is a table's column header (its layout read into `run`, or reported damaged)."""
+        names = line[1:].split()
+        if names[:2] != ["size", "count"]:
+            return False
+        layout = layout_from_header(names)
+        if layout is None:
+            self._header_damaged(run, number, line, _HEADER_EXPECTED)
+        else:
+            run.layout = layout
+            run.last = number
+        return True
 
     def _header_damaged(self, run: ReportBuilder, number: int, line: str, expected: str) -> None:
         """A header line of the report that does not have its documented shape."""
