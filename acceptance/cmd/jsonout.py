@@ -46,6 +46,8 @@ def pretty(value: Any, inline_from: int, level: int = 0) -> str:
         return "{\n" + ",\n".join(items) + "\n" + close + "}"
     if not any(isinstance(v, dict | list) for v in value):
         return _encode(value)
+    if level + 1 >= inline_from:  # one line per item (a data row, a rank): encoded straight away
+        return "[\n" + ",\n".join([inner + _encode(v) for v in value]) + "\n" + close + "]"
     return "[\n" + ",\n".join(inner + pretty(v, inline_from, level + 1) for v in value) + "\n" + close + "]"
 
 

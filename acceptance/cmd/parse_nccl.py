@@ -8,12 +8,10 @@ temporary file beyond), so a capture of a thousand 2,160-rank reports takes the 
 from __future__ import annotations
 
 import argparse
-import shutil
 import sys
-import tempfile
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, TextIO
+from typing import IO, Any, TextIO
 
 from acceptance.cmd.jsonout import pretty
 from acceptance.errors import ParseError
@@ -70,29 +68,61 @@ def parse_cli(path: Path, args: argparse.Namespace) -> tuple[dict[str, Any], int
 
 def write_cli(path: Path, args: argparse.Namespace, out: TextIO) -> int:
     """`parse_cli` streamed: the document is written as runs finish, memory stays flat."""
-    with tempfile.SpooledTemporaryFile(max_size=SPOOL_BYTES, mode="w+", encoding="utf-8") as spool:
-        written = 0
-        count = 0
+    spool = _Spool()
+    count = 0
 
-        def sink(run: nccl.NcclRun) -> None:
-            nonlocal written, count
-            text = (",\n    " if count else "\n    ") + pretty(run.to_json(), _INLINE, 2)
-            spool.write(text)
-            written += len(text)
-            count += 1
+    def sink(run: nccl.NcclRun) -> None:
+        nonlocal count
+        spool.write((",\n    " if count else "\n    ") + pretty(run.to_json(), _INLINE, 2))
+        count += 1
 
+    try:
         capture = read_nccl(path, getattr(args, "collective", None), sink)
         if not count and not capture.recognised:
             raise _unrecognised(capture)
         head = '{\n  "kind": "nccl-tests",\n  "status": "' + capture.status + '",\n  "runs": ['
         errors = pretty([e.to_json() for e in capture.errors], 2, 1)
-        tail = ("\n  ]" if count else "]") + ',\n  "errors": ' + errors + "\n}\n"
-        spool.seek(0)
-        if written <= SPOOL_BYTES:
-            out.write(head + spool.read() + tail)
-        else:
-            out.write(head)
-            shutil.copyfileobj(spool, out, 1 << 20)
-            out.write(tail)
+        spool.copy_to(out, head, ("\n  ]" if count else "]") + ',\n  "errors": ' + errors + "\n}\n")
         out.flush()
+    finally:
+        spool.close()
     return 0 if capture.status == "ok" else 1
+
+
+class _Spool:
+    """The runs' JSON as it is made: in memory up to `SPOOL_BYTES`, in a temporary file beyond (what
+    `tempfile.SpooledTemporaryFile` does, without loading `tempfile` for the captures that never need it)."""
+
+    def __init__(self) -> None:
+        self.parts: list[str] = []
+        self.held = 0
+        self.file: IO[str] | None = None
+
+    def write(self, text: str) -> None:
+        if self.file is not None:
+            self.file.write(text)
+            return
+        self.parts.append(text)
+        self.held += len(text)
+        if self.held > SPOOL_BYTES:
+            import tempfile
+
+            self.file = tempfile.TemporaryFile("w+", encoding="utf-8")  # noqa: SIM115 (closed by `close`)
+            self.file.writelines(self.parts)
+            self.parts = []
+
+    def copy_to(self, out: TextIO, head: str, tail: str) -> None:
+        """`head`, everything written, `tail`: one write when it was held in memory."""
+        if self.file is None:
+            out.write(head + "".join(self.parts) + tail)
+            return
+        import shutil
+
+        out.write(head)
+        self.file.seek(0)
+        shutil.copyfileobj(self.file, out, 1 << 20)
+        out.write(tail)
+
+    def close(self) -> None:
+        if self.file is not None:
+            self.file.close()

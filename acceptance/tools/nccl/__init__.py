@@ -14,7 +14,6 @@ import itertools
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
-from acceptance.tools.nccl.json_report import parse_json_report
 from acceptance.tools.nccl.names import (
     COLLECTIVES,
     REDOPS,
@@ -96,6 +95,8 @@ def parse(
         if line.strip():
             break
     if head and head[-1].lstrip().startswith("{"):
+        from acceptance.tools.nccl.json_report import parse_json_report  # loaded for JSON documents only
+
         capture = parse_json_report("".join(itertools.chain(head, it)), source, collective)
         if sink is None:
             return capture

@@ -13,7 +13,7 @@ instead of handing the value on.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
 
@@ -49,6 +49,8 @@ _NO_EXTRAS: Mapping[str, float | None] = MappingProxyType({})
 _ONE_NUMBER = r"(?:(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?|N/A)"
 #: the eight values of a plain row joined by blanks: unsigned decimals (ASCII digits) or N/A
 _EIGHT_NUMBERS = re.compile(rf"(?a:{_ONE_NUMBER}(?: {_ONE_NUMBER}){{7}})")
+#: deletes what unsigned decimals and their exponents are written with (and the blanks between them)
+_DECIMAL_CHARS = str.maketrans("", "", "0123456789.eE+- ")
 #: types and ops nccl-tests prints: they pass `_WORD` without being tested each time
 _KNOWN = frozenset(TYPE_SIZES) | frozenset(REDOPS) | {"none"}
 
@@ -72,13 +74,13 @@ class Layout:
     need: int = field(init=False, compare=False, repr=False)
     #: the key columns of every collective since 2.13: `size count type redop root`
     unified: bool = field(init=False, compare=False, repr=False)
-    #: a 2.13+ row without timestamp or extra columns: 13 tokens, read straight through
-    _plain: bool = field(init=False, compare=False, repr=False)
+    #: a 2.13+ row without timestamp or extra columns: 13 tokens, read straight through (`plain_row`)
+    plain: bool = field(init=False, compare=False, repr=False)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "need", 2 * len(self.half) + (2 if self.timestamp else 0))
         object.__setattr__(self, "unified", self.keys == _KEY_NAMES)
-        object.__setattr__(self, "_plain", self.unified and self.half in _PLAIN_HALVES and not self.timestamp)
+        object.__setattr__(self, "plain", self.unified and self.half in _PLAIN_HALVES and not self.timestamp)
 
     @property
     def old_error_column(self) -> bool:
@@ -131,8 +133,8 @@ class Layout:
 
     def row(self, tokens: list[str], line: int) -> NcclRow | None:
         """A whole row from its tokens, or None when the tokens do not fit the layout."""
-        if self._plain and len(tokens) == 13:
-            return _plain_row(tokens, line)
+        if self.plain and len(tokens) == 13:
+            return plain_row(tokens, line)
         lead = len(tokens) - self.need
         if lead < 3:
             return None
@@ -149,10 +151,10 @@ class Layout:
         return NcclRow(size, count, kind, redop, root, body[0], body[1], body[2], line)
 
 
-def _plain_row(tokens: list[str], line: int) -> NcclRow | None:
+def plain_row(tokens: list[str], line: int) -> NcclRow | None:
     """`size count type redop root` then two halves of `time algbw busbw #wrong` (what `preamble`,
     `halves` and `join` read for this layout, without their generality: most rows are these)."""
-    size, count, kind, redop, root = tokens[0], tokens[1], tokens[2], tokens[3], tokens[4]
+    size, count, kind, redop, root = tokens[:5]
     if not (size.isdigit() and count.isdigit() and size.isascii() and count.isascii()):
         return None
     if not ((kind in _KNOWN or _word(kind)) and (redop in _KNOWN or _word(redop))):
@@ -160,39 +162,62 @@ def _plain_row(tokens: list[str], line: int) -> NcclRow | None:
     if not (root.isascii() and (root[1:] if root[:1] == "-" else root).isdigit()):
         return None
     numbers = tokens[5:13]
+    joined = " ".join(numbers)
+    values: Iterable[float | None]
     try:
-        if _EIGHT_NUMBERS.fullmatch(" ".join(numbers)):  # one regex for the eight values of a plain row
+        if not joined.translate(_DECIMAL_CHARS) and joined[0] not in "+-" and " -" not in joined and " +" not in joined:
+            # only digits, points, exponents and signs inside a number (no sign first, no letter but e, no '_',
+            # nothing beyond ASCII): float() accepts exactly what `_value` does, and refuses the rest
+            values = map(float, numbers)
+        elif _EIGHT_NUMBERS.fullmatch(joined):  # one regex for the eight values of a plain row with N/A
             values = [None if t == "N/A" else float(t) for t in numbers]
         else:
             values = [_value(t) for t in numbers]  # NonFinite, or ValueError naming the odd one
+        t1, a1, b1, w1, t2, a2, b2, w2 = values
     except NonFinite:
         raise
     except ValueError:
         return None
-    oop = _half_of(values[0], values[1], values[2], values[3])
-    ip = _half_of(values[4], values[5], values[6], values[7])
-    return _row_of(int(size), int(count), kind, redop, int(root), oop, ip, line)
+    return _row_of(
+        int(size), int(count), kind, redop, int(root), _half_of(t1, a1, b1, w1), _half_of(t2, a2, b2, w2), line
+    )
 
 
 _new = object.__new__
+#: the slots' own setters: a frozen record filled without its `__init__`, whose `object.__setattr__`
+#: per field is most of a row's cost (`__init__` does nothing else: no defaults are left to compute)
+_SET_TIME, _SET_ALGBW, _SET_BUSBW, _SET_WRONG, _SET_EXTRAS = (
+    getattr(NcclHalf, name).__set__ for name in ("time_us", "algbw", "busbw", "wrong", "extras")
+)
+_SET_SIZE, _SET_COUNT, _SET_TYPE, _SET_REDOP, _SET_ROOT, _SET_OOP, _SET_IP, _SET_STAMP, _SET_LINE = (
+    getattr(NcclRow, name).__set__
+    for name in ("size", "count", "type", "redop", "root", "oop", "ip", "timestamp", "line")
+)
 
 
 def _half_of(time_us: float | None, algbw: float | None, busbw: float | None, wrong: float | None) -> NcclHalf:
-    """`NcclHalf(time_us, algbw, busbw, wrong, _NO_EXTRAS)` built without the frozen dataclass's
-    per-field `object.__setattr__` (its `__init__` does nothing else); a third of a row's cost."""
+    """`NcclHalf(time_us, algbw, busbw, wrong, _NO_EXTRAS)`, filled through its slots."""
     half: NcclHalf = _new(NcclHalf)
-    fields = half.__dict__
-    fields["time_us"], fields["algbw"], fields["busbw"], fields["wrong"] = time_us, algbw, busbw, wrong
-    fields["extras"] = _NO_EXTRAS
+    _SET_TIME(half, time_us)
+    _SET_ALGBW(half, algbw)
+    _SET_BUSBW(half, busbw)
+    _SET_WRONG(half, wrong)
+    _SET_EXTRAS(half, _NO_EXTRAS)
     return half
 
 
 def _row_of(size: int, count: int, kind: str, redop: str, root: int, oop: NcclHalf, ip: NcclHalf, line: int) -> NcclRow:
     """`NcclRow(size, count, kind, redop, root, oop, ip, None, line)`, the same way as `_half_of`."""
     row: NcclRow = _new(NcclRow)
-    fields = row.__dict__
-    fields["size"], fields["count"], fields["type"], fields["redop"], fields["root"] = size, count, kind, redop, root
-    fields["oop"], fields["ip"], fields["timestamp"], fields["line"] = oop, ip, None, line
+    _SET_SIZE(row, size)
+    _SET_COUNT(row, count)
+    _SET_TYPE(row, kind)
+    _SET_REDOP(row, redop)
+    _SET_ROOT(row, root)
+    _SET_OOP(row, oop)
+    _SET_IP(row, ip)
+    _SET_STAMP(row, None)
+    _SET_LINE(row, line)
     return row
 
 

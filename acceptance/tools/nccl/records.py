@@ -35,7 +35,7 @@ def _json_float(value: float | None) -> float | str | None:
     return "nan" if math.isnan(value) else value
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class NcclHalf:
     """One placement (out-of-place or in-place) of one row; `wrong` is None where N/A."""
 
@@ -52,9 +52,10 @@ class NcclHalf:
             "busbw": _json_float(self.busbw),
             "wrong": _json_float(self.wrong),
         }
-        for key in HALF_EXTRAS:
-            if key in self.extras:
-                doc[key] = _json_float(self.extras[key])
+        if self.extras:  # most halves have none
+            for key in HALF_EXTRAS:
+                if key in self.extras:
+                    doc[key] = _json_float(self.extras[key])
         return doc
 
     @classmethod
@@ -71,7 +72,7 @@ class NcclHalf:
         )
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class NcclRow:
     """One data row: a message size (and type/op/root) measured out of place and in place."""
 
@@ -118,7 +119,7 @@ class NcclRow:
         )
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class NcclRank:
     """One `#  Rank …` line: where a rank ran."""
 

@@ -24,7 +24,7 @@ from collections.abc import Callable, Iterable
 
 from acceptance.errors import ParseError
 from acceptance.tools.nccl.failures import BOX_RULE, LAUNCHER, TEST, classify
-from acceptance.tools.nccl.layout import UNIFIED_PREAMBLE_WIDTH, Layout, NonFinite, layout_from_header
+from acceptance.tools.nccl.layout import UNIFIED_PREAMBLE_WIDTH, Layout, NonFinite, layout_from_header, plain_row
 from acceptance.tools.nccl.names import normalize_collective
 from acceptance.tools.nccl.records import (
     NcclCapture,
@@ -68,7 +68,7 @@ _LAUNCHER_ERROR = re.compile(
     r"core dumped|exited with non-zero|exit code)\b"
 )
 #: what `_LAUNCHER_ERROR` needs in a line (lower case): a cheap test before the pattern
-_ERROR_WORDS = ("fail", "error", "invalid", "abort", "kill", "terminat", "segmentation", "core dump", "exit")
+_ERROR_WORD = re.compile("fail|error|invalid|abort|kill|terminat|segmentation|core dump|exit")
 _COMMAND = re.compile(r"(?:^|[\s/])([a-z][a-z_]*?_perf(?:_mpi)?)(?=\s|$)")
 _NUMERIC = re.compile(r"[-+]?(?:\d[\d.,_]*|\.\d+)(?:[eE][-+]?\d+)?%?$|N/A$|(?i:[-+]?(?:nan|inf))$")
 #: lines of an Open MPI help box kept as errors after its failure sentence
@@ -225,6 +225,10 @@ class TextParser:
                 else:
                     run.error(number, f"unreadable rank line: {line.strip()}", kind="output")
             return
+        if line[2:3] in ("", " "):  # '#' alone, or blanks after it: the column header, its units, placement line
+            if run is not None and (run.layout is None or run.trailer):
+                self._column_header(run, line, number)
+            return
         if line.startswith("# nccl-tests version"):
             run = self._open(number)
             m = _VERSION.match(line)
@@ -245,16 +249,8 @@ class TextParser:
             return
         if run is None:
             return
-        if run.layout is None or run.trailer:
-            names = line[1:].split()
-            if names[:2] == ["size", "count"]:
-                layout = layout_from_header(names)
-                if layout is None:
-                    self._header_damaged(run, number, line, _HEADER_EXPECTED)
-                else:
-                    run.layout = layout
-                    run.last = number
-                return
+        if (run.layout is None or run.trailer) and self._column_header(run, line, number):
+            return
         if line.startswith("# Out of bounds") or line.startswith("# Avg bus") or line.startswith("# Bitwise"):
             self._trailer(line, number)
         elif line.startswith("# Collective test concluded"):
@@ -277,6 +273,19 @@ class TextParser:
             run.params["per_iteration"] = True
         elif line.startswith("# Parallel Init Enabled"):
             run.params["parallel_init"] = True
+
+    def _column_header(self, run: ReportBuilder, line: str, number: int) -> bool:
+        """Whether a '#' line is a table's column header (its layout read into `run`, or reported damaged)."""
+        names = line[1:].split()
+        if names[:2] != ["size", "count"]:
+            return False
+        layout = layout_from_header(names)
+        if layout is None:
+            self._header_damaged(run, number, line, _HEADER_EXPECTED)
+        else:
+            run.layout = layout
+            run.last = number
+        return True
 
     def _header_damaged(self, run: ReportBuilder, number: int, line: str, expected: str) -> None:
         """A header line of the report that does not have its documented shape."""
@@ -342,6 +351,15 @@ class TextParser:
         run = self.run
         if run is not None and run.layout is not None and not run.trailer:
             tokens = line.split()
+            if len(tokens) == 13 and run.layout.plain:  # most rows: read straight through, kept at once
+                try:
+                    row = plain_row(tokens, number)
+                except NonFinite as exc:
+                    self._non_finite(run, number, line, exc.token)
+                    return
+                if row is not None:
+                    self._keep_row(run, row, number)
+                    return
             if len(tokens) >= 3 and tokens[0].isdigit() and tokens[1].isdigit() and _letter(tokens[2]):
                 self._row(run, run.layout, line, tokens, number)
                 return
@@ -452,8 +470,7 @@ class TextParser:
             m = _COMMAND.search(line)
             if m:
                 self.hint = m.group(1)
-        low = line.lower()
-        if any(word in low for word in _ERROR_WORDS) and _LAUNCHER_ERROR.search(line):
+        if _ERROR_WORD.search(line.lower()) and _LAUNCHER_ERROR.search(line):
             self._capture_error(number, line)
 
     # -- helpers -----------------------------------------------------------------------------
@@ -497,6 +514,12 @@ class TextParser:
             self._refresh_want()
 
 
+_new = object.__new__
+_SET_RANK, _SET_HOST, _SET_DEVICE, _SET_BUSID, _SET_GPU, _SET_PID = (
+    getattr(NcclRank, name).__set__ for name in ("rank", "host", "device", "busid", "gpu", "pid")
+)
+
+
 def _rank(line: str) -> NcclRank | None:
     """A `#  Rank R [Group G] Pid P on HOST device D [BUSID] NAME` line; split first, regex as fallback."""
     parts = line.split(maxsplit=12)
@@ -504,9 +527,18 @@ def _rank(line: str) -> NcclRank | None:
         _, _, rank, _, _, pid_kw, pid, on, host, device_kw, device, busid, gpu = parts
         if pid_kw == "Pid" and on == "on" and device_kw == "device" and busid[:1] == "[" and busid[-1:] == "]":
             try:
-                return NcclRank(int(rank), host, int(device), busid[1:-1], gpu.strip(), int(pid))
+                number, device_number, pid_number = int(rank), int(device), int(pid)
             except ValueError:
                 pass
+            else:
+                made: NcclRank = _new(NcclRank)  # NcclRank(...) filled through its slots, as layout's rows are
+                _SET_RANK(made, number)
+                _SET_HOST(made, host)
+                _SET_DEVICE(made, device_number)
+                _SET_BUSID(made, busid[1:-1])
+                _SET_GPU(made, gpu.strip())
+                _SET_PID(made, pid_number)
+                return made
     m = _RANK.match(line)
     if m is None:
         return None
