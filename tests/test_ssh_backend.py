@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from acceptance.clusters.base import DcgmWorkload, NcclWorkload, NodeWorkload, SmokeWorkload
+from acceptance.clusters.base import DcgmWorkload, NcclWorkload, NodeInfo, NodeWorkload, SmokeWorkload
 from acceptance.clusters.ssh import SshCluster
 from acceptance.errors import SshError, UsageError
 from acceptance.judge.preflight import judge_leftovers
@@ -37,6 +37,15 @@ def hosts(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SimulatedHosts]:
 def cluster(base: Path, hosts: SimulatedHosts, run_id: str | None = None, **ssh: object) -> SshCluster:
     profile = load_profile_file(host_profile(base, hosts, **ssh) / "cluster.yaml")
     return SshCluster(profile, run_id or new_run_id(datetime.now(UTC)))
+
+
+def nodes_of(base: Path, hosts: SimulatedHosts, **ssh: object) -> dict[str, NodeInfo]:
+    """The inventory's nodes by name, read with a cluster opened and closed for it."""
+    c = cluster(base, hosts, **ssh)
+    try:
+        return {n.name: n for n in c.inventory().nodes}
+    finally:
+        c.close()
 
 
 def fingerprint(public_key: Path) -> str:
@@ -70,11 +79,7 @@ def test_an_unknown_host_key_is_refused_with_its_fingerprint_and_how_to_accept_i
     known = tmp_path / "known_hosts"
     known.write_text("".join(line for line in hosts.known_hosts.read_text().splitlines(keepends=True)
                              if "127.0.0.42]" not in line))  # fmt: skip
-    c = cluster(tmp_path, hosts, known_hosts=str(known))
-    try:
-        nodes = {n.name: n for n in c.inventory().nodes}
-    finally:
-        c.close()
+    nodes = nodes_of(tmp_path, hosts, known_hosts=str(known))
     assert nodes["sim-node-01"].ready
     assert not nodes["sim-node-02"].ready
     said = nodes["sim-node-02"].conditions["Ready"]
@@ -131,11 +136,7 @@ def test_accept_new_takes_an_unknown_key_and_says_it_was_not_verified(tmp_path: 
 
 def test_a_host_that_refuses_connections_is_named(tmp_path: Path) -> None:
     with served_hosts(tmp_path, nodes=3, faults=("node-down@sim-node-02",), first=50) as down:
-        c = cluster(tmp_path, down)
-        try:
-            nodes = {n.name: n for n in c.inventory().nodes}
-        finally:
-            c.close()
+        nodes = nodes_of(tmp_path, down)
     assert nodes["sim-node-01"].ready
     said = nodes["sim-node-02"].conditions["Ready"]
     assert (
@@ -145,11 +146,7 @@ def test_a_host_that_refuses_connections_is_named(tmp_path: Path) -> None:
 
 def test_a_busy_gpu_is_named_with_its_process(tmp_path: Path) -> None:
     with served_hosts(tmp_path, nodes=2, faults=("gpu-busy@sim-node-02:3",), first=54) as busy:
-        c = cluster(tmp_path, busy)
-        try:
-            nodes = {n.name: n for n in c.inventory().nodes}
-        finally:
-            c.close()
+        nodes = nodes_of(tmp_path, busy)
     assert nodes["sim-node-01"].ready
     assert not nodes["sim-node-02"].ready
     assert nodes["sim-node-02"].conditions["Ready"] == "GPU 3 busy: pid 48213 (python3, 71680 MiB) holds it"
