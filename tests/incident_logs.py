@@ -6,6 +6,8 @@ from pathlib import Path
 
 from acceptance.sim.model import SimRunner, load_scenario
 
+BASELINES = Path(__file__).resolve().parents[1] / "baselines"
+
 TRAIN = [
     "pretrain_gpt.py",
     "--train-iters",
@@ -21,6 +23,11 @@ TORCHRUN = ["torchrun", "--nnodes", "16", "--nproc-per-node", "8", *TRAIN]
 XID_NODE, XID_GPU, XID_STEP = "sim-node-05", 3, 700
 NIC_NODE, NIC_STEP = "sim-node-07", 400
 NODES = [f"sim-node-{i:02d}" for i in range(1, 17)]
+
+
+def bundle_argv(*args: str, baselines: Path = BASELINES) -> list[str]:
+    """`acceptance bundle` on the simulator, unsigned, with the project's baselines unless told, then `args`."""
+    return ["bundle", "--cluster", "sim", "--baselines-dir", str(baselines), "--no-sign", *args]
 
 
 def runner(*incidents: str, at_step: int | None = None, faults: tuple[str, ...] = ()) -> SimRunner:

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from acceptance.cli import main
+from tests.incident_logs import bundle_argv
 from tests.shared import CORPUS2, needs_shared
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -19,24 +20,7 @@ K = CORPUS2 / "nvidia-smi-dmesg"
 
 def bundle(tmp: Path, *args: str) -> dict:
     out = tmp / "b"
-    assert (
-        main(
-            [
-                "bundle",
-                "--cluster",
-                "sim",
-                "--baselines-dir",
-                str(ROOT / "baselines"),
-                "--reports-dir",
-                str(tmp / "reports"),
-                "--out",
-                str(out),
-                "--no-sign",
-                *args,
-            ]
-        )
-        == 0
-    )
+    assert main(bundle_argv("--reports-dir", str(tmp / "reports"), "--out", str(out), *args)) == 0
     return json.loads((out / "bundle.json").read_text())
 
 
@@ -155,20 +139,7 @@ def test_bad_and_partial_inputs_give_a_bundle_that_says_what_is_missing(tmp_path
 
 
 def test_a_path_that_does_not_exist_is_a_usage_error(tmp_path, capsys) -> None:
-    status = main(
-        [
-            "bundle",
-            "--cluster",
-            "sim",
-            "--baselines-dir",
-            str(ROOT / "baselines"),
-            "--job-logs",
-            str(tmp_path / "nope.log"),
-            "--no-sign",
-            "--out",
-            str(tmp_path / "b"),
-        ]
-    )
+    status = main(bundle_argv("--job-logs", str(tmp_path / "nope.log"), "--out", str(tmp_path / "b")))
     assert status == 2
     assert (
         capsys.readouterr().err.strip() == f"acceptance: error: --job-logs {tmp_path / 'nope.log'}: "
@@ -177,7 +148,7 @@ def test_a_path_that_does_not_exist_is_a_usage_error(tmp_path, capsys) -> None:
 
 
 def test_job_selector_needs_kubernetes_and_logs_are_needed(tmp_path, capsys) -> None:
-    base = ["bundle", "--cluster", "sim", "--baselines-dir", str(ROOT / "baselines"), "--no-sign"]
+    base = bundle_argv()
     assert main([*base, "--job", "app=train"]) == 2
     assert "--job reads a job's pods from Kubernetes; cluster sim uses backend sim" in capsys.readouterr().err
     assert main(base) == 2
@@ -189,20 +160,7 @@ def test_an_existing_bundle_folder_is_never_overwritten(tmp_path, capsys) -> Non
     log.write_text("hello\n")
     (tmp_path / "b").mkdir()
     (tmp_path / "b" / "keep").write_text("mine")
-    status = main(
-        [
-            "bundle",
-            "--cluster",
-            "sim",
-            "--baselines-dir",
-            str(ROOT / "baselines"),
-            "--job-logs",
-            str(log),
-            "--no-sign",
-            "--out",
-            str(tmp_path / "b"),
-        ]
-    )
+    status = main(bundle_argv("--job-logs", str(log), "--out", str(tmp_path / "b")))
     assert status == 2
     assert "is not empty (a bundle is never overwritten)" in capsys.readouterr().err
     assert (tmp_path / "b" / "keep").read_text() == "mine"
@@ -212,21 +170,5 @@ def test_an_existing_bundle_folder_is_never_overwritten(tmp_path, capsys) -> Non
 def test_bad_log_offset_is_a_usage_error(tmp_path, value, capsys) -> None:
     log = tmp_path / "x.log"
     log.write_text("hello\n")
-    assert (
-        main(
-            [
-                "bundle",
-                "--cluster",
-                "sim",
-                "--baselines-dir",
-                str(ROOT / "baselines"),
-                "--job-logs",
-                str(log),
-                "--no-sign",
-                "--log-utc-offset",
-                value,
-            ]
-        )
-        == 2
-    )
+    assert main(bundle_argv("--job-logs", str(log), "--log-utc-offset", value)) == 2
     assert "expected the logs' offset from UTC" in capsys.readouterr().err

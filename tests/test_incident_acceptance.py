@@ -10,7 +10,7 @@ import pytest
 
 from acceptance.cli import main
 from acceptance.report.incident import restore_outcome
-from tests.incident_logs import write
+from tests.incident_logs import bundle_argv, write
 from tests.suite_run import run_suite, sim_cluster_folder
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -21,27 +21,8 @@ def bundled(pytester: pytest.Pytester):
     base = sim_cluster_folder(pytester.path).parent
     logs = write(pytester.mkdir("logs"), only=("xid",))
     out = pytester.path / "reports" / "sim" / "incident-INC-9"
-    assert (
-        main(
-            [
-                "bundle",
-                "--cluster",
-                "sim",
-                "--baselines-dir",
-                str(base),
-                "--job-logs",
-                str(logs["xid"]),
-                "--ticket",
-                "INC-9",
-                "--out",
-                str(out),
-                "--reports-dir",
-                str(pytester.path / "reports"),
-                "--no-sign",
-            ]
-        )
-        == 0
-    )
+    argv = ("--job-logs", str(logs["xid"]), "--ticket", "INC-9", "--out", str(out))
+    assert main(bundle_argv(*argv, "--reports-dir", str(pytester.path / "reports"), baselines=base)) == 0
     return out
 
 
@@ -71,25 +52,7 @@ def test_a_passing_run_restores_capacity_within_the_restore_clock(pytester: pyte
 def test_a_failing_run_does_not_restore_capacity(tmp_path) -> None:
     logs = write(tmp_path, only=("xid",))
     out = tmp_path / "reports" / "sim" / "incident-INC-9"
-    assert (
-        main(
-            [
-                "bundle",
-                "--cluster",
-                "sim",
-                "--baselines-dir",
-                str(ROOT / "baselines"),
-                "--job-logs",
-                str(logs["xid"]),
-                "--ticket",
-                "INC-9",
-                "--out",
-                str(out),
-                "--no-sign",
-            ]
-        )
-        == 0
-    )
+    assert main(bundle_argv("--job-logs", str(logs["xid"]), "--ticket", "INC-9", "--out", str(out))) == 0
     made = datetime.fromisoformat(json.loads((out / "bundle.json").read_text())["created_utc"].removesuffix("Z"))
     failed = restore_outcome([tmp_path / "reports"], "INC-9", passed=False, at=made + timedelta(hours=5))
     props = dict(failed.properties)

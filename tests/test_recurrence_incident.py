@@ -10,8 +10,7 @@ import pytest
 
 from acceptance.cli import main
 from acceptance.report.incident import resolve_outcome
-from tests.incident_logs import write
-from tests.suite_run import ROOT
+from tests.incident_logs import bundle_argv, write
 
 
 @pytest.fixture
@@ -19,21 +18,7 @@ def reports(tmp_path: Path) -> tuple[Path, datetime]:
     (tmp_path / "logs").mkdir()
     logs = write(tmp_path / "logs", only=("xid",))
     out = tmp_path / "reports" / "sim" / "incident-INC-9"
-    argv = [
-        "bundle",
-        "--cluster",
-        "sim",
-        "--baselines-dir",
-        str(ROOT / "baselines"),
-        "--job-logs",
-        str(logs["xid"]),
-        "--ticket",
-        "INC-9",
-        "--out",
-        str(out),
-        "--no-sign",
-    ]
-    assert main(argv) == 0
+    assert main(bundle_argv("--job-logs", str(logs["xid"]), "--ticket", "INC-9", "--out", str(out))) == 0
     made = datetime.fromisoformat(json.loads((out / "bundle.json").read_text())["created_utc"].removesuffix("Z"))
     return tmp_path / "reports", made
 
