@@ -13,13 +13,14 @@ from __future__ import annotations
 
 import argparse
 import os
-import shutil
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
+
+from acceptance.sim.ssh.sshd import INSTALL_HINT, missing_tools
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -38,8 +39,8 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=1)
     args = parser.parse_args()
-    if not Path("/usr/sbin/sshd").exists() or shutil.which("mpirun") is None:
-        print("suite over SSH: skipped (needs openssh-server and openmpi-bin)")
+    if missing_tools():
+        print(f"suite over SSH: skipped ({INSTALL_HINT})")
         return 0
     walls: dict[str, list[float]] = {"sim": [], "sim-ssh": []}
     with tempfile.TemporaryDirectory() as tmp:

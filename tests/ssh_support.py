@@ -9,7 +9,6 @@ real OpenSSH client.
 
 from __future__ import annotations
 
-import shutil
 import subprocess
 import sys
 import xml.etree.ElementTree as ET
@@ -24,14 +23,12 @@ import yaml
 from acceptance.clusters.ssh.remote import MARKER
 from acceptance.sim.model import SimRunner, load_scenario
 from acceptance.sim.ssh.hosts import SimulatedHosts
+from acceptance.sim.ssh.sshd import INSTALL_HINT, missing_tools
 from tests.suite_run import copy_agreement
 
 ROOT = Path(__file__).resolve().parents[1]
 SUITE = ROOT / "acceptance"
-NEEDS_SSHD = pytest.mark.skipif(
-    not Path("/usr/sbin/sshd").exists() or shutil.which("mpirun") is None,
-    reason="needs OpenSSH's sshd and Open MPI's mpirun (apt-get install openssh-server openmpi-bin)",
-)
+NEEDS_SSHD = pytest.mark.skipif(bool(missing_tools()), reason=INSTALL_HINT)
 
 
 def addresses(nodes: int, first: int = 40) -> dict[str, str]:

@@ -10,7 +10,7 @@ skipped (that would connect some other way than the user configured).
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -142,7 +142,3 @@ def resolve_targets(
                                 key=settings.key, local_user=local_user, what="ssh.jump")  # fmt: skip
         out[node] = HostTarget(node, endpoint, jump)
     return out
-
-
-def launcher_addresses(targets: Mapping[str, HostTarget]) -> dict[str, Endpoint]:
-    return {node: t.endpoint for node, t in targets.items()}

@@ -21,18 +21,25 @@ from pathlib import Path
 
 from acceptance.errors import ClusterError, UsageError
 
-SSHD = "/usr/sbin/sshd"
 INSTALL_HINT = (
     "the simulated SSH cluster needs OpenSSH's sshd and ssh-keygen and Open MPI's mpirun (Debian/Ubuntu: "
     "`apt-get install -y openssh-server openmpi-bin`); `--cluster=sim` needs none of them"
 )
 
 
+def _which_sshd() -> str | None:
+    return shutil.which("sshd", path=f"/usr/sbin:/usr/local/sbin:/sbin:{os.environ.get('PATH', '')}")
+
+
+def missing_tools() -> list[str]:
+    """The programs the simulated hosts need (sshd, ssh-keygen, mpirun) that this machine lacks."""
+    found = (("sshd", _which_sshd()), ("ssh-keygen", shutil.which("ssh-keygen")), ("mpirun", shutil.which("mpirun")))
+    return [name for name, path in found if path is None]
+
+
 def sshd_path() -> str:
     """The sshd binary (with ssh-keygen and mpirun beside it), or a usage error saying what to install."""
-    found = shutil.which("sshd", path=f"/usr/sbin:/usr/local/sbin:/sbin:{os.environ.get('PATH', '')}")
-    missing = [name for name, path in (("sshd", found), ("ssh-keygen", shutil.which("ssh-keygen")),
-                                       ("mpirun", shutil.which("mpirun"))) if path is None]  # fmt: skip
+    found, missing = _which_sshd(), missing_tools()
     if found is None or missing:
         raise UsageError(f"{', '.join(missing)} not found: {INSTALL_HINT}")
     return found
