@@ -13,14 +13,15 @@ from __future__ import annotations
 import json
 import xml.etree.ElementTree as ET
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from dataclasses import dataclass, field, replace
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 import yaml
 
 from acceptance.errors import ParseError
+from acceptance.incident.clocks import parse_utc
 from acceptance.report.manifest import MANIFEST_NAME, read_manifest
 
 BUNDLE_JSON = "bundle.json"
@@ -45,10 +46,9 @@ def _utc(text: object) -> datetime | None:
     if not isinstance(text, str) or not text:
         return None
     try:
-        moment = datetime.fromisoformat(text.replace("Z", "+00:00"))
-    except ValueError:
+        return parse_utc(text)
+    except ParseError:
         return None
-    return moment.astimezone(UTC).replace(tzinfo=None) if moment.tzinfo else moment
 
 
 def _junit(folder: Path) -> tuple[int, bool]:
@@ -145,7 +145,7 @@ def latest_accepted(root: Path, cluster: str) -> tuple[ReportSummary | None, lis
         if not result.ok:
             skipped.append(f"{folder}: does not verify ({'; '.join(c.detail for c in result.checks if not c.ok)})")
             continue
-        return ReportSummary(**{**summary.__dict__, "verified": True}), skipped
+        return replace(summary, verified=True), skipped
     return None, skipped
 
 
