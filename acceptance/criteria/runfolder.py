@@ -22,6 +22,14 @@ from typing import Any
 from acceptance.errors import ClusterError
 
 
+def write_json(target: Path, data: Any) -> None:
+    """`data` as JSON at `target` (its folder made if needed), replaced whole: a reader sees the old or the new."""
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tmp = target.with_suffix(".tmp")
+    tmp.write_text(json.dumps(data))
+    tmp.replace(target)
+
+
 @dataclass(frozen=True)
 class RunFolder:
     """The folder every process of one run shares."""
@@ -59,19 +67,13 @@ class RunFolder:
             if marker.exists():
                 return json.loads(marker.read_text())
             result = work()
-            tmp = marker.with_suffix(".tmp")
-            tmp.write_text(json.dumps(result))
-            tmp.replace(marker)
+            write_json(marker, result)
             return result
 
     def write_part(self, kind: str, name: str, data: Any) -> Path:
         """A piece of a baseline being recorded (one nccl run, one DCGM report)."""
-        folder = self.path / "parts" / kind
-        folder.mkdir(parents=True, exist_ok=True)
-        target = folder / f"{name}.json"
-        tmp = target.with_suffix(".tmp")
-        tmp.write_text(json.dumps(data))
-        tmp.replace(target)
+        target = self.path / "parts" / kind / f"{name}.json"
+        write_json(target, data)
         return target
 
     def parts(self, kind: str) -> dict[str, Any]:

@@ -21,7 +21,7 @@ import json
 import threading
 import time
 from collections.abc import Iterator, Mapping, Sequence
-from contextlib import AbstractContextManager, nullcontext
+from contextlib import AbstractContextManager, nullcontext, suppress
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -29,8 +29,9 @@ from typing import Protocol
 
 from acceptance.clusters.base import Cluster, Handle, ProgressSink, RunResult, Workload, WorkloadProgress
 from acceptance.criteria.evidence import Evidence
-from acceptance.criteria.runfolder import RunFolder
+from acceptance.criteria.runfolder import RunFolder, write_json
 from acceptance.errors import AcceptanceError
+from acceptance.progress.status import FOLDER as STATUS_FOLDER
 from acceptance.progress.status import BatchStatus, summarize
 
 GPU_LOCK = "gpus"
@@ -177,17 +178,12 @@ class Scheduler:
 
     def _sink(self, batch: Batch) -> ProgressSink:
         """Where the cluster's progress reports of `batch` go: the run folder, and this process's listener."""
-        target = self.folder.path / "progress" / f"{batch.key}.json"
+        target = self.folder.path / STATUS_FOLDER / f"{batch.key}.json"
 
         def report(progress: Sequence[WorkloadProgress]) -> None:
             status = summarize(batch.key, progress, note=batch.note, updated=time.time())
-            try:
-                target.parent.mkdir(exist_ok=True)
-                tmp = target.with_suffix(".tmp")
-                tmp.write_text(json.dumps(status.to_json()))
-                tmp.replace(target)
-            except OSError:  # progress is a courtesy: it never fails the batch
-                pass
+            with suppress(OSError):  # progress is a courtesy: it never fails the batch
+                write_json(target, status.to_json())
             if self.progress is not None:
                 self.progress.update(status)
 

@@ -26,14 +26,13 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from acceptance.progress.display import LiveDisplay
-from acceptance.progress.status import BatchStatus, duration
+from acceptance.progress.status import FOLDER, BatchStatus, duration
 
 if TYPE_CHECKING:
     from acceptance.session import AcceptanceSession
 
 POLL_S = 1.0
 STALE_S = 30.0
-FOLDER = "progress"
 
 
 class PytestTerminal:

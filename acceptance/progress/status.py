@@ -18,6 +18,7 @@ from typing import Any
 
 from acceptance.clusters.base import WorkloadProgress
 
+FOLDER = "progress"  # the run folder's subfolder where each batch's waiting process writes `<key>.json`
 PHASES = ("pending", "pulling image", "starting", "running")
 OUTCOMES = ("succeeded", "failed", "timeout", "unschedulable", "error")
 
