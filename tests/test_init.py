@@ -7,6 +7,8 @@ from pathlib import Path
 import pytest
 
 from acceptance.cli import main
+from acceptance.clusters.base import NodeInfo
+from acceptance.clusters.ssh.draft import HostAccess, draft_ssh_profile
 from acceptance.profile import load_profile_file
 from acceptance.sim.kubeapi import EmulatedApi
 from tests.test_sim_support import make_runner
@@ -67,3 +69,16 @@ def test_a_cluster_that_cannot_be_reached_or_has_no_gpu_is_a_clear_error(
         assert _init(api, tmp_path, "--nodes", "kubernetes.io/hostname=nowhere") == 2
     assert "no node with allocatable nvidia.com/gpu found (0 nodes listed) matching" in capsys.readouterr().err
     assert not (tmp_path / "prod").exists()
+
+
+def test_the_gpu_count_most_hosts_have_is_drafted_and_the_others_are_named() -> None:
+    def host(name: str, gpus: int) -> NodeInfo:
+        return NodeInfo(name, True, False, {"Ready": "True"}, gpus, {"nvidia.com/gpu.product": "NVIDIA H200"}, "", "")
+
+    infos = [host("n1", 4), host("n2", 8), host("n3", 8), host("n4", 2)]
+    access = HostAccess({i.name: f"10.0.0.{k}" for k, i in enumerate(infos, 1)})
+    text, notes = draft_ssh_profile("rack", access, infos)
+    assert "  gpus_per_node: 8\n" in text
+    assert "most hosts have 8 GPUs, these differ: n1 (4), n4 (2)" in notes
+    with pytest.raises(ValueError, match="no GPU listed by nvidia-smi on n1, n2"):
+        draft_ssh_profile("rack", access, [host("n1", 0), host("n2", 0)])

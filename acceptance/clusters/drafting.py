@@ -8,7 +8,7 @@ Pure: text in, text out.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 import yaml
 
@@ -35,6 +35,12 @@ def common(values: Sequence[str | None]) -> tuple[str | None, list[str]]:
         return None, []
     top = counts.most_common(1)[0][0]
     return top, sorted(v for v in counts if v != top)
+
+
+def most_gpus(per_node: Mapping[str, int]) -> tuple[int, list[str]]:
+    """The GPU count most nodes have, and the nodes that differ as ``name (count)`` (`per_node` not empty)."""
+    gpus = Counter(per_node.values()).most_common(1)[0][0]
+    return gpus, [f"{node} ({count})" for node, count in per_node.items() if count != gpus]
 
 
 def signers_lines() -> list[str]:

@@ -8,10 +8,9 @@ to do about it.
 
 from __future__ import annotations
 
-from collections import Counter
 from collections.abc import Mapping, Sequence
 
-from acceptance.clusters.drafting import agreement_lines, common, env_and_nodes_lines, q, signers_lines
+from acceptance.clusters.drafting import agreement_lines, common, env_and_nodes_lines, most_gpus, q, signers_lines
 from acceptance.clusters.kube.discover import KubeFacts, NodeFacts
 
 GPU_RESOURCE = "nvidia.com/gpu"
@@ -46,10 +45,8 @@ def draft_kube_profile(
         notes.append(
             f"not Ready now (kept in the node set; preflight will fail until they are): {', '.join(not_ready)}"
         )
-    counts = Counter(_gpus(n) for n in gpu_nodes)
-    gpus = counts.most_common(1)[0][0]
-    if len(counts) > 1:
-        odd = [f"{n.name} ({_gpus(n)})" for n in gpu_nodes if _gpus(n) != gpus]
+    gpus, odd = most_gpus({n.name: _gpus(n) for n in gpu_nodes})
+    if odd:
         notes.append(f"most GPU nodes have {gpus} allocatable GPUs, these differ: {', '.join(odd)}")
     product, others = common([n.labels.get("nvidia.com/gpu.product") for n in gpu_nodes])
     if others:

@@ -9,13 +9,12 @@ that does not answer stays in the node set with a note. `draft_ssh_profile` is p
 
 from __future__ import annotations
 
-from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from acceptance.clusters.base import NodeInfo
-from acceptance.clusters.drafting import agreement_lines, common, env_and_nodes_lines, q, signers_lines
+from acceptance.clusters.drafting import agreement_lines, common, env_and_nodes_lines, most_gpus, q, signers_lines
 from acceptance.clusters.ssh import inventory, remote
 from acceptance.clusters.ssh.hostkeys import HostKeyRefused
 from acceptance.clusters.ssh.hostset import HostSet
@@ -46,12 +45,16 @@ class HostAccess:
 def discover_hosts(access: HostAccess) -> list[NodeInfo]:
     """Each host as the preflight would see it; refused host keys stop everything (see the module docstring)."""
     settings = access.settings()
+
+    def launcher(node: str) -> str | None:
+        return "mpirun" if node == settings.head_node else None
+
     hostset = HostSet(settings, list(access.hosts), accept_new=False)
     try:
         answers = hostset.each(
             hostset.nodes,
             lambda conn: conn.run(
-                remote.sh(inventory.inventory_script("mpirun" if conn.node == settings.head_node else None)),
+                remote.sh(inventory.inventory_script(launcher(conn.node))),
                 settings.command_timeout_s,
             ),
             settings.command_timeout_s + settings.connect_timeout_s + 5,
@@ -68,9 +71,8 @@ def discover_hosts(access: HostAccess) -> list[NodeInfo]:
             conn = hostset.connections[node]
             host_key = f"{conn.key.key_type} {conn.key.fingerprint}" if conn.key else ""
             facts = inventory.parse_facts(answer.stdout)
-            launcher = "mpirun" if node == settings.head_node else None
             info = inventory.node_info(
-                node, facts, server_version=conn.server_version, host_key=host_key, launcher=launcher
+                node, facts, server_version=conn.server_version, host_key=host_key, launcher=launcher(node)
             )
             infos.append(info)
         return infos
@@ -91,12 +93,10 @@ def draft_ssh_profile(name: str, access: HostAccess, infos: Sequence[NodeInfo]) 
     unusable = [f"{i.name}: {i.conditions.get('Ready')}" for i in answered if not i.ready]
     if unusable:
         notes.append("not usable now (preflight will fail until fixed): " + "; ".join(unusable))
-    counts = Counter(i.allocatable_gpus for i in answered)
-    gpus = counts.most_common(1)[0][0]
+    gpus, odd = most_gpus({i.name: i.allocatable_gpus for i in answered})
     if gpus == 0:
         raise ValueError(f"no GPU listed by nvidia-smi on {', '.join(i.name for i in answered)}")
-    if len(counts) > 1:
-        odd = [f"{i.name} ({i.allocatable_gpus})" for i in answered if i.allocatable_gpus != gpus]
+    if odd:
         notes.append(f"most hosts have {gpus} GPUs, these differ: {', '.join(odd)}")
     product, others = common([i.labels.get("nvidia.com/gpu.product") for i in answered])
     if others:
