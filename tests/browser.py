@@ -1,17 +1,15 @@
-"""A real headless Chromium for the HTML report, and a tiny PNG reader for what it draws.
-
-`top_rows` decodes only the first rows of a PNG (8-bit RGB/RGBA, not interlaced: what Chromium
-writes) with zlib and the five PNG row filters, so a test reads the banner's colour in pure Python.
-"""
+"""A real headless Chromium for the HTML report, and readers for the PNG it draws."""
 
 from __future__ import annotations
 
+import io
 import shutil
 import struct
 import subprocess
-import zlib
 from collections import Counter
 from pathlib import Path
+
+import matplotlib.image as mpimg
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 TIMEOUT_S = 120
@@ -35,42 +33,10 @@ def png_size(data: bytes) -> tuple[int, int]:
     return width, height
 
 
-def _paeth(a: int, b: int, c: int) -> int:
-    p = a + b - c
-    pa, pb, pc = abs(p - a), abs(p - b), abs(p - c)
-    return a if pa <= pb and pa <= pc else b if pb <= pc else c
-
-
 def top_rows(data: bytes, rows: int) -> list[list[tuple[int, int, int]]]:
-    """The RGB pixels of the first `rows` rows."""
-    width, height = png_size(data)
-    pos, idat, header = 8, bytearray(), b""
-    while pos < len(data):
-        (length,) = struct.unpack(">I", data[pos : pos + 4])
-        kind, body = data[pos + 4 : pos + 8], data[pos + 8 : pos + 8 + length]
-        if kind == b"IHDR":
-            header = body
-        elif kind == b"IDAT":
-            idat += body
-        pos += 12 + length
-    depth, colour, interlace = header[8], header[9], header[12]
-    assert (depth, interlace) == (8, 0), "only 8-bit, not interlaced"
-    assert colour in (2, 6), "only RGB or RGBA"
-    bpp = 3 if colour == 2 else 4
-    stride = width * bpp
-    rows = min(rows, height)
-    raw = zlib.decompressobj().decompress(bytes(idat), (stride + 1) * rows)
-    out, previous = [], bytearray(stride)
-    for r in range(rows):
-        kind, line = raw[r * (stride + 1)], bytearray(raw[r * (stride + 1) + 1 : (r + 1) * (stride + 1)])
-        for i in range(stride):
-            a = line[i - bpp] if i >= bpp else 0
-            b, c = previous[i], previous[i - bpp] if i >= bpp else 0
-            pred = (0, a, b, (a + b) // 2, _paeth(a, b, c))[kind]
-            line[i] = (line[i] + pred) & 0xFF
-        out.append([(line[i], line[i + 1], line[i + 2]) for i in range(0, stride, bpp)])
-        previous = line
-    return out
+    """The RGB pixels of the first `rows` rows (decoded by matplotlib, a dependency of the report)."""
+    pixels = (mpimg.imread(io.BytesIO(data), format="png")[:rows, :, :3] * 255).round().astype(int)
+    return [[(int(r), int(g), int(b)) for r, g, b in row] for row in pixels]
 
 
 def dominant(pixels: list[list[tuple[int, int, int]]]) -> tuple[tuple[int, int, int], float]:
