@@ -17,7 +17,6 @@ from acceptance.incident.inputs import Parsed
 from acceptance.incident.model import AffectedNode, Evidence, NcclOutput, RankMap
 from acceptance.incident.ranks import node_of
 from acceptance.tools import nvsmi
-from acceptance.tools.kernel import xid_name
 
 GPUS_PER_NODE_MAX = 16
 
@@ -132,7 +131,3 @@ def affected_nodes(
     known = set(nodes) | set(placement.values())
     ordered = sorted(reasons.items(), key=lambda kv: (-len(kv[1]), kv[0]))
     return tuple(AffectedNode(where, tuple(ev), where in known) for where, ev in ordered)
-
-
-def xid_summary(xid: int) -> str:
-    return f"Xid {xid} ({xid_name(xid)})"

@@ -73,17 +73,5 @@ class Exposition:
     samples: tuple[Sample, ...] = ()
     noise: tuple[tuple[int, str], ...] = ()
 
-    def family_of(self, sample_name: str) -> Family | None:
-        """The family a sample belongs to (``x_total`` / ``x_bucket`` ... belong to ``x``)."""
-        found = self.families.get(sample_name)
-        if found is not None:
-            return found
-        for suffix in ("_total", "_created", "_bucket", "_count", "_sum", "_info", "_gcount", "_gsum"):
-            if sample_name.endswith(suffix):
-                found = self.families.get(sample_name.removesuffix(suffix))
-                if found is not None:
-                    return found
-        return None
-
     def names(self) -> list[str]:
         return list(dict.fromkeys(s.name for s in self.samples))
