@@ -77,12 +77,15 @@ def test_the_simulated_hosts_nvidia_smi_parses_back() -> None:
     assert "48213      C   python3" in banner
 
 
+# every ``nvidia-smi -q`` sample of the shared corpora
+Q_SAMPLES = [
+    *corpus_files("nvidia-smi"),
+    *sorted((SHARED / "corpus-wave2" / "nvidia-smi-dmesg").glob("nvidia-smi-q-*.txt")),
+]
+
+
 @needs_shared
-@pytest.mark.parametrize(
-    "path",
-    [*corpus_files("nvidia-smi"), *sorted((SHARED / "corpus-wave2" / "nvidia-smi-dmesg").glob("nvidia-smi-q-*.txt"))],
-    ids=lambda p: p.name,
-)
+@pytest.mark.parametrize("path", Q_SAMPLES, ids=lambda p: p.name)
 def test_versions_from_every_nvidia_smi_q_sample(path: Path) -> None:
     expected = {
         "nvidia-smi-q-8xa100-sxm4-80gb-driver-525-full.txt": ("525.60.13", "12.0"),
@@ -94,11 +97,7 @@ def test_versions_from_every_nvidia_smi_q_sample(path: Path) -> None:
 
 
 @needs_shared
-@pytest.mark.parametrize(
-    "path",
-    [*corpus_files("nvidia-smi"), *sorted((SHARED / "corpus-wave2" / "nvidia-smi-dmesg").glob("nvidia-smi-q-*.txt"))],
-    ids=lambda p: p.name,
-)
+@pytest.mark.parametrize("path", Q_SAMPLES, ids=lambda p: p.name)
 def test_the_versions_parser_and_the_q_report_agree_on_every_sample(path: Path) -> None:
     """One package, two readers of ``nvidia-smi -q``: the preflight's versions and the incident's report."""
     text = path.read_text()
