@@ -6,6 +6,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
+from hypothesis import assume, given, settings
+from hypothesis import strategies as st
 
 from acceptance.judge.verdict import Status, Verdict
 from acceptance.report.data import ReportData, TestRecord, verdict_payload
@@ -125,9 +127,6 @@ def test_a_report_folder_made_from_secret_bearing_inputs_holds_none(tmp_path: Pa
     assert "[REDACTED]" in (folder.path / "evidence" / "kubeconfig.yaml").read_text()
     assert "server: https://127.0.0.1:6443" in (folder.path / "evidence" / "kubeconfig.yaml").read_text()
 
-
-from hypothesis import assume, given, settings  # noqa: E402
-from hypothesis import strategies as st  # noqa: E402
 
 _noise = st.text(alphabet=st.characters(blacklist_categories=("Cs",)), max_size=200)
 _secret = st.text(

@@ -54,6 +54,7 @@ def test_analyze_loss_refuses_a_nan_limit(option: str, tmp_path: Path, capsys: p
 def test_analyze_steptime_refuses_a_nan_margin(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     log = tmp_path / "x.log"
     log.write_text("")
-    with pytest.raises(SystemExit):
+    with pytest.raises(SystemExit) as stopped:
         main(["analyze", "steptime", "--baseline", str(log), "--run", str(log), "--margin", "nan"])
+    assert stopped.value.code == 2
     assert "--margin: expected a fraction like 0.05 or 5%, got 'nan' (not a number)" in capsys.readouterr().err
