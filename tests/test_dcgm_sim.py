@@ -9,12 +9,10 @@ import pytest
 from acceptance.cmd.parse_dcgm import read_dcgm
 from acceptance.judge.diagnostics import DiagnosticsPolicy, judge_node
 from acceptance.judge.verdict import Status
+from acceptance.sim.model import cluster as sim_cluster
+from acceptance.sim.model import dcgmmodel, dcgmrender
+from acceptance.sim.model import faults as sim_faults
 from acceptance.tools.dcgm import parse
-
-sim_cluster = pytest.importorskip("acceptance.sim.model.cluster")
-sim_faults = pytest.importorskip("acceptance.sim.model.faults")
-dcgmmodel = pytest.importorskip("acceptance.sim.model.dcgmmodel")
-dcgmrender = pytest.importorskip("acceptance.sim.model.dcgmrender")
 
 
 def _run(level: int, fault: str | None = None):  # type: ignore[no-untyped-def]
