@@ -128,12 +128,13 @@ def capture(lines: int) -> Iterator[str]:
         yield from _report(collective, noise, per_gap, before)
 
 
-def _best(fn, repeat: int) -> float:  # type: ignore[no-untyped-def]
+def _best(fn, repeat: int, clock=time.perf_counter) -> float:  # type: ignore[no-untyped-def]
+    """Best time of `fn` over `repeat` calls, by `clock` (wall time unless told)."""
     best = float("inf")
     for _ in range(repeat):
-        start = time.perf_counter()
+        start = clock()
         fn()
-        best = min(best, time.perf_counter() - start)
+        best = min(best, clock() - start)
     return best
 
 
@@ -182,12 +183,7 @@ def _command_child(path: str, out: str) -> None:
 
 def _cpu_best(fn, repeat: int) -> float:  # type: ignore[no-untyped-def]
     """Best CPU time (this process) of `fn`: on a machine shared with others, wall time measures them too."""
-    best = float("inf")
-    for _ in range(repeat):
-        start = time.process_time()
-        fn()
-        best = min(best, time.process_time() - start)
-    return best
+    return _best(fn, repeat, time.process_time)
 
 
 def _children_cpu() -> float:
