@@ -15,7 +15,7 @@ from pathlib import Path
 
 import paramiko
 
-from acceptance.clusters.ssh.targets import Endpoint
+from acceptance.clusters.ssh.targets import Endpoint, split_address
 from acceptance.errors import SshError, UsageError
 
 
@@ -115,8 +115,8 @@ class _Policy(paramiko.MissingHostKeyPolicy):
         self.known = known
 
     def missing_host_key(self, client: paramiko.SSHClient, hostname: str, key: paramiko.PKey) -> None:
-        address, _, port = hostname[1:].partition("]:") if hostname.startswith("[") else (hostname, "", "22")
-        endpoint = Endpoint(address, int(port or 22), "")
+        address, port = split_address(hostname)  # known_hosts' ``host`` or ``[host]:port``
+        endpoint = Endpoint(address, port or 22, "")
         if not self.known.accept_new:
             raise HostKeyRefused(unknown_message(hostname, endpoint, key, self.known.path))
         record = VerifiedKey(key.get_name(), key.fingerprint, key.get_base64(),
