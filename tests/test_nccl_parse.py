@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 from acceptance.cmd.parse_nccl import read_nccl
 from acceptance.errors import ParseError
 from acceptance.tools.nccl import NcclCapture, NcclTest, parse, parse_text
+from tests.hostile import NOISE_LINES
 from tests.shared import CORPUS, FIXTURES, corpus_files, needs_shared
 
 NCCL_FIXTURES = FIXTURES / "nccl"
@@ -136,17 +137,6 @@ def test_orphaned_half_row_is_flagged() -> None:
     assert "size was lost" in capture.runs[0].errors[0].text
 
 
-NOISE = [
-    "gpu-9:1234:1240 [3] NCCL INFO Channel 01/0 : 3[3] -> 11[3] [send] via NET/IB/3/GDRDMA",
-    "",
-    "gpu-9:1234:1240 [3] misc/socket.cc:50 NCCL WARN socket recv: connection reset",
-    "Authorization required, but no authorization protocol specified",
-    "[1,3]<stderr>:Authorization required, but no authorization protocol specified",
-    "Warning: Permanently added '[10.128.2.20]:20024' (ED25519) to the list of known hosts.",
-    "[1779464407.212356] [gpu-9:8738 :0]    parser.c:2305 UCX  WARN  unused environment variable: UCX_X",
-    "    AllReduce |        0         0         1   |             1              1              1",
-    "MPICH Slingshot Network Summary: 139 network timeouts",
-]
 #: failure lines: they change the status (they are failures), never the rows
 FAILURES = [
     "prterun detected that one or more processes exited with non-zero status,",
@@ -192,7 +182,7 @@ def test_noise_lines_anywhere_do_not_change_rows(data: st.DataObject) -> None:
     noisy = list(lines)
     for _ in range(data.draw(st.integers(1, 6))):
         at = data.draw(st.integers(0, len(noisy)))
-        noisy.insert(at, data.draw(st.sampled_from(NOISE)) + "\n")
+        noisy.insert(at, data.draw(st.sampled_from(NOISE_LINES)) + "\n")
     assert _shape(parse(noisy)) == _shape(parse(lines))
 
 
