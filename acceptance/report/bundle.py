@@ -23,13 +23,13 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from acceptance import schemas
 from acceptance.errors import UsageError
 from acceptance.incident import render
 from acceptance.incident.model import Bundle
 from acceptance.report.folder import ReportFolder
 from acceptance.report.manifest import build_manifest, write_manifest
 from acceptance.report.sign import SignOptions, SignOutcome, sign_files
+from acceptance.report.verify import bundle_schema_problems
 
 STEPS_CSV = "steps.csv"
 STEPS_PLOT = "steps.png"
@@ -140,10 +140,7 @@ def write_bundle(
     plot = _plot(bundle)
     files = {"steps_csv": STEPS_CSV if bundle.steps.rows else None, "steps_plot": STEPS_PLOT if plot else None}
     document = render.to_json(bundle, files)
-    found = [
-        f"{'.'.join(map(str, p)) or '(top)'}: found {f}, expected {e}"
-        for p, f, e in schemas.problems("bundle", document)
-    ]
+    found = bundle_schema_problems(document)
     if found:
         problems.append("bundle.json does not match its schema: " + "; ".join(found[:3]))
     for n, (name, text) in enumerate(texts, 1):

@@ -17,6 +17,7 @@ import tarfile
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from acceptance.errors import ParseError
 from acceptance.report.manifest import MANIFEST_NAME, check_files, read_manifest
@@ -170,20 +171,26 @@ def _verify_folder(folder: Path, allowed_signers: Path | None, identity: str | N
     return VerifyResult(tuple(checks), trusted=allowed_signers is not None)
 
 
+def bundle_schema_problems(document: Any) -> list[str]:
+    """Where a ``bundle.json`` document breaks bundle.schema.json, in words (empty: it matches)."""
+    from acceptance import schemas  # jsonschema is loaded only when a bundle is checked
+
+    return [
+        f"{'.'.join(map(str, p)) or '(top)'}: found {f}, expected {e}"
+        for p, f, e in schemas.problems("bundle", document)
+    ]
+
+
 def _bundle_check(folder: Path) -> list[Check]:
     """An incident bundle's ``bundle.json`` must also match its schema (a folder without one: no check)."""
     document = folder / "bundle.json"
     if not document.is_file():
         return []
-    from acceptance import schemas
-
     try:
         doc = json.loads(document.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
         return [Check("bundle.json", False, f"not readable as JSON: {exc}")]
-    found = [
-        f"{'.'.join(map(str, p)) or '(top)'}: found {f}, expected {e}" for p, f, e in schemas.problems("bundle", doc)
-    ]
+    found = bundle_schema_problems(doc)
     if found:
         return [Check("bundle.json", False, "does not match bundle.schema.json: " + "; ".join(found[:3]))]
     return [Check("bundle.json", True, "matches bundle.schema.json")]
