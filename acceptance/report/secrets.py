@@ -116,11 +116,16 @@ def scrub_obj(obj: Any) -> Any:
 MIN_SECRET_LENGTH = 4  # shorter values would redact ordinary words; a credential is never that short
 
 
+def _redactable(secrets: Mapping[str, str]) -> dict[str, str]:
+    """The secrets long enough to search for (name → value)."""
+    return {name: value for name, value in secrets.items() if len(value) >= MIN_SECRET_LENGTH}
+
+
 def redact_values(text: str, secrets: Mapping[str, str]) -> tuple[str, list[str]]:
     """`text` with every known secret value replaced, and the names of those found."""
     found = []
-    for name, value in secrets.items():
-        if len(value) >= MIN_SECRET_LENGTH and value in text:
+    for name, value in _redactable(secrets).items():
+        if value in text:
             text = text.replace(value, REDACTED)
             found.append(name)
     return text, found
@@ -133,7 +138,7 @@ def scan_folder(folder: Path, secrets: Mapping[str, str]) -> list[str]:
     holds as a secret does not leave in a report.
     """
     found: list[str] = []
-    wanted = {n: v for n, v in secrets.items() if len(v) >= MIN_SECRET_LENGTH}
+    wanted = _redactable(secrets)
     if not wanted:
         return found
     for path in sorted(p for p in folder.rglob("*") if p.is_file() and not p.is_symlink()):
