@@ -21,12 +21,12 @@ from acceptance.judge.recurrence_rules import (
     NONZERO,
     RATE,
     XID,
-    XID_MEANING,
     HwSignal,
     RecurrenceRules,
     Window,
     bit_names,
 )
+from acceptance.tools.dcgm import XID_MEANINGS
 from acceptance.units import format_duration
 
 __all__ = ["PLOT_POINTS", "judge_hardware"]
@@ -159,7 +159,7 @@ def _signal_findings(signal: HwSignal, points: pd.DataFrame, rules: RecurrenceRu
                 continue
             xid = int(code)
             listed = xid in rules.xid_codes
-            meaning = XID_MEANING.get(xid, "not in NVIDIA's list of hardware XIDs")
+            meaning = XID_MEANINGS.get(xid, "not in NVIDIA's list of hardware XIDs")
             what = f"XID {xid} ({meaning})" + ("" if listed else ": not an agreed recurrence code")
             out.append(
                 Finding(

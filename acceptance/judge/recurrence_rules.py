@@ -12,12 +12,9 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-from acceptance.tools.dcgm import XID_MEANINGS
 from acceptance.units import format_duration, parse_duration
 
-# What an XID means (NVIDIA's XID catalogue, one table with DCGM's findings); the defaults are the ones
-# that mean the hardware fault came back; a profile may add codes.
-XID_MEANING: Mapping[int, str] = XID_MEANINGS
+# The XIDs that mean the hardware fault came back (their names: DCGM's XID_MEANINGS); a profile may add codes.
 DEFAULT_XIDS: tuple[int, ...] = (48, 63, 64, 74, 79, 92, 94, 95)
 
 # NVML clock event (throttle) reason bits, as DCGM_FI_DEV_CLOCKS_EVENT_REASONS reports them.
