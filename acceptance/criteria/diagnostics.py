@@ -8,6 +8,7 @@ handover report. Adds to a new baseline: each node's report and the DCGM level a
 from __future__ import annotations
 
 import shlex
+from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
 from acceptance.clusters.base import DcgmWorkload
@@ -96,14 +97,14 @@ def baseline_part(folder: RunFolder, profile: Profile) -> BaselinePart:
     """Each node's DCGM report, and the DCGM level and version they share."""
     parts = folder.parts("dcgm")
 
-    def common(key: str) -> Any:
-        values = {part.get(key) for part in parts.values()}
-        return values.pop() if len(values) == 1 else None
+    def common(values: Iterable[Any]) -> Any:
+        found = set(values)
+        return found.pop() if len(found) == 1 else None
 
-    versions = {part["report"].get("dcgm_version") for part in parts.values()}
     conditions = (
-        {"dcgm_version": versions.pop() if len(versions) == 1 else None, "level": common("level"),
-         "image": common("image")}
+        {"dcgm_version": common(part["report"].get("dcgm_version") for part in parts.values()),
+         "level": common(part.get("level") for part in parts.values()),
+         "image": common(part.get("image") for part in parts.values())}
         if parts
         else None
     )  # fmt: skip
