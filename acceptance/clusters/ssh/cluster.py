@@ -26,7 +26,7 @@ from acceptance.clusters.base import (
     Workload,
 )
 from acceptance.clusters.ssh import inventory, janitor, parallel, remote, signals
-from acceptance.clusters.ssh.hostset import HostSet
+from acceptance.clusters.ssh.hostset import HostSet, read_inventory
 from acceptance.clusters.ssh.workloads import Workloads
 from acceptance.errors import ClusterError, SshError, UsageError
 from acceptance.profile import Profile, SshSettings
@@ -82,30 +82,15 @@ class SshCluster:
 
     def inventory(self) -> ClusterInventory:
         """Each node as its host reports it (`inventory`); a host that does not answer says why."""
-        head, mpirun, hosts = self.settings.head_node, self.settings.launcher_mpirun, self.hostset
-        timeout = self.settings.command_timeout_s
-        answers = hosts.each(
-            hosts.nodes,
-            lambda conn: conn.run(
-                remote.sh(inventory.inventory_script(mpirun if conn.node == head else None)), timeout
-            ),
-            timeout + self.settings.connect_timeout_s + 5,
-        )
+        readings = read_inventory(self.hostset, self.settings.launcher_mpirun)
         infos: list[NodeInfo] = []
         for node in self.profile.nodes:
-            answer = answers[node]
-            if isinstance(answer, BaseException):
-                infos.append(inventory.unreachable(node, hosts.why(node, answer)))
-                continue
-            facts = inventory.parse_facts(answer.stdout)
-            conn = hosts.connections[node]
-            host_key = f"{conn.key.key_type} {conn.key.fingerprint}" if conn.key else ""
-            info = inventory.node_info(node, facts, server_version=conn.server_version, host_key=host_key,
-                                       launcher=mpirun if node == head else None)  # fmt: skip
-            self.workloads.hostnames[node] = info.labels.get(inventory.HOSTNAME_LABEL, node)
-            if node == head:
-                self.workloads.mpi = facts.mpirun
-            infos.append(info)
+            reading = readings[node]
+            if reading.facts is not None:
+                self.workloads.hostnames[node] = reading.info.labels.get(inventory.HOSTNAME_LABEL, node)
+                if node == self.settings.head_node:
+                    self.workloads.mpi = reading.facts.mpirun
+            infos.append(reading.info)
         if all(not i.ready and i.conditions.get("Reachable") == "False" for i in infos):
             reasons = "; ".join(f"{i.name}: {i.conditions['Ready']}" for i in infos[:3])
             raise SshError(f"no host answers ({reasons}{' ...' if len(infos) > 3 else ''})")

@@ -15,9 +15,9 @@ from pathlib import Path
 
 from acceptance.clusters.base import NodeInfo
 from acceptance.clusters.drafting import agreement_lines, common, env_and_nodes_lines, most_gpus, q, signers_lines
-from acceptance.clusters.ssh import inventory, remote
+from acceptance.clusters.ssh import inventory
 from acceptance.clusters.ssh.hostkeys import HostKeyRefused
-from acceptance.clusters.ssh.hostset import HostSet
+from acceptance.clusters.ssh.hostset import HostSet, read_inventory
 from acceptance.errors import UsageError
 from acceptance.profile import SshSettings
 
@@ -44,38 +44,13 @@ class HostAccess:
 
 def discover_hosts(access: HostAccess) -> list[NodeInfo]:
     """Each host as the preflight would see it; refused host keys stop everything (see the module docstring)."""
-    settings = access.settings()
-
-    def launcher(node: str) -> str | None:
-        return "mpirun" if node == settings.head_node else None
-
-    hostset = HostSet(settings, list(access.hosts), accept_new=False)
+    hostset = HostSet(access.settings(), list(access.hosts), accept_new=False)
     try:
-        answers = hostset.each(
-            hostset.nodes,
-            lambda conn: conn.run(
-                remote.sh(inventory.inventory_script(launcher(conn.node))),
-                settings.command_timeout_s,
-            ),
-            settings.command_timeout_s + settings.connect_timeout_s + 5,
-        )
-        refused = [str(a) for a in answers.values() if isinstance(a, HostKeyRefused)]
+        readings = read_inventory(hostset, "mpirun")
+        refused = [str(r.error) for r in readings.values() if isinstance(r.error, HostKeyRefused)]
         if refused:
             raise UsageError("host keys not accepted, so no profile was written:\n  " + "\n  ".join(refused))
-        infos: list[NodeInfo] = []
-        for node in access.hosts:
-            answer = answers[node]
-            if isinstance(answer, BaseException):
-                infos.append(inventory.unreachable(node, hostset.why(node, answer)))
-                continue
-            conn = hostset.connections[node]
-            host_key = f"{conn.key.key_type} {conn.key.fingerprint}" if conn.key else ""
-            facts = inventory.parse_facts(answer.stdout)
-            info = inventory.node_info(
-                node, facts, server_version=conn.server_version, host_key=host_key, launcher=launcher(node)
-            )
-            infos.append(info)
-        return infos
+        return [readings[node].info for node in access.hosts]
     finally:
         hostset.close()
 

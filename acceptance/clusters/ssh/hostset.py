@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import getpass
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 
-from acceptance.clusters.ssh import parallel, remote
+from acceptance.clusters.base import NodeInfo
+from acceptance.clusters.ssh import inventory, parallel, remote
 from acceptance.clusters.ssh.connection import CommandResult, Connection, Connector
 from acceptance.clusters.ssh.hostkeys import KnownHosts
 from acceptance.clusters.ssh.targets import HostTarget, load_config, resolve_targets
@@ -61,3 +63,38 @@ class HostSet:
         self.connector.close()
         for conn in self.connections.values():
             conn.close()
+
+
+@dataclass(frozen=True)
+class Reading:
+    """One host's inventory: the node as the preflight judges it, its facts, or why it did not answer."""
+
+    info: NodeInfo
+    facts: inventory.HostFacts | None
+    error: BaseException | None
+
+
+def read_inventory(hosts: HostSet, mpirun: str) -> dict[str, Reading]:
+    """Every host's `inventory` at once (the head node's with `mpirun --version`): node → its reading."""
+    settings, timeout = hosts.settings, hosts.settings.command_timeout_s
+
+    def launcher(node: str) -> str | None:
+        return mpirun if node == settings.head_node else None
+
+    answers = hosts.each(
+        hosts.nodes,
+        lambda conn: conn.run(remote.sh(inventory.inventory_script(launcher(conn.node))), timeout),
+        timeout + settings.connect_timeout_s + 5,
+    )
+    out: dict[str, Reading] = {}
+    for node, answer in answers.items():
+        if isinstance(answer, BaseException):
+            out[node] = Reading(inventory.unreachable(node, hosts.why(node, answer)), None, answer)
+            continue
+        conn = hosts.connections[node]
+        host_key = f"{conn.key.key_type} {conn.key.fingerprint}" if conn.key else ""
+        facts = inventory.parse_facts(answer.stdout)
+        info = inventory.node_info(node, facts, server_version=conn.server_version, host_key=host_key,
+                                   launcher=launcher(node))  # fmt: skip
+        out[node] = Reading(info, facts, None)
+    return out
