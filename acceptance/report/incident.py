@@ -9,7 +9,7 @@ gives the bundle time and the severity's restore clock; a passing run restores c
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -26,11 +26,17 @@ class IncidentOutcome:
     ok: bool
 
 
-def restore_outcome(roots: Iterable[Path], ticket: str, passed: bool, at: datetime) -> IncidentOutcome:
+def _no_bundle(ticket: str, roots: Sequence[Path]) -> IncidentOutcome:
+    """No bundle of the ticket under any of `roots`: one line saying so, no failure."""
+    where = ", ".join(map(str, roots)) or "(no reports folder)"
+    return IncidentOutcome(
+        (("incident.bundle", ""),), (f"incident {ticket}: no bundle of this ticket under {where}",), True
+    )
+
+
+def restore_outcome(roots: Sequence[Path], ticket: str, passed: bool, at: datetime) -> IncidentOutcome:
     """What the run means for the ticket's incident (`at`: the run's end, UTC)."""
-    searched = []
     for root in roots:
-        searched.append(str(root))
         found = bundle_for_ticket(root, ticket)
         if found is None:
             continue
@@ -53,12 +59,10 @@ def restore_outcome(roots: Iterable[Path], ticket: str, passed: bool, at: dateti
             (f"incident {ticket}: capacity NOT restored: this acceptance run did not pass{left}", f"bundle: {folder}"),
             False,
         )
-    where = ", ".join(searched) or "(no reports folder)"
-    return IncidentOutcome((("incident.bundle", ""),), (f"incident {ticket}: no bundle of this ticket under {where}",),
-                           True)  # fmt: skip
+    return _no_bundle(ticket, roots)
 
 
-def resolve_outcome(roots: Iterable[Path], ticket: str, probation: Mapping[str, Any] | None) -> IncidentOutcome:
+def resolve_outcome(roots: Sequence[Path], ticket: str, probation: Mapping[str, Any] | None) -> IncidentOutcome:
     """What a criterion 5 run means for the ticket's incident: resolved when its window passed, at the window's end.
 
     `probation` is criterion 5's verdict payload (None when its item did not judge). Never a
@@ -66,7 +70,6 @@ def resolve_outcome(roots: Iterable[Path], ticket: str, probation: Mapping[str, 
     """
     status = str((probation or {}).get("status", "not judged"))
     figures = (probation or {}).get("figures") or {}
-    where = [str(r) for r in roots]
     found = next((f for f in (bundle_for_ticket(r, ticket) for r in roots) if f is not None), None)
     if status != "pass":
         said = str((probation or {}).get("summary", ""))
@@ -74,11 +77,7 @@ def resolve_outcome(roots: Iterable[Path], ticket: str, probation: Mapping[str, 
         bundle = (("incident.bundle", str(found[0])),) if found else ()
         return IncidentOutcome((*bundle, ("incident.resolved", "false")), (line,), status == "pending")
     if found is None:
-        return IncidentOutcome(
-            (("incident.bundle", ""),),
-            (f"incident {ticket}: no bundle of this ticket under {', '.join(where) or '(no reports folder)'}",),
-            True,
-        )
+        return _no_bundle(ticket, roots)
     folder, doc = found
     end = str(figures.get("window_end", "")).replace("Z", "+00:00")
     at = datetime.fromisoformat(end) if end else datetime.now().astimezone()
