@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import threading
-from collections.abc import Mapping, Sequence
+import time
+from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -163,3 +164,67 @@ def test_open_refuses_what_it_cannot_honour(tmp_path: Path) -> None:
     path.write_text(text.replace("backend: sim", "backend: kube").replace("  namespace: recovery-acceptance", missing))
     with pytest.raises(UsageError, match="cannot load Kubernetes credentials"):
         clusters.open(load_profile_file(path), "r1")
+
+
+class HeldCluster(CountingCluster):
+    """A `CountingCluster` whose workloads run until the test lets them end."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.release = threading.Event()
+
+    def wait(
+        self, handles: Sequence[Handle], deadline_s: float, *, progress: ProgressSink | None = None
+    ) -> list[RunResult]:
+        assert self.release.wait(10.0), "the test never let the workloads end"
+        return super().wait(handles, deadline_s, progress=progress)
+
+
+class RecordingEvidence:
+    """Our own seam for `Evidence`: which results were filed."""
+
+    def __init__(self) -> None:
+        self.filed: list[str] = []
+
+    def result(self, stem: str, result: RunResult) -> None:
+        self.filed.append(stem)
+
+
+def _until(condition: Callable[[], bool], what: str) -> None:
+    deadline = time.monotonic() + 10.0
+    while not condition():
+        assert time.monotonic() < deadline, f"no {what} within 10 s"
+        time.sleep(0.01)
+
+
+def _no_gpu_batch() -> Batch:
+    workload = NodeWorkload("prepull-nccl-n1", "n1", ("true",), "nccl", gpus=0, rdma=False, deadline_s=60.0)
+    return Batch("prepull", "prepull", {"n1": workload}, 60.0, gpus=False)
+
+
+@pytest.mark.parametrize("ends_before_close", [True, False])
+def test_a_background_batch_files_evidence_only_if_it_ends_before_the_session(
+    tmp_path: Path, ends_before_close: bool
+) -> None:
+    cluster, evidence = HeldCluster(), RecordingEvidence()
+    scheduler = Scheduler(cluster, RunFolder(tmp_path), evidence, 60.0)  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="holds GPUs"):
+        scheduler.start(_batch())
+    scheduler.start(_no_gpu_batch())
+    scheduler.start(_no_gpu_batch())  # once per run
+    _until(lambda: cluster.submitted == ["prepull-nccl-n1"], "submission")
+    result_file = tmp_path / "results" / "prepull.n1.json"
+    if ends_before_close:
+        cluster.release.set()
+        _until(result_file.exists, "result file")
+    left = scheduler.close(5.0 if ends_before_close else 0.2)
+    cluster.release.set()
+    _until(result_file.exists, "result file")
+    if ends_before_close:
+        assert left == []
+        assert evidence.filed == ["prepull/n1"]
+    else:
+        assert len(left) == 1, left
+        assert "batch prepull (holding no GPUs) had not ended" in left[0]
+        assert evidence.filed == [], "a batch that outlived the session filed evidence into the signed report"
+    assert cluster.submitted == ["prepull-nccl-n1"]
