@@ -94,7 +94,7 @@ class Handler(BaseHTTPRequestHandler):
                 self.close_connection = True
                 api.store_stopped_or(BLACKHOLE_S)
                 return
-            if api.inject_error(parts):
+            if api.inject(api.faults.error_rate, parts):
                 code = api.rng_choice((500, 503, 429))
                 reason = {500: "InternalError", 503: "ServiceUnavailable", 429: "TooManyRequests"}[code]
                 raise ApiError(code, reason, f"injected fault: {reason} (emulator)")

@@ -165,7 +165,7 @@ class EmulatedApi:
                     handle.write("\n")
 
     def inject(self, rate: float, parts: list[str]) -> bool:
-        """Whether this request gets a fault of `rate` (discovery and the version are spared, as with errors)."""
+        """Whether this request gets a fault of `rate` (cut, black hole, error); discovery and version are spared."""
         if not rate or parts in (["version"], ["api"], ["apis"]) or len(parts) <= 3:
             return False
         with self._lock:
@@ -175,12 +175,6 @@ class EmulatedApi:
         """Wait until the emulator stops, `seconds` at most (a black-holed request's silence)."""
         with self.store.cond:
             self.store.cond.wait_for(lambda: bool(self.store.stopped), timeout=seconds)
-
-    def inject_error(self, parts: list[str]) -> bool:
-        if not self.faults.error_rate or parts in (["version"], ["api"], ["apis"]) or len(parts) <= 3:
-            return False
-        with self._lock:
-            return bool(self._rng.random() < self.faults.error_rate)
 
     def inject_gone(self) -> bool:
         if not self.faults.watch_gone_rate:
