@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from acceptance.report import heatmap_html
-from acceptance.report.evidence_links import EvidenceIndex, evidence_files
+from acceptance.report.evidence_links import EvidenceIndex
 from acceptance.report.heatmap import Cell, build, natural_key, of_report
 from tests.report_scale import node_names, scale_report
 
@@ -80,7 +80,7 @@ def test_evidence_of_each_criterion_is_found_by_group_and_subject_log_first() ->
     assert index.of(4, {"subject": "loss"}) == ("outputs/training/pre-incident.log", "outputs/training/smoke.log")
     assert index.of(0, {"subject": "nodes"}) == ()
     assert index.of(1, {"subject": "n11"}) == ()
-    assert evidence_files(None, {"subject": "n1"}, ["outputs/site/ib/n1.log", "outputs/dcgm/n1.log"]) == (
+    assert EvidenceIndex(["outputs/site/ib/n1.log", "outputs/dcgm/n1.log"]).of(None, {"subject": "n1"}) == (
         "outputs/site/ib/n1.log",
     )
 

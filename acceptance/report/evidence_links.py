@@ -53,8 +53,3 @@ def _stems(criterion: int | None, verdict: Mapping[str, Any]) -> tuple[str, ...]
         return _STEMS[criterion]
     figures = verdict.get("figures") or {}
     return tuple(dict.fromkeys(str(s) for s in (figures.get("node"), verdict.get("subject")) if s))
-
-
-def evidence_files(criterion: int | None, verdict: Mapping[str, Any], files: Iterable[str]) -> tuple[str, ...]:
-    """One verdict's evidence among `files` (POSIX paths relative to the report folder)."""
-    return EvidenceIndex(files).of(criterion, verdict)
