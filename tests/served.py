@@ -38,7 +38,11 @@ def served_cluster(folder: Path, *options: str) -> Iterator[Path]:
         yield Path(line.split(":", 1)[1].strip())
     finally:
         proc.terminate()
-        proc.wait(timeout=30)
+        try:
+            proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:  # never leave the emulator running after the test
+            proc.kill()
+            proc.wait(timeout=30)
 
 
 def kube_profile(base: Path, kubeconfig: Path, lease: str | None = None) -> Path:
