@@ -11,6 +11,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -44,6 +45,22 @@ def start(base: Path, hosts: SimulatedHosts, *args: str) -> tuple[subprocess.Pop
     return proc, log
 
 
+@contextmanager
+def running(base: Path, hosts: SimulatedHosts, *args: str) -> Iterator[tuple[subprocess.Popen[str], Path]]:
+    """`start`, and the run killed at the end whatever happened (a test that fails leaves no run behind)."""
+    proc, log = start(base, hosts, *args)
+    try:
+        yield proc, log
+    finally:
+        proc.kill()
+
+
+def interrupt(proc: subprocess.Popen[str], log: Path, sig: signal.Signals) -> None:
+    """Send `sig`; the run must end as interrupted (exit 2) within 90 s."""
+    proc.send_signal(sig)
+    assert proc.wait(timeout=90) == 2, log.read_text()[-3000:]
+
+
 def wait_for(hosts: SimulatedHosts, proc: subprocess.Popen[str], log: Path, what: str, count: int = 1) -> None:
     """Until `count` processes of a run whose command holds `what` run on the hosts."""
     deadline = time.monotonic() + 90
@@ -64,14 +81,10 @@ def nothing_left(hosts: SimulatedHosts) -> dict[str, list[str]]:
 def test_a_signal_during_dcgm_leaves_no_process_on_any_host(
     tmp_path: Path, dcgm_hosts: SimulatedHosts, sig: signal.Signals
 ) -> None:
-    proc, log = start(tmp_path, dcgm_hosts, "-k", "dcgm")
-    try:
+    with running(tmp_path, dcgm_hosts, "-k", "dcgm") as (proc, log):
         wait_for(dcgm_hosts, proc, log, "dcgmi diag", count=4)
         assert any("nv-hostengine" in line for found in marked_processes(dcgm_hosts).values() for line in found)
-        proc.send_signal(sig)
-        assert proc.wait(timeout=90) == 2, log.read_text()[-3000:]
-    finally:
-        proc.kill()
+        interrupt(proc, log, sig)
     # the plugin's handling, as on Kubernetes: the report is marked INTERRUPTED by the signal
     assert f"KeyboardInterrupt: {sig.name}" in log.read_text()
     assert f'name="interrupted" value="{sig.name}"' in (tmp_path / "report" / "junit.xml").read_text()
@@ -82,25 +95,18 @@ def test_a_signal_during_dcgm_leaves_no_process_on_any_host(
 def test_a_signal_during_nccl_tests_leaves_no_process_on_any_host(
     tmp_path: Path, nccl_hosts: SimulatedHosts, sig: signal.Signals
 ) -> None:
-    proc, log = start(tmp_path, nccl_hosts, "-k", "nccl_busbw")
-    try:
+    with running(tmp_path, nccl_hosts, "-k", "nccl_busbw") as (proc, log):
         wait_for(nccl_hosts, proc, log, "orted", count=4)
         wait_for(nccl_hosts, proc, log, "all_reduce_perf")
-        proc.send_signal(sig)
-        assert proc.wait(timeout=90) == 2, log.read_text()[-3000:]
-    finally:
-        proc.kill()
+        interrupt(proc, log, sig)
     assert marked_processes(nccl_hosts) == nothing_left(nccl_hosts)
 
 
 def test_after_sigkill_acceptance_cleanup_keeps_the_live_lease_then_ends_what_the_run_left(
     tmp_path: Path, dcgm_hosts: SimulatedHosts
 ) -> None:
-    proc, log = start(tmp_path, dcgm_hosts, "-k", "dcgm")
-    try:
+    with running(tmp_path, dcgm_hosts, "-k", "dcgm") as (proc, log):
         wait_for(dcgm_hosts, proc, log, "dcgmi diag", count=4)
-    finally:
-        proc.kill()
     proc.wait(timeout=30)
     left = marked_processes(dcgm_hosts)
     assert sum(len(found) for found in left.values()) >= 4 * 4  # the same process table, seen from each host
