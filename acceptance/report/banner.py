@@ -7,10 +7,9 @@ evidence files (relative links inside the report folder), its passed items colla
 
 from __future__ import annotations
 
-from html import escape
-
 from acceptance.report.decision import Banner, CriterionResult, Decision, Item, State
 from acceptance.report.evidence_links import EvidenceIndex
+from acceptance.report.markup import esc as _e
 
 # The banner's colours; tests read them back from a screenshot.
 COLORS = {Banner.ACCEPTED: "#1e7b34", Banner.NOT_ACCEPTED: "#b3261e", Banner.PENDING: "#c77700"}
@@ -32,10 +31,6 @@ CSS = f"""
 """
 
 _MARK = {State.PASSED: "✓", State.FAILED: "✗", State.BLOCKED: "✗", State.PENDING: "…", State.NOT_APPLICABLE: "–"}
-
-
-def _e(value: object) -> str:
-    return escape("" if value is None else str(value))
 
 
 def render_banner(decision: Decision) -> str:

@@ -9,9 +9,9 @@ short name; above that a cell is a 10-pixel square (1024 nodes: 16 rows of 64 pe
 from __future__ import annotations
 
 from collections.abc import Sequence
-from html import escape
 
 from acceptance.report.heatmap import STATUSES, Cell, Heatmap
+from acceptance.report.markup import esc as _e
 
 LABELLED_MAX = 128
 
@@ -29,10 +29,6 @@ CSS = """
 .hm-row{color:#555;white-space:nowrap;overflow:hidden;text-overflow:ellipsis;padding-right:.4em}
 .hm-note{padding-left:.6em}.hm-note a{color:#a00;margin-right:.8em;white-space:nowrap}
 """
-
-
-def _e(value: object) -> str:
-    return escape("" if value is None else str(value))
 
 
 def _short_names(nodes: Sequence[str]) -> dict[str, str]:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from html import escape
 from typing import Any
 
 from acceptance.report import banner as verdict_banner
@@ -12,6 +11,7 @@ from acceptance.report import localize as localization
 from acceptance.report.causes import headline
 from acceptance.report.data import ReportData, TestRecord, iter_tables
 from acceptance.report.decision import decide
+from acceptance.report.markup import esc as _e
 from acceptance.report.plots import busbw_plots, diagnostics_matrix
 from acceptance.report.plots_recurrence import recurrence_plot
 from acceptance.report.plots_training import loss_plot, steptime_plot
@@ -40,10 +40,6 @@ code{font-size:.9em}
 
 
 _SIMULATED = "SIMULATED: this report comes from the embedded simulator, not from hardware"
-
-
-def _e(value: Any) -> str:
-    return escape("" if value is None else str(value))
 
 
 def _img(uri: str | None, alt: str) -> str:

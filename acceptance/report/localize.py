@@ -10,16 +10,12 @@ is shown once.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from html import escape
 from typing import Any
 
+from acceptance.report.markup import esc as _e
 from acceptance.tools.nccl import fmt_bytes
 
 _CLASS = {"ok": "pass", "slow": "fail", "failed": "error"}
-
-
-def _e(value: Any) -> str:
-    return escape("" if value is None else str(value))
 
 
 def localizations(verdicts: Iterable[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
