@@ -40,6 +40,7 @@ import yaml
 ROOT = Path(__file__).resolve().parents[1]
 SCENARIO = ROOT / "acceptance" / "sim" / "scenarios" / "cold-cache-16.yaml"
 RETURNED = "sim-node-07"
+RUN_TIMEOUT_S = 1800  # one suite run; the slowest (scale s2, no pre-pull) takes a few minutes
 PULLED = re.compile(r"Successfully pulled image .* in ([0-9.]+)s \(([0-9.]+)s including waiting\)")
 
 
@@ -66,7 +67,7 @@ def run(folder: Path, time_scale: float, prepull: bool) -> tuple[float, float, f
                f"--returned-node={RETURNED}", "--no-sign", "-q", "-p", "no:cacheprovider",
                "--progress-every=0"]  # fmt: skip
     start = time.perf_counter()
-    done = subprocess.run(command, capture_output=True, text=True, check=False, cwd=folder)
+    done = subprocess.run(command, capture_output=True, text=True, check=False, cwd=folder, timeout=RUN_TIMEOUT_S)
     wall = time.perf_counter() - start
     last = [line for line in done.stdout.splitlines() if " in " in line and ("passed" in line or "failed" in line)]
     summary = last[-1].strip("= ") if last else f"exit {done.returncode}: {done.stdout[-500:]}{done.stderr[-500:]}"
