@@ -14,25 +14,18 @@ from __future__ import annotations
 import argparse
 import os
 import statistics
-import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
-from acceptance.sim.ssh.sshd import INSTALL_HINT, missing_tools
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the project, and `bench` as a package
 
-ROOT = Path(__file__).resolve().parents[1]
+from acceptance.sim.ssh.sshd import INSTALL_HINT, missing_tools
+from bench.suite_timing import timed_suite
 
 
 def run(cluster: str, report: Path) -> tuple[float, str]:
-    command = [sys.executable, "-m", "pytest", str(ROOT / "acceptance"), f"--cluster={cluster}", "--no-sign",
-               f"--report-dir={report}", "-q", "-p", "no:cacheprovider"]  # fmt: skip
-    start = time.perf_counter()
-    done = subprocess.run(command, capture_output=True, text=True, check=False, cwd=ROOT)
-    wall = time.perf_counter() - start
-    last = [line for line in done.stdout.splitlines() if " in " in line and ("passed" in line or "failed" in line)]
-    return wall, last[-1].strip("= ") if last else f"exit {done.returncode}"
+    return timed_suite(f"--cluster={cluster}", f"--report-dir={report}")
 
 
 def main() -> int:
