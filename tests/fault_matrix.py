@@ -88,15 +88,25 @@ def _verdicts(junit: Path) -> dict[str, str]:
 
 
 def _delete_mpijob_when_it_appears(kubeconfig: Path, stop: threading.Event) -> None:
-    from kubernetes import client, config
+    """Delete the run's first MPIJob as soon as the API announces it (a watch, not a poll that a short job can
+    slip past); ends quietly when the run is over or the emulator has gone."""
+    from kubernetes import client, config, watch
 
     custom = client.CustomObjectsApi(config.new_client_from_config(config_file=str(kubeconfig)))
     where = ("kubeflow.org", "v2beta1", "recovery-acceptance", "mpijobs")
     while not stop.is_set():
-        for item in patiently(custom.list_namespaced_custom_object, *where)["items"]:
-            patiently(custom.delete_namespaced_custom_object, *where, item["metadata"]["name"])
-            return
-        stop.wait(0.2)
+        stream = watch.Watch()
+        try:
+            for event in stream.stream(custom.list_namespaced_custom_object, *where, timeout_seconds=2):
+                if event["type"] == "ADDED":
+                    patiently(custom.delete_namespaced_custom_object, *where, event["object"]["metadata"]["name"])
+                    return
+                if stop.is_set():
+                    return
+        except Exception:  # the emulator went away with the run, or a dropped watch: look again unless stopped
+            stop.wait(0.2)
+        finally:
+            stream.stop()
 
 
 def run_case(case: Case, folder: Path) -> Outcome:
