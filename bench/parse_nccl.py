@@ -17,7 +17,8 @@ blocks of the EFA captures' NCCL INFO lines (several reports in one NCCL_DEBUG=I
 one after the other. On each: plain line iteration, the parser (`read_nccl`), and the command
 (`python -m acceptance parse nccl FILE > out.json`, a fresh process: start-up, imports, parse and
 the JSON written), with their ratios to plain iteration (targets: parser <= 4x, command <= 5x),
-the command's peak RSS and JSON size. Wall and CPU times are both printed: on a machine shared
+the command's peak RSS and JSON size. The three are timed in turn, seven rounds, best of each, with the
+package's bytecode written first (as installed). Wall and CPU times are both printed: on a machine shared
 with other work, wall time measures the others too, CPU time (process_time, the children's rusage)
 only ours. Last, flat memory: the command on many captures of the
 540-node report (rank lists dominate: 34 MB and 200 MB, quick: 8 and 50 MB), whose JSON is
@@ -30,6 +31,7 @@ import argparse
 import itertools
 import os
 import resource
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -191,31 +193,61 @@ def _children_cpu() -> float:
     return usage.ru_utime + usage.ru_stime
 
 
-def _command(path: Path, repeat: int) -> tuple[float, float, str, float]:
-    """Best wall and CPU time of `python -m acceptance parse nccl FILE > out` in fresh processes; RSS; JSON MB."""
-    with tempfile.TemporaryDirectory() as tmp:
-        out = Path(tmp) / "out.json"
-        best = cpu = float("inf")
-        for _ in range(repeat):
-            start, start_cpu = time.perf_counter(), _children_cpu()
-            with open(out, "w") as handle:
-                subprocess.run(
-                    [sys.executable, "-m", "acceptance", "parse", "nccl", str(path)], stdout=handle, check=False
-                )
-            best = min(best, time.perf_counter() - start)
-            cpu = min(cpu, _children_cpu() - start_cpu)
-        child = subprocess.run(
-            [sys.executable, __file__, "--command-child", str(path), str(out)],
-            capture_output=True,
-            text=True,
-            check=True,
-        ).stdout.strip()
-        return best, cpu, child, out.stat().st_size / 1e6
+def _timed(fn) -> tuple[float, float]:  # type: ignore[no-untyped-def]
+    """Wall and CPU time of one call of `fn` (CPU: this process and the children it waited for)."""
+    start, start_cpu = time.perf_counter(), time.process_time() + _children_cpu()
+    fn()
+    return time.perf_counter() - start, time.process_time() + _children_cpu() - start_cpu
+
+
+def _run_command(path: Path, out: Path) -> None:
+    with open(out, "w") as handle:
+        subprocess.run([sys.executable, "-m", "acceptance", "parse", "nccl", str(path)], stdout=handle, check=False)
+
+
+def _command_facts(path: Path, out: Path) -> tuple[str, float]:
+    """The command's peak RSS, exit code and heavy modules (a fresh process), and its JSON size in MB."""
+    child = subprocess.run(
+        [sys.executable, __file__, "--command-child", str(path), str(out)],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip()
+    return child, out.stat().st_size / 1e6
+
+
+def _rounds(fns: dict[str, object], rounds: int) -> dict[str, tuple[float, float, float]]:
+    """Each function's best wall and CPU time and its median CPU ratio to the first one's, measured in turn
+    round after round: on a machine whose speed drifts (a shared host), a ratio taken within one round
+    compares times taken under the same conditions, and the median drops the rounds a neighbour spoiled."""
+    times: dict[str, list[tuple[float, float]]] = {name: [] for name in fns}
+    for _ in range(rounds):
+        for name, fn in fns.items():
+            times[name].append(_timed(fn))
+    first = times[next(iter(fns))]
+    return {
+        name: (
+            min(w for w, _ in got),
+            min(c for _, c in got),
+            statistics.median(c / base for (_, c), (_, base) in zip(got, first, strict=True)),
+        )
+        for name, got in times.items()
+    }
+
+
+def _compile_package() -> None:
+    """Write the package's bytecode first, as an installed package has it: a checkout run with
+    PYTHONDONTWRITEBYTECODE would otherwise compile every changed module at each command's start."""
+    import compileall
+
+    compileall.compile_dir(Path(__file__).resolve().parents[1] / "acceptance", quiet=2)
 
 
 def _corpus(quick: bool) -> None:
     from acceptance.cmd.parse_nccl import read_nccl
     from bench.noisy_captures import build, corpus_dir
+
+    _compile_package()
 
     if corpus_dir() is None:
         print("corpus captures: ../shared/corpus/nccl is absent; skipped")
@@ -226,32 +258,42 @@ def _corpus(quick: bool) -> None:
             path = Path(tmp) / f"{kind}.txt"
             lines, info_lines = build(kind, size, path)
             mb = path.stat().st_size / 1e6
-            plain_s, plain_cpu = _best(lambda p=path: _plain(p), 3), _cpu_best(lambda p=path: _plain(p), 5)
             capture = read_nccl(path)
-            parse_s, parse_cpu = _best(lambda p=path: read_nccl(p), 3), _cpu_best(lambda p=path: read_nccl(p), 5)
-            command_s, command_cpu, child, json_mb = _command(path, 5)
+            out = Path(tmp) / "out.json"
+            best = _rounds(
+                {
+                    "plain": lambda p=path: _plain(p),
+                    "parser": lambda p=path: read_nccl(p),
+                    "command": lambda p=path, o=out: _run_command(p, o),
+                },
+                7,
+            )
+            (plain_s, plain_cpu, _), (parse_s, parse_cpu, parse_x), (command_s, command_cpu, command_x) = best.values()
+            child, json_mb = _command_facts(path, out)
             rss, code, heavy = child.split()
             info = info_lines / lines
             print(
                 f"{kind}: {mb:.1f} MB, {lines:,} lines ({info:.0%} NCCL INFO), {len(capture.runs)} runs, "
                 f"status {capture.status}"
             )
-            print(f"  plain line iteration: wall {plain_s:.3f} s, CPU {plain_cpu:.3f} s")
+            print(f"  plain line iteration: best wall {plain_s:.3f} s, CPU {plain_cpu:.3f} s")
             print(
-                f"  parser (read_nccl):   wall {parse_s:.3f} s = {parse_s / plain_s:.2f}x, "
-                f"CPU {parse_cpu:.3f} s = {parse_cpu / plain_cpu:.2f}x plain (target <= 4x)"
+                f"  parser (read_nccl):   {parse_x:.2f}x plain, median of 7 rounds' CPU ratios (target <= 4x); "
+                f"best wall {parse_s:.3f} s, CPU {parse_cpu:.3f} s"
             )
             print(
-                f"  command end to end:   wall {command_s:.3f} s = {command_s / plain_s:.2f}x, "
-                f"CPU {command_cpu:.3f} s = {command_cpu / plain_cpu:.2f}x plain (target <= 5x); exit {code}, "
+                f"  command end to end:   {command_x:.2f}x plain, median of 7 rounds' CPU ratios (target <= 5x); "
+                f"best wall {command_s:.3f} s, CPU {command_cpu:.3f} s; exit {code}, "
                 f"peak RSS {rss} MiB, JSON {json_mb:.1f} MB, heavy modules loaded: {heavy}"
             )
         print("flat memory, the command on many captures of the 540-node report (JSON streamed run by run):")
         for mb_wanted in (8e6, 50e6) if quick else (34e6, 200e6):
             path = Path(tmp) / f"ranks-{mb_wanted:.0f}.txt"
             lines, _ = build("ranks", mb_wanted, path)
-            plain_cpu = _cpu_best(lambda p=path: _plain(p), 2)
-            command_s, command_cpu, child, json_mb = _command(path, 1)
+            out = Path(tmp) / "out.json"
+            best = _rounds({"plain": lambda p=path: _plain(p), "command": lambda p=path, o=out: _run_command(p, o)}, 1)
+            (_, plain_cpu, _), (command_s, command_cpu, _) = best.values()
+            child, json_mb = _command_facts(path, out)
             rss, code, heavy = child.split()
             print(
                 f"  {path.stat().st_size / 1e6:6.1f} MB, {lines:>10,} lines: command wall {command_s:6.2f} s, "

@@ -109,3 +109,23 @@ def test_the_fabric_verdict_of_warn_lines_names_the_node() -> None:
     assert (
         "line 8: gpu-07:3977:3977 [0] misc/ibvwrap.cc:190 NCCL WARN Call to ibv_open_device failed" in verdict.summary
     )
+
+
+TUNING = (
+    "     Function |       LL     LL128    Simple   |          Tree           Ring  CollNetDirect   CollNetChain"
+    "           NVLS       NVLSTree            PAT  \n"
+    "    AllReduce |        0         0         1   |             1              1              1              1"
+    "              1              1              1  \n"
+)
+
+
+def test_nccl_s_protocol_table_is_nccl_output_and_a_failure_shaped_like_it_is_still_a_failure() -> None:
+    """NCCL_DEBUG=INFO prints its algorithm/protocol table without the INFO prefix: alone it is NCCL output
+    (incomplete, not "not recognised"); a line of that shape holding another word is read in full."""
+    alone = nccl.parse_text(TUNING)
+    assert (alone.recognised, alone.status, alone.errors) == (True, "incomplete", ())
+    odd = "    AllReduce |        0         0         1   |   error: transport init failed\n"
+    crash = "gpu-1: Test NCCL failure common.cu:1012 'unhandled system error'\n"
+    crashed = nccl.parse_text(TUNING + odd + crash)
+    assert crashed.status == "failed"
+    assert [(e.line, e.kind) for e in crashed.errors] == [(3, None), (4, "test")]

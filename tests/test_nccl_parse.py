@@ -183,7 +183,28 @@ def test_noise_lines_anywhere_do_not_change_rows(data: st.DataObject) -> None:
     for _ in range(data.draw(st.integers(1, 6))):
         at = data.draw(st.integers(0, len(noisy)))
         noisy.insert(at, data.draw(st.sampled_from(NOISE_LINES)) + "\n")
-    assert _shape(parse(noisy)) == _shape(parse(lines))
+    clean, dirty = parse(lines), parse(noisy)
+    assert [s[1:] for s in _shape(dirty)] == [s[1:] for s in _shape(clean)]
+    for before, after in zip(clean.runs, dirty.runs, strict=True):
+        # a command line (`+ mpirun … all_reduce_perf`) names the collective of a report that does not,
+        # when the table allows it; it never overrides what the report or its table says
+        assert after.collective == before.collective or (
+            before.collective is None
+            and after.collective == "all_reduce"
+            and after.params["collective_from"] == "command"
+        )
+
+
+@needs_shared
+def test_a_command_line_the_table_contradicts_does_not_name_the_collective() -> None:
+    """Found by the noise property: an all_reduce_perf command line before an all_gather table (redop `none`,
+    which no reduction prints) made it all_reduce; the table's evidence wins over a line that may be another's."""
+    lines = _lines(CORPUS / "nccl" / "nccl-2.21-allgather-8node-32rank-a100-size0-rows.txt")
+    command = "+ mpirun -np 16 --hostfile /etc/mpi/hostfile all_reduce_perf -b 8 -e 8G -f 2 -g 1\n"
+    run = parse([command, *lines]).runs[0]
+    assert (run.collective, run.params["collective_from"]) == ("all_gather", "inferred")
+    allowed = parse(["+ mpirun -np 32 all_gather_perf -b 0 -e 1G\n", *lines]).runs[0]
+    assert (allowed.collective, allowed.params["collective_from"]) == ("all_gather", "command")
 
 
 @needs_shared

@@ -13,6 +13,8 @@ import json
 from collections.abc import Callable
 from typing import Any, TextIO
 
+from acceptance.jsontext import JsonItems
+
 
 def _one_line_encoder() -> Callable[[Any], str]:
     """`json.dumps` without its per-call set-up: CPython's C encoder made once, default separators."""
@@ -37,6 +39,13 @@ def pretty(value: Any, inline_from: int, level: int = 0) -> str:
 
     An array of scalars is always one line.
     """
+    if isinstance(value, JsonItems):  # items encoded already: laid out as their values would be
+        if level >= inline_from or not value:
+            return "[" + ", ".join(value) + "]"
+        if level + 1 < inline_from:
+            return pretty([json.loads(item) for item in value], inline_from, level)
+        inner = "  " * (level + 1)
+        return "[\n" + inner + (",\n" + inner).join(value) + "\n" + "  " * level + "]"
     if level >= inline_from or not value or not isinstance(value, dict | list):
         return _encode(value)
     inner = "  " * (level + 1)

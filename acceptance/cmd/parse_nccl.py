@@ -73,7 +73,7 @@ def write_cli(path: Path, args: argparse.Namespace, out: TextIO) -> int:
 
     def sink(run: nccl.NcclRun) -> None:
         nonlocal count
-        spool.write((",\n    " if count else "\n    ") + pretty(run.to_json(), _INLINE, 2))
+        spool.write((",\n    " if count else "\n    ") + pretty(run.to_json(rows_as_text=True), _INLINE, 2))
         count += 1
 
     try:

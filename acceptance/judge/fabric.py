@@ -10,7 +10,7 @@ every row; a baseline size missing today fails by name.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 import pandas as pd
 
@@ -38,7 +38,7 @@ def _subject(run: NcclRun, conditions: NcclConditions) -> str:
     return f"{name}_perf" if name else "nccl-tests"
 
 
-def _labeler(rows: tuple[NcclRow, ...]) -> Callable[[NcclRow], str]:
+def _labeler(rows: Sequence[NcclRow]) -> Callable[[NcclRow], str]:
     kinds = {(r.type, r.redop) for r in rows}
 
     def label(row: NcclRow) -> str:

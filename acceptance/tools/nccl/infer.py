@@ -4,8 +4,10 @@ Evidence, strongest first: the old per-collective column sets, the redop/root
 values, the in-place `#wrong` that alltoall/sendrecv always print as N/A, the
 size/count ratio (1 for whole-buffer collectives, nranks for gathered/scattered
 ones), and last the busbw/algbw factor (2(n−1)/n, (n−1)/n, 1). The factor only
-breaks ties: some old builds printed other factors. Returns None when the evidence
-leaves more than one candidate (or none).
+breaks ties: some old builds printed other factors. `collective_candidates` gives what the evidence
+leaves; one candidate names the collective. A collective named only by a command line before the
+report (`+ mpirun … all_reduce_perf`) is taken when the table allows it: that line may belong to
+another report.
 """
 
 from __future__ import annotations
@@ -36,11 +38,12 @@ def factor(collective: str, nranks: int) -> float:
     return 1.0
 
 
-def infer_collective(
+def collective_candidates(
     layout: Layout | None, rows: Sequence[NcclRow], nranks: int | None, blank_redop: bool, validation: bool
-) -> str | None:
+) -> set[str]:
+    """The collectives the table's evidence allows (every one when there is no table)."""
     if layout is None or not rows:
-        return None
+        return set(COLLECTIVES)
     candidates = set(_BY_KEYS.get(layout.keys, set(COLLECTIVES)))
     if blank_redop:
         candidates &= {"alltoall"}
@@ -75,4 +78,4 @@ def infer_collective(
             fits = {c for c in candidates if abs(seen - factor(c, nranks)) <= 0.02 * max(1.0, seen)}
             if fits:
                 candidates = fits
-    return next(iter(candidates)) if len(candidates) == 1 else None
+    return candidates

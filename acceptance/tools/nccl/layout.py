@@ -12,6 +12,7 @@ instead of handing the value on.
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -178,9 +179,87 @@ def plain_row(tokens: list[str], line: int) -> NcclRow | None:
         raise
     except ValueError:
         return None
+    for token, value in zip(numbers, (t1, a1, b1, w1, t2, a2, b2, w2), strict=True):
+        if value is not None and not math.isfinite(value):
+            raise NonFinite(token)  # a number too long for a float (`1e400`) read as inf
     return _row_of(
         int(size), int(count), kind, redop, int(root), _half_of(t1, a1, b1, w1), _half_of(t2, a2, b2, w2), line
     )
+
+
+#: a whole line (with its line end) that `plain_row` reads, clean: `size count type redop root` and two
+#: halves of `time algbw busbw #wrong` with `#wrong` 0 or N/A, blanks between them; the feed loop's test
+#: for rows it can keep as text and read later in one batch (`plain_rows`, `plain_rows_json`). Anything
+#: else (tabs, signs, letters, nan, a missing column, a non-zero `#wrong`) takes `plain_row`'s path.
+#: a number `_ONE_NUMBER` reads that cannot overflow to inf (at most 30 digits before the point, an
+#: exponent of at most two digits): a longer one takes the checked path
+_BOUNDED_NUMBER = r"(?:(?:\d{1,30}(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d\d?)?|N/A)"
+_CLEAN_HALF = rf" +{_BOUNDED_NUMBER} +{_BOUNDED_NUMBER} +{_BOUNDED_NUMBER} +(?:0|N/A)"
+PLAIN_ROW_LINE = re.compile(
+    rf"(?a: *\d+ +\d+ +[A-Za-z]\w* +[A-Za-z]\w* +-?\d+{_CLEAN_HALF}{_CLEAN_HALF} *)(?:\r\n|\r|\n)"
+).fullmatch
+
+
+def plain_rows(lines: list[str], numbers: list[int]) -> list[NcclRow]:
+    """`plain_row` of each line, for lines that match `PLAIN_ROW_LINE`: read a column at a time.
+
+    Every line holds exactly 13 tokens, so the tokens of all of them split at once fall into
+    columns by position; what `plain_row` checks token by token the pattern has checked already.
+    """
+    tokens = " ".join(lines).split()
+    sizes = map(int, tokens[0::13])
+    counts = map(int, tokens[1::13])
+    roots = map(int, tokens[4::13])
+    values = []
+    for column in range(5, 13):
+        texts = tokens[column::13]
+        if "N/A" in texts:
+            values.append([None if t == "N/A" else float(t) for t in texts])
+        else:
+            values.append(list(map(float, texts)))
+    t1, a1, b1, w1, t2, a2, b2, w2 = values
+    return [
+        _row_of(size, count, kind, redop, root, _half_of(*oop), _half_of(*ip), line)
+        for size, count, kind, redop, root, oop, ip, line in zip(
+            sizes,
+            counts,
+            tokens[2::13],
+            tokens[3::13],
+            roots,
+            zip(t1, a1, b1, w1, strict=True),
+            zip(t2, a2, b2, w2, strict=True),
+            numbers,
+            strict=True,
+        )
+    ]
+
+
+def _json_floats(texts: list[str]) -> Iterable[str]:
+    """The JSON `json.dumps` writes for each number token's float (null for N/A)."""
+    if "N/A" in texts:
+        return ["null" if t == "N/A" else repr(float(t)) for t in texts]
+    return map(repr, map(float, texts))
+
+
+_ROW_JSON = (
+    '{"size": %s, "count": %s, "type": "%s", "redop": "%s", "root": %s, '
+    '"oop": {"time_us": %s, "algbw": %s, "busbw": %s, "wrong": %s}, '
+    '"ip": {"time_us": %s, "algbw": %s, "busbw": %s, "wrong": %s}}'
+)
+
+
+def plain_rows_json(lines: list[str]) -> list[str]:
+    """`json.dumps(row.to_json())` of each row of `plain_rows(lines, …)`, written from the tokens.
+
+    The type and op are ASCII words (nothing to escape); every number is written as the float
+    or int it reads as, which is what the records would hold.
+    """
+    tokens = " ".join(lines).split()
+    columns: list[Iterable[str]] = [
+        map(repr, map(int, tokens[c::13])) if c in (0, 1, 4) else tokens[c::13] for c in range(5)
+    ]
+    columns += [_json_floats(tokens[c::13]) for c in range(5, 13)]
+    return [_ROW_JSON % values for values in zip(*columns, strict=True)]
 
 
 _new = object.__new__
@@ -233,7 +312,10 @@ def _value(token: str) -> float | None:
     # float() of an ASCII token that starts with a digit or a point and has no '_' reads exactly
     # the unsigned decimal and exponent forms nccl-tests prints (what _NUMBER spells out)
     if ("0" <= first <= "9" or first == ".") and token.isascii() and "_" not in token:
-        return float(token)
+        value = float(token)
+        if not math.isfinite(value):
+            raise NonFinite(token)  # a number too long for a float (`1e400`) read as inf
+        return value
     if token.lower() in _NON_FINITE:
         raise NonFinite(token)
     raise ValueError(token)

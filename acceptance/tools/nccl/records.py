@@ -7,10 +7,13 @@ binary), a run holds its rank map, header parameters and rows. `to_json` and
 
 from __future__ import annotations
 
+import json
 import math
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
+
+from acceptance.jsontext import JsonItems
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -119,6 +122,11 @@ class NcclRow:
         )
 
 
+def row_json_text(row: NcclRow) -> str:
+    """`json.dumps(row.to_json())`: one row's JSON on one line."""
+    return json.dumps(row.to_json())
+
+
 @dataclass(frozen=True, slots=True)
 class NcclRank:
     """One `#  Rank …` line: where a rank ran."""
@@ -197,7 +205,8 @@ class NcclRun:
     cuda_version: str | None
     ranks: tuple[NcclRank, ...]
     params: Mapping[str, Any]
-    rows: tuple[NcclRow, ...]
+    #: a tuple, or the parser's `NcclRows` (read from the printed text when first used)
+    rows: Sequence[NcclRow]
     avg_busbw: float | None
     out_of_bounds: int | None
     status: RunStatus
@@ -219,7 +228,16 @@ class NcclRun:
         value = self.params.get("program")
         return str(value) if value else None
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self, rows_as_text: bool = False) -> dict[str, Any]:
+        """The run's JSON document; with `rows_as_text`, "rows" holds each row's JSON text (`JsonItems`)."""
+        rows: list[Any]
+        texts = getattr(self.rows, "json_texts", None)  # `NcclRows`: from the printed text
+        if not rows_as_text:
+            rows = [r.to_json() for r in self.rows]
+        elif callable(texts):
+            rows = texts()
+        else:
+            rows = JsonItems(row_json_text(r) for r in self.rows)
         return {
             "collective": self.collective,
             "nccl_tests_version": self.nccl_tests_version,
@@ -229,7 +247,7 @@ class NcclRun:
             "hosts": list(self.hosts),
             "ranks": [r.to_json() for r in self.ranks],
             "params": dict(self.params),
-            "rows": [r.to_json() for r in self.rows],
+            "rows": rows,
             "avg_busbw": self.avg_busbw,
             "out_of_bounds": self.out_of_bounds,
             "status": self.status,

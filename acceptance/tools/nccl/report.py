@@ -11,10 +11,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from acceptance.tools.nccl.infer import infer_collective
-from acceptance.tools.nccl.layout import Layout
+from acceptance.tools.nccl.infer import collective_candidates
+from acceptance.tools.nccl.layout import Layout, plain_rows
 from acceptance.tools.nccl.names import collective_of, decode_nccl_code
 from acceptance.tools.nccl.records import NcclError, NcclRank, NcclRow, NcclRun, RunStatus
+from acceptance.tools.nccl.rows import NcclRows
 
 MAX_ERRORS = 1000
 
@@ -33,6 +34,10 @@ class ReportBuilder:
         self.ranks: list[NcclRank] = []
         self.layout: Layout | None = None
         self.rows: list[NcclRow] = []
+        #: rows kept as text by the feed loop (lines matching `PLAIN_ROW_LINE`) and their line numbers:
+        #: read as records by `flush` before any other row is added, otherwise when the run's rows are first read
+        self.row_lines: list[str] = []
+        self.row_numbers: list[int] = []
         self.pending: tuple[tuple[int, int, str, str | None, int | None], int] | None = None
         self.oob: int | None = None
         self.avg: float | None = None
@@ -48,6 +53,13 @@ class ReportBuilder:
         self.blank_redop = False
         self.nccl_version, self.cuda_version = nccl
         self.last = start
+
+    def flush(self) -> None:
+        """Read the rows kept as text into `rows`."""
+        if self.row_lines:
+            self.rows.extend(plain_rows(self.row_lines, self.row_numbers))
+            self.row_lines = []
+            self.row_numbers = []
 
     def error(
         self, line: int, text: str, failed: bool = False, host: str | None = None, kind: str | None = None
@@ -69,7 +81,7 @@ class ReportBuilder:
     def status(self) -> RunStatus:
         if self.failed or (self.oob or 0) > 0 or self.avg_failed or self.bitwise > 0:
             return "failed"
-        if not self.complete or self.malformed or not self.rows:
+        if not self.complete or self.malformed or not (self.rows or self.row_lines):
             return "incomplete"
         return "ok"
 
@@ -93,6 +105,7 @@ class ReportBuilder:
         """Old alltoall tables leave `redop` blank in every row; a row unlike the others lost a column."""
         if self.layout is None or self.layout.unified or "redop" not in self.layout.keys:
             return
+        self.flush()
         blank = [r for r in self.rows if r.redop is None]
         if not blank:
             return
@@ -107,6 +120,7 @@ class ReportBuilder:
     def finish(self, caller_collective: str | None) -> NcclRun:
         self._check_blank_redop()
         self._check_wrong()
+        rows = NcclRows(self.rows, self.row_lines, self.row_numbers)
         params = dict(self.params)
         collective: str | None = None
         origin: str | None = None
@@ -115,17 +129,15 @@ class ReportBuilder:
             collective, origin = collective_of(self.program), "output"
         if collective is None and caller_collective:
             collective, origin = caller_collective, "caller"
-        if collective is None and self.hint:
-            collective, origin = collective_of(self.hint), "command"
         if collective is None:
-            collective = infer_collective(
-                self.layout,
-                self.rows,
-                len(self.ranks) or None,
-                self.blank_redop,
-                bool(params.get("validation", 1)),
+            allowed = collective_candidates(
+                self.layout, rows, len(self.ranks) or None, self.blank_redop, bool(params.get("validation", 1))
             )
-            origin = "inferred" if collective else None
+            hinted = collective_of(self.hint) if self.hint else None
+            if hinted is not None and hinted in allowed:
+                collective, origin = hinted, "command"
+            elif len(allowed) == 1:
+                collective, origin = next(iter(allowed)), "inferred"
         params["collective_from"] = origin
         if self.headers is not None:
             params["nccl_headers"] = decode_nccl_code(self.headers)
@@ -146,7 +158,7 @@ class ReportBuilder:
             cuda_version=self.cuda_version,
             ranks=tuple(self.ranks),
             params=params,
-            rows=tuple(self.rows),
+            rows=rows,
             avg_busbw=self.avg,
             out_of_bounds=self.oob,
             status=self.status(),

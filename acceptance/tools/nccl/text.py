@@ -24,7 +24,14 @@ from collections.abc import Callable, Iterable
 
 from acceptance.errors import ParseError
 from acceptance.tools.nccl.failures import BOX_RULE, LAUNCHER, TEST, classify
-from acceptance.tools.nccl.layout import UNIFIED_PREAMBLE_WIDTH, Layout, NonFinite, layout_from_header, plain_row
+from acceptance.tools.nccl.layout import (
+    PLAIN_ROW_LINE,
+    UNIFIED_PREAMBLE_WIDTH,
+    Layout,
+    NonFinite,
+    layout_from_header,
+    plain_row,
+)
 from acceptance.tools.nccl.names import normalize_collective
 from acceptance.tools.nccl.records import (
     NcclCapture,
@@ -71,6 +78,14 @@ _LAUNCHER_ERROR = re.compile(
 _ERROR_WORD = re.compile("fail|error|invalid|abort|kill|terminat|segmentation|core dump|exit")
 _COMMAND = re.compile(r"(?:^|[\s/])([a-z][a-z_]*?_perf(?:_mpi)?)(?=\s|$)")
 _NUMERIC = re.compile(r"[-+]?(?:\d[\d.,_]*|\.\d+)(?:[eE][-+]?\d+)?%?$|N/A$|(?i:[-+]?(?:nan|inf))$")
+#: NCCL's table of enabled algorithms and protocols, printed at init with NCCL_DEBUG=INFO (no INFO prefix):
+#: `     Function |       LL     LL128    Simple   |          Tree           Ring …`, one row per collective
+#: (its cells: 0/1, or the protocol and algorithm names; a line with any other word takes the full path)
+_TUNING_CELL = r"(?: +(?:\d+|LL|LL128|Simple|Tree|Ring|CollNetDirect|CollNetChain|NVLS|NVLSTree|PAT))+"
+_NCCL_TUNING = re.compile(
+    r" *(?:Function|Broadcast|Reduce|AllGather|ReduceScatter|AllReduce|SendRecv|AllToAll|Gather|Scatter)"
+    rf" +\|{_TUNING_CELL} +\|{_TUNING_CELL} *$"
+)
 #: lines of an Open MPI help box kept as errors after its failure sentence
 _BOX_LINES = 12
 
@@ -125,11 +140,15 @@ class TextParser:
         self.unended: tuple[str, int] | None = None
         self.want_version = True
         self.content = False  # a report with ranks or rows was read
+        #: the open report while its table takes plain rows (`_refresh_fast`): the feed loop then keeps
+        #: a line matching `PLAIN_ROW_LINE` as text, to be read with the others in one batch
+        self.fast: ReportBuilder | None = None
 
     # -- driving ---------------------------------------------------------------------------
     def feed(self, lines: Iterable[str], first_line: int = 1) -> None:
         dispatch = self._dispatch
         glued = _MAYBE_GLUED
+        row_line = PLAIN_ROW_LINE
         number = first_line - 1
         info = False
         for number, raw in enumerate(lines, first_line):
@@ -142,6 +161,12 @@ class TextParser:
             if self.unended is not None:  # it was not the last line after all
                 dispatch(*self.unended)
                 self.unended = None
+            if raw[:1] == " " and (run := self.fast) is not None and row_line(raw):  # most rows: read later
+                self.ended_lines = True
+                run.row_lines.append(raw)
+                run.row_numbers.append(number)
+                run.last = number
+                continue
             if raw[-1:] == "\n" or raw[-1:] == "\r":
                 self.ended_lines = True
                 dispatch(raw.rstrip("\r\n"), number)
@@ -149,6 +174,13 @@ class TextParser:
                 self.unended = (raw, number)
         self.recognised = self.recognised or info
         self.last_number = max(self.last_number, number)
+
+    def _refresh_fast(self) -> None:
+        """Whether the feed loop may keep plain rows as text: set where the open report, its layout,
+        trailer or pending row preamble change."""
+        run = self.run
+        fast = run is not None and run.layout is not None and run.layout.plain and not run.trailer
+        self.fast = run if fast and run is not None and run.pending is None else None
 
     def _refresh_want(self) -> None:
         """Whether an `NCCL version` INFO line would tell anything new (the open report's, or the next one's);
@@ -283,8 +315,10 @@ class TextParser:
         if layout is None:
             self._header_damaged(run, number, line, _HEADER_EXPECTED)
         else:
+            run.flush()  # rows read through the layout they were printed under
             run.layout = layout
             run.last = number
+            self._refresh_fast()
         return True
 
     def _header_damaged(self, run: ReportBuilder, number: int, line: str, expected: str) -> None:
@@ -337,6 +371,7 @@ class TextParser:
                 run.damaged(number, f"unreadable average (expected '# Avg bus bandwidth : <number>'): {line}")
             run.trailer = True
             self._refresh_want()
+            self._refresh_fast()
             if m.group(2) == "FAILED":
                 run.avg_failed = True
                 run.error(number, line)
@@ -407,6 +442,7 @@ class TextParser:
         if pre is not None:
             self._lose_pending(run)
             run.pending = (pre, number)
+            self._refresh_fast()
             return
         run.damaged(
             number,
@@ -417,20 +453,24 @@ class TextParser:
         if run.pending is not None and row.line != run.pending[1]:
             self._lose_pending(run)
         run.pending = None
+        run.flush()
         run.rows.append(row)
         run.last = number
+        self._refresh_fast()
 
     def _lose_pending(self, run: ReportBuilder) -> None:
         if run.pending is not None:
             run.damaged(run.pending[1], "data row cut short (its numbers never came)")
             run.pending = None
+            self._refresh_fast()
 
     def _non_finite(self, run: ReportBuilder, number: int, line: str, token: str) -> None:
         run.pending = None
+        self._refresh_fast()
         run.error(number, f"data row with a non-finite value {token!r}: {line.strip()}", failed=True, kind="output")
 
     def _foreign(self, line: str, number: int) -> None:
-        if " NCCL INFO " in line:
+        if " NCCL INFO " in line or ("|" in line and _NCCL_TUNING.match(line)):
             self.recognised = True
             return
         run = self.run
@@ -498,6 +538,7 @@ class TextParser:
         self.hint = None
         self.nccl = (None, None)
         self._refresh_want()
+        self._refresh_fast()
         return self.run
 
     def _close(self) -> None:
@@ -512,6 +553,7 @@ class TextParser:
                 self.runs.append(run)
             self.run = None
             self._refresh_want()
+            self._refresh_fast()
 
 
 _new = object.__new__
