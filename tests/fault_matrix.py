@@ -97,7 +97,11 @@ def _delete_mpijob_when_it_appears(kubeconfig: Path, stop: threading.Event) -> N
     while not stop.is_set():
         stream = watch.Watch()
         try:
-            for event in stream.stream(custom.list_namespaced_custom_object, *where, timeout_seconds=2):
+            # the API drops, fails and blackholes some requests: a blackholed watch without a client-side
+            # timeout would hang here while the job ran to its end (the case then "passed" instead of erroring)
+            listing = custom.list_namespaced_custom_object
+            events = stream.stream(listing, *where, timeout_seconds=2, _request_timeout=(2, 3))
+            for event in events:
                 if event["type"] == "ADDED":
                     patiently(custom.delete_namespaced_custom_object, *where, event["object"]["metadata"]["name"])
                     return
