@@ -18,7 +18,9 @@ one after the other. On each: plain line iteration, the parser (`read_nccl`), an
 (`python -m acceptance parse nccl FILE > out.json`, a fresh process: start-up, imports, parse and
 the JSON written), with their ratios to plain iteration (targets: parser <= 4x, command <= 5x),
 the command's peak RSS and JSON size. The three are timed in turn, seven rounds, best of each, with the
-package's bytecode written first (as installed). Wall and CPU times are both printed: on a machine shared
+package's bytecode written first (as installed), then where the command's CPU goes: the interpreter's
+start and imports, the parse, the rows' JSON and the rest of the runs' JSON, each against plain iteration.
+Wall and CPU times are both printed: on a machine shared
 with other work, wall time measures the others too, CPU time (process_time, the children's rusage)
 only ours. Last, flat memory: the command on many captures of the
 540-node report (rank lists dominate: 34 MB and 200 MB, quick: 8 and 50 MB), whose JSON is
@@ -286,6 +288,8 @@ def _corpus(quick: bool) -> None:
                 f"best wall {command_s:.3f} s, CPU {command_cpu:.3f} s; exit {code}, "
                 f"peak RSS {rss} MiB, JSON {json_mb:.1f} MB, heavy modules loaded: {heavy}"
             )
+            print("  where the command's CPU goes:")
+            _breakdown(path)
         print("flat memory, the command on many captures of the 540-node report (JSON streamed run by run):")
         for mb_wanted in (8e6, 50e6) if quick else (34e6, 200e6):
             path = Path(tmp) / f"ranks-{mb_wanted:.0f}.txt"
@@ -301,6 +305,31 @@ def _corpus(quick: bool) -> None:
                 f"JSON {json_mb:6.1f} MB, exit {code}"
             )
             path.unlink()
+
+
+def _breakdown(path: Path, rounds: int = 7) -> None:
+    """Where the command's time goes, each part as a multiple of plain iteration (median of rounds)."""
+    from acceptance.cmd.jsonout import pretty
+    from acceptance.cmd.parse_nccl import read_nccl
+
+    runs = read_nccl(path).runs
+    empty = path.with_name("empty.txt")
+    empty.write_text("nothing of nccl-tests\n")
+
+    def start() -> None:  # the interpreter and the command's imports, on a file with nothing to parse
+        command = [sys.executable, "-m", "acceptance", "parse", "nccl", str(empty)]
+        subprocess.run(command, capture_output=True, check=False)
+
+    parts = {
+        "plain": lambda: _plain(path),
+        "interpreter start and imports": start,
+        "parse (read_nccl, runs handed on)": lambda: read_nccl(path, None, lambda run: None),
+        "rows' JSON from their text": lambda: [run.rows.json_texts() for run in runs],
+        "runs' JSON, rows included": lambda: [pretty(run.to_json(rows_as_text=True), 4, 2) for run in runs],
+    }
+    for name, (_, _, ratio) in _rounds(parts, rounds).items():
+        if name != "plain":
+            print(f"    {name + ':':38s} {ratio:.2f}x plain")
 
 
 def main() -> int:
