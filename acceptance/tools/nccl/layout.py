@@ -47,11 +47,6 @@ UNIFIED_PREAMBLE_WIDTH = 52
 #: the half of every layout since 2.13 (time or cputime): read without naming each value
 _PLAIN_HALVES = frozenset({("time", "algbw", "busbw", "#wrong"), ("cputime", "algbw", "busbw", "#wrong")})
 _NO_EXTRAS: Mapping[str, float | None] = MappingProxyType({})
-_ONE_NUMBER = r"(?:(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?|N/A)"
-#: the eight values of a plain row joined by blanks: unsigned decimals (ASCII digits) or N/A
-_EIGHT_NUMBERS = re.compile(rf"(?a:{_ONE_NUMBER}(?: {_ONE_NUMBER}){{7}})")
-#: deletes what unsigned decimals and their exponents are written with (and the blanks between them)
-_DECIMAL_CHARS = str.maketrans("", "", "0123456789.eE+- ")
 #: types and ops nccl-tests prints: they pass `_WORD` without being tested each time
 _KNOWN = frozenset(TYPE_SIZES) | frozenset(REDOPS) | {"none"}
 
@@ -162,42 +157,34 @@ def plain_row(tokens: list[str], line: int) -> NcclRow | None:
         return None
     if not (root.isascii() and (root[1:] if root[:1] == "-" else root).isdigit()):
         return None
-    numbers = tokens[5:13]
-    joined = " ".join(numbers)
-    values: Iterable[float | None]
     try:
-        if not joined.translate(_DECIMAL_CHARS) and joined[0] not in "+-" and " -" not in joined and " +" not in joined:
-            # only digits, points, exponents and signs inside a number (no sign first, no letter but e, no '_',
-            # nothing beyond ASCII): float() accepts exactly what `_value` does, and refuses the rest
-            values = map(float, numbers)
-        elif _EIGHT_NUMBERS.fullmatch(joined):  # one regex for the eight values of a plain row with N/A
-            values = [None if t == "N/A" else float(t) for t in numbers]
-        else:
-            values = [_value(t) for t in numbers]  # NonFinite, or ValueError naming the odd one
-        t1, a1, b1, w1, t2, a2, b2, w2 = values
+        t1, a1, b1, w1, t2, a2, b2, w2 = [_value(t) for t in tokens[5:13]]  # NonFinite passes through
     except NonFinite:
         raise
     except ValueError:
         return None
-    for token, value in zip(numbers, (t1, a1, b1, w1, t2, a2, b2, w2), strict=True):
-        if value is not None and not math.isfinite(value):
-            raise NonFinite(token)  # a number too long for a float (`1e400`) read as inf
     return _row_of(
         int(size), int(count), kind, redop, int(root), _half_of(t1, a1, b1, w1), _half_of(t2, a2, b2, w2), line
     )
 
 
+#: a number `_value` reads that cannot overflow to inf (at most 30 digits before the point, an exponent of at
+#: most two digits), or N/A: a longer one takes the checked path
+_BOUNDED_NUMBER = r"(?:(?:\d{1,30}(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d\d?)?|N/A)"
+_CLEAN_HALF = rf" +{_BOUNDED_NUMBER} +{_BOUNDED_NUMBER} +{_BOUNDED_NUMBER} +(?:0|N/A)"
 #: a whole line (with its line end) that `plain_row` reads, clean: `size count type redop root` and two
 #: halves of `time algbw busbw #wrong` with `#wrong` 0 or N/A, blanks between them; the feed loop's test
 #: for rows it can keep as text and read later in one batch (`plain_rows`, `plain_rows_json`). Anything
 #: else (tabs, signs, letters, nan, a missing column, a non-zero `#wrong`) takes `plain_row`'s path.
-#: a number `_ONE_NUMBER` reads that cannot overflow to inf (at most 30 digits before the point, an
-#: exponent of at most two digits): a longer one takes the checked path
-_BOUNDED_NUMBER = r"(?:(?:\d{1,30}(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d\d?)?|N/A)"
-_CLEAN_HALF = rf" +{_BOUNDED_NUMBER} +{_BOUNDED_NUMBER} +{_BOUNDED_NUMBER} +(?:0|N/A)"
 PLAIN_ROW_LINE = re.compile(
     rf"(?a: *\d+ +\d+ +[A-Za-z]\w* +[A-Za-z]\w* +-?\d+{_CLEAN_HALF}{_CLEAN_HALF} *)(?:\r\n|\r|\n)"
 ).fullmatch
+
+
+def _columns(lines: list[str]) -> list[list[str]]:
+    """The 13 columns of lines that match `PLAIN_ROW_LINE` (13 tokens each): all split at once, then sliced."""
+    tokens = " ".join(lines).split()
+    return [tokens[c::13] for c in range(13)]
 
 
 def plain_rows(lines: list[str], numbers: list[int]) -> list[NcclRow]:
@@ -206,26 +193,18 @@ def plain_rows(lines: list[str], numbers: list[int]) -> list[NcclRow]:
     Every line holds exactly 13 tokens, so the tokens of all of them split at once fall into
     columns by position; what `plain_row` checks token by token the pattern has checked already.
     """
-    tokens = " ".join(lines).split()
-    sizes = map(int, tokens[0::13])
-    counts = map(int, tokens[1::13])
-    roots = map(int, tokens[4::13])
-    values = []
-    for column in range(5, 13):
-        texts = tokens[column::13]
-        if "N/A" in texts:
-            values.append([None if t == "N/A" else float(t) for t in texts])
-        else:
-            values.append(list(map(float, texts)))
-    t1, a1, b1, w1, t2, a2, b2, w2 = values
+    sizes, counts, kinds, redops, roots, *figures = _columns(lines)
+    t1, a1, b1, w1, t2, a2, b2, w2 = (
+        [None if t == "N/A" else float(t) for t in texts] if "N/A" in texts else map(float, texts) for texts in figures
+    )
     return [
         _row_of(size, count, kind, redop, root, _half_of(*oop), _half_of(*ip), line)
         for size, count, kind, redop, root, oop, ip, line in zip(
-            sizes,
-            counts,
-            tokens[2::13],
-            tokens[3::13],
-            roots,
+            map(int, sizes),
+            map(int, counts),
+            kinds,
+            redops,
+            map(int, roots),
             zip(t1, a1, b1, w1, strict=True),
             zip(t2, a2, b2, w2, strict=True),
             numbers,
@@ -254,12 +233,10 @@ def plain_rows_json(lines: list[str]) -> list[str]:
     The type and op are ASCII words (nothing to escape); every number is written as the float
     or int it reads as, which is what the records would hold.
     """
-    tokens = " ".join(lines).split()
-    columns: list[Iterable[str]] = [
-        map(repr, map(int, tokens[c::13])) if c in (0, 1, 4) else tokens[c::13] for c in range(5)
-    ]
-    columns += [_json_floats(tokens[c::13]) for c in range(5, 13)]
-    return [_ROW_JSON % values for values in zip(*columns, strict=True)]
+    sizes, counts, kinds, redops, roots, *figures = _columns(lines)
+    size, count, root = (map(repr, map(int, column)) for column in (sizes, counts, roots))
+    floats = [_json_floats(column) for column in figures]
+    return [_ROW_JSON % values for values in zip(size, count, kinds, redops, root, *floats, strict=True)]
 
 
 _new = object.__new__

@@ -231,10 +231,9 @@ class NcclRun:
     def to_json(self, rows_as_text: bool = False) -> dict[str, Any]:
         """The run's JSON document; with `rows_as_text`, "rows" holds each row's JSON text (`JsonItems`)."""
         rows: list[Any]
-        texts = getattr(self.rows, "json_texts", None)  # `NcclRows`: from the printed text
         if not rows_as_text:
             rows = [r.to_json() for r in self.rows]
-        elif callable(texts):
+        elif callable(texts := getattr(self.rows, "json_texts", None)):  # `NcclRows`: from the printed text
             rows = texts()
         else:
             rows = JsonItems(row_json_text(r) for r in self.rows)

@@ -54,6 +54,12 @@ class ReportBuilder:
         self.nccl_version, self.cuda_version = nccl
         self.last = start
 
+    @property
+    def takes_text_rows(self) -> bool:
+        """Whether a clean plain row may be kept as text now: a plain table is open and no row preamble waits."""
+        layout = self.layout
+        return layout is not None and layout.plain and not self.trailer and self.pending is None
+
     def flush(self) -> None:
         """Read the rows kept as text into `rows`."""
         if self.row_lines:

@@ -30,7 +30,6 @@ from acceptance.tools.nccl.layout import (
     Layout,
     NonFinite,
     layout_from_header,
-    plain_row,
 )
 from acceptance.tools.nccl.names import normalize_collective
 from acceptance.tools.nccl.records import (
@@ -140,9 +139,6 @@ class TextParser:
         self.unended: tuple[str, int] | None = None
         self.want_version = True
         self.content = False  # a report with ranks or rows was read
-        #: the open report while its table takes plain rows (`_refresh_fast`): the feed loop then keeps
-        #: a line matching `PLAIN_ROW_LINE` as text, to be read with the others in one batch
-        self.fast: ReportBuilder | None = None
 
     # -- driving ---------------------------------------------------------------------------
     def feed(self, lines: Iterable[str], first_line: int = 1) -> None:
@@ -161,7 +157,8 @@ class TextParser:
             if self.unended is not None:  # it was not the last line after all
                 dispatch(*self.unended)
                 self.unended = None
-            if raw[:1] == " " and (run := self.fast) is not None and row_line(raw):  # most rows: read later
+            # most rows: kept as text, read with the others in one batch (`ReportBuilder.takes_text_rows`)
+            if raw[:1] == " " and (run := self.run) is not None and run.takes_text_rows and row_line(raw):
                 self.ended_lines = True
                 run.row_lines.append(raw)
                 run.row_numbers.append(number)
@@ -174,13 +171,6 @@ class TextParser:
                 self.unended = (raw, number)
         self.recognised = self.recognised or info
         self.last_number = max(self.last_number, number)
-
-    def _refresh_fast(self) -> None:
-        """Whether the feed loop may keep plain rows as text: set where the open report, its layout,
-        trailer or pending row preamble change."""
-        run = self.run
-        fast = run is not None and run.layout is not None and run.layout.plain and not run.trailer
-        self.fast = run if fast and run is not None and run.pending is None else None
 
     def _refresh_want(self) -> None:
         """Whether an `NCCL version` INFO line would tell anything new (the open report's, or the next one's);
@@ -318,7 +308,6 @@ class TextParser:
             run.flush()  # rows read through the layout they were printed under
             run.layout = layout
             run.last = number
-            self._refresh_fast()
         return True
 
     def _header_damaged(self, run: ReportBuilder, number: int, line: str, expected: str) -> None:
@@ -371,7 +360,6 @@ class TextParser:
                 run.damaged(number, f"unreadable average (expected '# Avg bus bandwidth : <number>'): {line}")
             run.trailer = True
             self._refresh_want()
-            self._refresh_fast()
             if m.group(2) == "FAILED":
                 run.avg_failed = True
                 run.error(number, line)
@@ -386,15 +374,6 @@ class TextParser:
         run = self.run
         if run is not None and run.layout is not None and not run.trailer:
             tokens = line.split()
-            if len(tokens) == 13 and run.layout.plain:  # most rows: read straight through, kept at once
-                try:
-                    row = plain_row(tokens, number)
-                except NonFinite as exc:
-                    self._non_finite(run, number, line, exc.token)
-                    return
-                if row is not None:
-                    self._keep_row(run, row, number)
-                    return
             if len(tokens) >= 3 and tokens[0].isdigit() and tokens[1].isdigit() and _letter(tokens[2]):
                 self._row(run, run.layout, line, tokens, number)
                 return
@@ -442,7 +421,6 @@ class TextParser:
         if pre is not None:
             self._lose_pending(run)
             run.pending = (pre, number)
-            self._refresh_fast()
             return
         run.damaged(
             number,
@@ -456,17 +434,14 @@ class TextParser:
         run.flush()
         run.rows.append(row)
         run.last = number
-        self._refresh_fast()
 
     def _lose_pending(self, run: ReportBuilder) -> None:
         if run.pending is not None:
             run.damaged(run.pending[1], "data row cut short (its numbers never came)")
             run.pending = None
-            self._refresh_fast()
 
     def _non_finite(self, run: ReportBuilder, number: int, line: str, token: str) -> None:
         run.pending = None
-        self._refresh_fast()
         run.error(number, f"data row with a non-finite value {token!r}: {line.strip()}", failed=True, kind="output")
 
     def _foreign(self, line: str, number: int) -> None:
@@ -538,7 +513,6 @@ class TextParser:
         self.hint = None
         self.nccl = (None, None)
         self._refresh_want()
-        self._refresh_fast()
         return self.run
 
     def _close(self) -> None:
@@ -553,7 +527,6 @@ class TextParser:
                 self.runs.append(run)
             self.run = None
             self._refresh_want()
-            self._refresh_fast()
 
 
 _new = object.__new__
