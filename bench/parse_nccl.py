@@ -185,11 +185,6 @@ def _command_child(path: str, out: str) -> None:
     print(f"{rss:.1f} {code} {','.join(heavy) or '-'}")
 
 
-def _cpu_best(fn, repeat: int) -> float:  # type: ignore[no-untyped-def]
-    """Best CPU time (this process) of `fn`: on a machine shared with others, wall time measures them too."""
-    return _best(fn, repeat, time.process_time)
-
-
 def _children_cpu() -> float:
     usage = resource.getrusage(resource.RUSAGE_CHILDREN)
     return usage.ru_utime + usage.ru_stime
@@ -360,13 +355,8 @@ def main() -> int:
         with open(path, encoding="utf-8") as handle:
             n_lines = sum(1 for _ in handle)
 
-        def plain() -> None:
-            with open(path, encoding="utf-8", errors="replace", newline="") as handle:
-                for _ in handle:
-                    pass
-
         result = read_nccl(path)
-        plain_s = _best(plain, 3)
+        plain_s = _best(lambda: _plain(path), 3)
         parse_s = _best(lambda: read_nccl(path), 3)
     rows = sum(len(r.rows) for r in result.runs)
     runs = len(result.runs)
