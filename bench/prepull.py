@@ -28,7 +28,6 @@ import argparse
 import json
 import re
 import shutil
-import subprocess
 import sys
 import tempfile
 import time
@@ -37,10 +36,14 @@ from pathlib import Path
 
 import yaml
 
-ROOT = Path(__file__).resolve().parents[1]
-SCENARIO = ROOT / "acceptance" / "sim" / "scenarios" / "cold-cache-16.yaml"
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the project, and `bench` as a package
+
+from acceptance.profile import SHIPPED_DIR
+from acceptance.sim.model.scenario import SCENARIO_DIR
+from bench.suite_timing import timed_suite
+
+SCENARIO = SCENARIO_DIR / "cold-cache-16.yaml"
 RETURNED = "sim-node-07"
-RUN_TIMEOUT_S = 1800  # one suite run; the slowest (scale s2, no pre-pull) takes a few minutes
 PULLED = re.compile(r"Successfully pulled image .* in ([0-9.]+)s \(([0-9.]+)s including waiting\)")
 
 
@@ -49,7 +52,7 @@ def baselines(folder: Path, time_scale: float, prepull: bool) -> Path:
     target = folder / "baselines" / "sim"
     if target.exists():
         shutil.rmtree(target)
-    shutil.copytree(ROOT / "acceptance" / "sim" / "agreements" / "sim", target)
+    shutil.copytree(SHIPPED_DIR / "sim", target)
     data = yaml.safe_load((target / "cluster.yaml").read_text())
     data["sim"]["scenario"] = str(SCENARIO)
     data["sim"]["time_scale"] = time_scale
@@ -62,15 +65,9 @@ def run(folder: Path, time_scale: float, prepull: bool) -> tuple[float, float, f
     """Wall seconds of one suite run, its items' seconds (junit), the critical-path pull seconds from its
     events, and its summary."""
     report = folder / f"report-{time.monotonic_ns()}"
-    command = [sys.executable, "-m", "pytest", str(ROOT / "acceptance"), "--cluster=sim",
-               f"--baselines-dir={baselines(folder, time_scale, prepull)}", f"--report-dir={report}",
-               f"--returned-node={RETURNED}", "--no-sign", "-q", "-p", "no:cacheprovider",
-               "--progress-every=0"]  # fmt: skip
-    start = time.perf_counter()
-    done = subprocess.run(command, capture_output=True, text=True, check=False, cwd=folder, timeout=RUN_TIMEOUT_S)
-    wall = time.perf_counter() - start
-    last = [line for line in done.stdout.splitlines() if " in " in line and ("passed" in line or "failed" in line)]
-    summary = last[-1].strip("= ") if last else f"exit {done.returncode}: {done.stdout[-500:]}{done.stderr[-500:]}"
+    wall, summary = timed_suite("--cluster=sim", f"--baselines-dir={baselines(folder, time_scale, prepull)}",
+                                f"--report-dir={report}", f"--returned-node={RETURNED}", "--progress-every=0",
+                                cwd=folder)  # fmt: skip
     junit = report / "junit.xml"
     items = sum(float(case.get("time", 0)) for case in ET.parse(junit).iter("testcase")) if junit.exists() else 0.0
     return wall, items, critical_pulls(report), summary

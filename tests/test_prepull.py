@@ -93,7 +93,7 @@ def pulls_of(api: EmulatedApi, watch: PodWatch, prefix: str) -> list[str]:
             and watch.nodes.get(e["involvedObject"]["name"]) == COLD]  # fmt: skip
 
 
-def run_dcgm_then_nccl(tmp_path: Path, prepull: bool) -> tuple[EmulatedApi, PodWatch, list[str]]:
+def run_dcgm_then_nccl(tmp_path: Path, prepull: bool) -> tuple[PodWatch, list[str]]:
     """DCGM on the cold node (with the pre-pull batch beside it, or not), then nccl-tests on it and a warm node."""
     dcgm = {COLD: DcgmWorkload(f"dcgm-{COLD}", COLD, 8, ("dcgmi", "diag", "-r", "3", "-j"), 3600.0)}
     alongside = batch_for(["nccl"], [COLD], 3600.0) if prepull else None
@@ -115,12 +115,12 @@ def run_dcgm_then_nccl(tmp_path: Path, prepull: bool) -> tuple[EmulatedApi, PodW
                 watch.stop.set()
                 watch.join(5)
                 watch.drain()
-        return api, watch, pulls_of(api, watch, "all-reduce")
+        return watch, pulls_of(api, watch, "all-reduce")
 
 
 @pytest.mark.slow
 def test_prepull_pods_run_beside_dcgm_without_gpus_and_nccl_then_starts_without_a_pull(tmp_path: Path) -> None:
-    _, watch, nccl_pulls = run_dcgm_then_nccl(tmp_path, prepull=True)
+    watch, nccl_pulls = run_dcgm_then_nccl(tmp_path, prepull=True)
     assert watch.prepull, "no pre-pull pod was seen while DCGM ran"
     assert all(name.startswith(f"prepull-nccl-{COLD}") for name in watch.prepull)
     for pod in watch.prepull.values():
@@ -136,7 +136,7 @@ def test_prepull_pods_run_beside_dcgm_without_gpus_and_nccl_then_starts_without_
 
 @pytest.mark.slow
 def test_without_prepull_nccl_waits_for_its_image_on_the_cold_node(tmp_path: Path) -> None:
-    _, watch, nccl_pulls = run_dcgm_then_nccl(tmp_path, prepull=False)
+    watch, nccl_pulls = run_dcgm_then_nccl(tmp_path, prepull=False)
     assert watch.prepull == {}
     assert any(m.startswith(f'Successfully pulled image "{SETTINGS.images["nccl"]}" in 204.800s') for m in nccl_pulls)
 

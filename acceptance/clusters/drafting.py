@@ -71,7 +71,7 @@ def env_and_nodes_lines(
     ]
 
 
-def agreement_lines(dcgm_host_engine: str = "embedded") -> list[str]:
+def agreement_lines() -> list[str]:
     """The dcgm, nccl, smoke and margins sections with the defaults both parties review."""
     margins = Margins()
     lines = [
@@ -79,7 +79,7 @@ def agreement_lines(dcgm_host_engine: str = "embedded") -> list[str]:
         "  level: 3                  # 1 quick, 2 medium, 3 long (~15 min), 4 extended (~1 h+)",
         "  timeout: 2h",
         "  fail_on_warning_severity: isolate",
-        f"  host_engine: {dcgm_host_engine}     # or the address of the cluster's nv-hostengine",
+        "  host_engine: embedded     # or the address of the cluster's nv-hostengine",
         "",
         "nccl:                       # the handover's nccl-tests; later runs use the baseline's commands",
         "  timeout: 1h",

@@ -82,7 +82,7 @@ class SshCluster:
 
     def inventory(self) -> ClusterInventory:
         """Each node as its host reports it (`inventory`); a host that does not answer says why."""
-        readings = read_inventory(self.hostset, self.settings.launcher_mpirun)
+        readings = read_inventory(self.hostset)
         infos: list[NodeInfo] = []
         for node in self.profile.nodes:
             reading = readings[node]

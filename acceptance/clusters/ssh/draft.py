@@ -34,11 +34,15 @@ class HostAccess:
     config: Path | None = None
     jump: str | None = None
 
+    @property
+    def head(self) -> str:
+        """The head node: the first host named."""
+        return next(iter(self.hosts))
+
     def settings(self) -> SshSettings:
-        head = next(iter(self.hosts))
         return SshSettings(
             hosts=dict(self.hosts), user=self.user, port=self.port, key=self.key, known_hosts=self.known_hosts,
-            head_node=head, config=self.config, jump=self.jump, connect_timeout_s=15.0, command_timeout_s=60.0,
+            head_node=self.head, config=self.config, jump=self.jump, connect_timeout_s=15.0, command_timeout_s=60.0,
         )  # fmt: skip
 
 
@@ -46,7 +50,7 @@ def discover_hosts(access: HostAccess) -> list[NodeInfo]:
     """Each host as the preflight would see it; refused host keys stop everything (see the module docstring)."""
     hostset = HostSet(access.settings(), list(access.hosts), accept_new=False)
     try:
-        readings = read_inventory(hostset, "mpirun")
+        readings = read_inventory(hostset)
         refused = [str(r.error) for r in readings.values() if isinstance(r.error, HostKeyRefused)]
         if refused:
             raise UsageError("host keys not accepted, so no profile was written:\n  " + "\n  ".join(refused))
@@ -80,7 +84,7 @@ def draft_ssh_profile(name: str, access: HostAccess, infos: Sequence[NodeInfo]) 
     if drivers:
         notes.append(f"driver versions differ: {driver} on most hosts, also {', '.join(drivers)}")
     cuda, _ = common([i.labels.get("nvidia.com/cuda.runtime-version.full") for i in answered])
-    head = next(iter(access.hosts))
+    head = access.head
     head_info = next((i for i in infos if i.name == head), None)
     if head_info is not None and inventory.MPI_LABEL not in head_info.labels and head_info in answered:
         notes.append(f"no Open MPI mpirun on the head node {head}: nccl-tests need it (apt-get install openmpi-bin)")

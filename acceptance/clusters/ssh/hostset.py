@@ -74,12 +74,12 @@ class Reading:
     error: BaseException | None
 
 
-def read_inventory(hosts: HostSet, mpirun: str) -> dict[str, Reading]:
+def read_inventory(hosts: HostSet) -> dict[str, Reading]:
     """Every host's `inventory` at once (the head node's with `mpirun --version`): node → its reading."""
     settings, timeout = hosts.settings, hosts.settings.command_timeout_s
 
     def launcher(node: str) -> str | None:
-        return mpirun if node == settings.head_node else None
+        return settings.launcher_mpirun if node == settings.head_node else None
 
     answers = hosts.each(
         hosts.nodes,

@@ -355,15 +355,16 @@ class Controller:
             self.event(pod, "Warning", "Failed", "Error: ImagePullBackOff", "kubelet")
             self._set_waiting(ns, name, "ImagePullBackOff", f'Back-off pulling image "{image}"')
             return
-        pull = self.images.request(node, image, time.monotonic()) if self.images is not None else None
-        if pull is None:
+        images = self.images
+        pull = images.request(node, image, time.monotonic()) if images is not None else None
+        if images is None or pull is None:
             self.event(pod, "Normal", "Pulled", f'Container image "{image}" already present on machine', "kubelet")
             self._run(pod)
             return
         ready_at, seconds, waited = pull
         self._set_waiting(ns, name, "ContainerCreating", "")
         uid = pod["metadata"]["uid"]
-        size = self.images.model.size_of(image) if self.images is not None else 0
+        size = images.model.size_of(image)
         message = (f'Successfully pulled image "{image}" in {seconds:.3f}s ({seconds + waited:.3f}s including '
                    f"waiting). Image size: {size} bytes.")  # fmt: skip
         self.after_wall(max(0.0, ready_at - time.monotonic()), lambda: self._pulled(ns, name, uid, message))

@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from acceptance.errors import UsageError
-from acceptance.units import format_size, parse_size
+from acceptance.units import parse_size
 
 _KEYS = {"bandwidth", "cold_nodes", "sizes", "default_size"}
 
@@ -47,11 +47,6 @@ class PullModel:
 
     def cold(self, node: str) -> bool:
         return self.cold_nodes is None or node in self.cold_nodes
-
-    def describe(self) -> str:
-        sizes = ", ".join(f"{part} {format_size(size)}" for part, size in self.sizes)
-        where = "every node" if self.cold_nodes is None else ", ".join(sorted(self.cold_nodes)) or "no node"
-        return f"cold image cache on {where}; {format_size(int(self.bandwidth_bps))}/s per node; {sizes}"
 
     @classmethod
     def from_mapping(cls, data: Any, source: str) -> PullModel:
