@@ -162,6 +162,20 @@ class WorkloadProgress:
     note: str = ""
     status: RunStatus | None = None
 
+    @classmethod
+    def of(
+        cls,
+        workload: Workload,
+        phase: Phase,
+        elapsed_s: float,
+        deadline_s: float,
+        note: str = "",
+        status: RunStatus | None = None,
+    ) -> WorkloadProgress:
+        """`workload`'s progress: its name, kind and the nodes it was asked to run on, in `phase`."""
+        return cls(workload.name, workload_kind(workload), workload_nodes(workload), phase, elapsed_s, deadline_s,
+                   note, status)  # fmt: skip
+
 
 # Called by a backend while it waits, from the waiting thread, every second or so and once at the end.
 ProgressSink = Callable[[Sequence[WorkloadProgress]], None]

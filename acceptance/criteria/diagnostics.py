@@ -37,9 +37,10 @@ def command(profile: Profile) -> dcgm.DcgmDiag:
 
 def workload(profile: Profile, node: str) -> DcgmWorkload:
     """`dcgmi diag` needs a host engine: started in the pod ("embedded"), or the one the profile names."""
-    embedded = profile.dcgm_host_engine == "embedded"
-    argv = tuple(command(profile).argv())
-    if embedded:  # the engine's banner must not precede dcgmi's JSON; dcgmi's exit status is the pod's
+    diag = command(profile)
+    argv = tuple(diag.argv())
+    if diag.host is None:  # embedded (`command` names no host engine): start one in the pod.
+        # The engine's banner must not precede dcgmi's JSON; dcgmi's exit status is the pod's.
         argv = ("bash", "-c", f"nv-hostengine >/dev/null && exec {shlex.join(argv)}")
     return DcgmWorkload(f"dcgm-{node}", node, profile.gpus_per_node, argv, profile.dcgm_timeout_s)
 

@@ -14,13 +14,11 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, get_args
 
-from acceptance.clusters.base import WorkloadProgress
+from acceptance.clusters.base import Phase, RunStatus, WorkloadProgress
 
 FOLDER = "progress"  # the run folder's subfolder where each batch's waiting process writes `<key>.json`
-PHASES = ("pending", "pulling image", "starting", "running")
-OUTCOMES = ("succeeded", "failed", "timeout", "unschedulable", "error")
 
 
 def duration(seconds: float) -> str:
@@ -71,19 +69,17 @@ class BatchStatus:
         head = f"{self.key} on {self.where}: "
         single = self.workloads == 1
         if self.done:
-            text = f"{head}{_counts(self.outcomes, OUTCOMES, single)} in {duration(self.elapsed_s)} " \
+            text = f"{head}{_counts(self.outcomes, get_args(RunStatus), single)} in {duration(self.elapsed_s)} " \
                    f"(deadline {duration(round(self.deadline_s))})"  # fmt: skip
-            if self.note:
-                text += f" | {self.note}"
         else:
             states = Counter(dict(self.phases))
             finished = sum(self.outcomes.values())
             if finished:
                 states["done"] = finished
-            text = f"{head}{_counts(states, (*PHASES, 'done'), single)} | " \
+            text = f"{head}{_counts(states, get_args(Phase), single)} | " \
                    f"{duration(self.elapsed_s)} of {duration(round(self.deadline_s))}"  # fmt: skip
-            if self.note:
-                text += f" | {self.note}"
+        if self.note:
+            text += f" | {self.note}"
         if width is not None and len(text) > width:
             text = text[: max(0, width - 3)] + "..."
         return text
@@ -120,9 +116,8 @@ def summarize(key: str, progress: Sequence[WorkloadProgress], *, note: str = "",
     shown = running or list(progress)
     phases: Counter[str] = Counter(p.phase for p in running)
     outcomes: Counter[str] = Counter(p.status or "error" for p in progress if p.phase == "done")
-    remark = next((f"{p.name}: {p.note}" for p in running if p.note), "")
-    if not running:
-        remark = next((f"{p.name}: {p.note}" for p in progress if p.note and p.status != "succeeded"), "")
+    pool = running or [p for p in progress if p.status != "succeeded"]
+    remark = next((f"{p.name}: {p.note}" for p in pool if p.note), "")
     nodes = [n for p in progress for n in p.nodes]
     return BatchStatus(
         key=key,

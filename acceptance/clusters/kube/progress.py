@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from acceptance.clusters.base import Handle, Phase, RunStatus, WorkloadProgress, workload_kind, workload_nodes
+from acceptance.clusters.base import Handle, Phase, RunStatus, WorkloadProgress
 from acceptance.clusters.kube.status import Obj, container_state, unschedulable_message
 
 CREATING = frozenset({"ContainerCreating", "PodInitializing", "ErrImagePull"})
@@ -38,12 +38,10 @@ def workload_progress(
     deadline_s: float,
 ) -> WorkloadProgress:
     """The workload of `handle`, from its `pods` (`main`: the pod that runs the tool) and its outcome so far."""
-    workload = handle.workload
-    nodes = workload_nodes(workload)  # every workload is pinned: where it was asked to run is where it runs
 
     def progress(phase: Phase, note: str = "", status: RunStatus | None = None) -> WorkloadProgress:
-        return WorkloadProgress(workload.name, workload_kind(workload), nodes, phase, elapsed_s, deadline_s, note,
-                                status)  # fmt: skip
+        # every workload is pinned: where it was asked to run is where it runs
+        return WorkloadProgress.of(handle.workload, phase, elapsed_s, deadline_s, note, status)
 
     if outcome is not None:
         return progress("done", outcome[1], outcome[0])

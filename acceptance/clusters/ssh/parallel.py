@@ -16,6 +16,7 @@ from typing import Generic, TypeVar
 
 T = TypeVar("T")
 R = TypeVar("R")
+TICK_S = 1.0  # how often `each` hands its outcomes so far to `tick`
 
 
 @dataclass(frozen=True)
@@ -34,11 +35,10 @@ def each(
     *,
     limit: int = 32,
     tick: Callable[[Sequence[Outcome[R]]], None] | None = None,
-    tick_s: float = 1.0,
 ) -> list[Outcome[R]]:
     """`fn(item)` for every item, at most `limit` at a time; one outcome per item, in order.
 
-    `tick`, when given, is called from the calling thread every `tick_s` with the outcomes so far
+    `tick`, when given, is called from the calling thread every `TICK_S` seconds with the outcomes so far
     (``done`` False: still running), e.g. to show progress."""
     results: list[Outcome[R]] = [Outcome(None, None, done=False) for _ in items]
     todo: queue.Queue[int] = queue.Queue()
@@ -61,10 +61,10 @@ def each(
         threading.Thread(target=worker, daemon=True, name="ssh-each").start()
     end = time.monotonic() + deadline_s
     left = len(items)
-    next_tick = time.monotonic() + tick_s
+    next_tick = time.monotonic() + TICK_S
     while left and time.monotonic() < end:
         if tick is not None and time.monotonic() >= next_tick:
-            next_tick = time.monotonic() + tick_s
+            next_tick = time.monotonic() + TICK_S
             tick(list(results))
         try:
             i, outcome = finished.get(timeout=min(0.25, max(0.01, end - time.monotonic())))

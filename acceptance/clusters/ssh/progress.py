@@ -7,9 +7,9 @@ so a workload is *running* until every one of its host commands has ended, then 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from datetime import UTC, datetime
+from datetime import datetime
 
-from acceptance.clusters.base import Handle, RunResult, WorkloadProgress, workload_kind, workload_nodes
+from acceptance.clusters.base import Handle, Phase, RunResult, WorkloadProgress
 
 
 def _elapsed(handle: Handle, now: datetime) -> float:
@@ -17,43 +17,24 @@ def _elapsed(handle: Handle, now: datetime) -> float:
 
 
 def running_progress(
-    handles: Sequence[Handle], commands: Sequence[tuple[Handle, bool]], deadline_s: float, now: datetime | None = None
+    handles: Sequence[Handle], commands: Sequence[tuple[Handle, bool]], deadline_s: float, now: datetime
 ) -> list[WorkloadProgress]:
-    """`commands`: each host command's handle and whether it has ended, in any order."""
-    now = now or datetime.now(UTC)
+    """`commands`: each host command's handle and whether it has ended, in any order; `now`: the time of the look."""
     out = []
     for handle in handles:
         ended = [done for h, done in commands if h is handle]
         finished = sum(ended)
         note = f"{finished}/{len(ended)} hosts finished" if len(ended) > 1 and finished else ""
-        out.append(
-            WorkloadProgress(
-                name=handle.workload.name,
-                kind=workload_kind(handle.workload),
-                nodes=workload_nodes(handle.workload),
-                phase="done" if ended and all(ended) else "running",
-                elapsed_s=_elapsed(handle, now),
-                deadline_s=deadline_s,
-                note=note,
-            )
-        )
+        phase: Phase = "done" if ended and all(ended) else "running"
+        out.append(WorkloadProgress.of(handle.workload, phase, _elapsed(handle, now), deadline_s, note))
     return out
 
 
 def done_progress(
-    handles: Sequence[Handle], results: Sequence[RunResult], deadline_s: float, now: datetime | None = None
+    handles: Sequence[Handle], results: Sequence[RunResult], deadline_s: float, now: datetime
 ) -> list[WorkloadProgress]:
-    """The last word: every workload done, with its status."""
-    now = now or datetime.now(UTC)
+    """The last word: every workload done, with its status (`results` in the order of `handles`)."""
     return [
-        WorkloadProgress(
-            name=h.workload.name,
-            kind=r.kind,
-            nodes=workload_nodes(h.workload),
-            phase="done",
-            elapsed_s=_elapsed(h, now),
-            deadline_s=deadline_s,
-            status=r.status,
-        )
+        WorkloadProgress.of(h.workload, "done", _elapsed(h, now), deadline_s, status=r.status)
         for h, r in zip(handles, results, strict=True)
     ]

@@ -12,7 +12,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
-from acceptance.clusters.base import Handle, RunResult, RunStatus, workload_kind
+from acceptance.clusters.base import Handle, RunResult, RunStatus, workload_kind, workload_nodes
 from acceptance.clusters.ssh.mpi import launcher_reason
 from acceptance.clusters.ssh.plans import MAIN, HostCommand
 from acceptance.clusters.ssh.remote import WaitOutput
@@ -113,8 +113,7 @@ def run_result(handle: Handle, outcomes: Sequence[HostOutcome], hostnames: Mappi
             streams[f"{o.command.node}.stderr"] = o.output.stderr
         if o is not main and o.output.stdout:
             streams[f"{o.command.node}.stdout"] = o.output.stdout
-    nodes = getattr(workload, "nodes", None) or (getattr(workload, "node", ""),)
-    placement = {hostnames.get(n, n): n for n in nodes}
+    placement = {hostnames.get(n, n): n for n in workload_nodes(workload)}
     tail = output + (out.stderr if out else "")
     starts = [o.started for o in outcomes if o.started]
     ends = [o.finished for o in outcomes if o.finished]

@@ -14,7 +14,7 @@ from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
-from acceptance.clusters.base import Handle, ProgressSink, RunResult, Workload
+from acceptance.clusters.base import Handle, ProgressSink, RunResult, Workload, workload_nodes
 from acceptance.clusters.ssh import parallel, remote
 from acceptance.clusters.ssh.hostset import HostSet
 from acceptance.clusters.ssh.lease import SshLease
@@ -25,11 +25,6 @@ from acceptance.clusters.ssh.results import HostOutcome, run_result
 from acceptance.errors import AcceptanceError, SshError, UsageError
 
 WAIT_SLACK_S = 30.0
-
-
-def _nodes(workload: Workload) -> tuple[str, ...]:
-    nodes: tuple[str, ...] = getattr(workload, "nodes", ())
-    return nodes or (str(getattr(workload, "node", "")),)
 
 
 class Workloads:
@@ -146,21 +141,23 @@ class Workloads:
             )
 
         def tick(so_far: Sequence[parallel.Outcome[HostOutcome]]) -> None:
-            if progress is not None:
-                ended = [(h, o.done) for (h, _), o in zip(jobs, so_far, strict=True)]
-                progress(running_progress(handles, ended, deadline_s))
+            assert progress is not None  # handed to `parallel.each` only when there is a sink
+            ended = [(h, o.done) for (h, _), o in zip(jobs, so_far, strict=True)]
+            progress(running_progress(handles, ended, deadline_s, datetime.now(UTC)))
 
-        outcomes = parallel.each(follow, jobs, deadline_s + WAIT_SLACK_S, limit=64, tick=tick)
+        outcomes = parallel.each(
+            follow, jobs, deadline_s + WAIT_SLACK_S, limit=64, tick=tick if progress is not None else None
+        )
         per_handle: dict[int, list[HostOutcome]] = {}
         for (handle, command), o in zip(jobs, outcomes, strict=True):
             got = o.value if o.value is not None else HostOutcome(
                 command, handle.submitted, datetime.now(UTC), None, error=f"following {command.node}: {o.error}"
             )  # fmt: skip
             per_handle.setdefault(id(handle), []).append(got)
-        self.learn_hostnames([n for h in handles for n in _nodes(h.workload)])
+        self.learn_hostnames([n for h in handles for n in workload_nodes(h.workload)])
         results = [run_result(h, per_handle[id(h)], self.hostnames) for h in handles]
         if progress is not None:
-            progress(done_progress(handles, results, deadline_s))
+            progress(done_progress(handles, results, deadline_s, datetime.now(UTC)))
         return results
 
     def _end_late(self, handle: Handle, command: HostCommand) -> HostOutcome:
