@@ -41,6 +41,9 @@ TOPS = {"jobs": "Job", "mpijobs": "MPIJob"}
 LOG_TAIL_LINES = 50
 EVAL_EVERY_S = 0.05
 PROGRESS_EVERY_S = 1.0
+#: how long a Failed MPIJob waits for the pod watch to say which pod failed and why (the operator's reason,
+#: "MPIJobEvicted: 1/4 workers are evicted", may arrive first on its own watch; the pod's names the node)
+POD_REASON_GRACE_S = 2.0
 
 
 @dataclass
@@ -55,6 +58,7 @@ class _Track:
     outcome: tuple[RunStatus, str, int | None] | None = None
     pods_seen: dict[str, str] = field(default_factory=dict)
     result: RunResult | None = None
+    failed_seen: float | None = None  # when the MPIJob's Failed condition was first seen
 
 
 class _State:
@@ -246,6 +250,9 @@ class Waiter:
                     return ("succeeded", "", code if code is not None else 0)
                 failed = true_condition(top, "Failed")
                 if failed:
+                    t.failed_seen = t.failed_seen if t.failed_seen is not None else now
+                    if now - t.failed_seen < POD_REASON_GRACE_S and now < t.deadline:
+                        return None  # a pod's own failure, if one is on its way, is the better reason
                     detail = self._pod_detail(main)
                     reason = f"MPIJob {failed.get('reason', '')}: {failed.get('message', '')}".rstrip(": ")
                     return ("failed", reason + (f"; {detail}" if detail else ""), code)
