@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from acceptance import options
+from acceptance.report.outcomes import PREFLIGHT_SKIP as PREFLIGHT_SKIP  # noqa: PLC0414 (re-exported: suite.py reads it)
 
 if TYPE_CHECKING:
     from acceptance.report.incident import IncidentOutcome
@@ -28,7 +29,6 @@ if TYPE_CHECKING:
 SESSION: pytest.StashKey[AcceptanceSession] = pytest.StashKey()
 SUITE_DIR = Path(__file__).resolve().parent
 SITE_CHECKS_MODULE = SUITE_DIR / "test_site_checks.py"
-PREFLIGHT_SKIP = "preflight failed: "
 
 USAGE = (
     "the acceptance suite needs a cluster: `pytest acceptance/ --cluster=sim` runs it on the embedded "

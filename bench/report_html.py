@@ -22,9 +22,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from acceptance.report import heatmap, heatmap_html
 from acceptance.report.html import render_html
 from tests.browser import CHROMIUM, screenshot
-from tests.report_scale import node_names, scale_report
-
-KINDS = (("outputs", "log"), ("results", "json"), ("events", "json"), ("manifests", "yaml"))
+from tests.report_scale import evidence_files, node_names, scale_report
 
 
 def faults(n: int) -> list[str]:
@@ -39,7 +37,7 @@ def main() -> None:
     print(f"{'nodes':>6} {'html bytes':>11} {'heatmap':>9} {'bytes/node':>10} {'render s':>9} {'chromium s':>10}")
     for n in args.nodes:
         data = scale_report(n, faults(n))
-        files = [f"{kind}/dcgm/{node}.{ext}" for node in node_names(n) for kind, ext in KINDS]
+        files = evidence_files(n)
         start = time.perf_counter()
         html = render_html(data, signing="unsigned", signed=False, files=files)
         render_s = time.perf_counter() - start

@@ -7,22 +7,30 @@ import shutil
 import struct
 import subprocess
 from collections import Counter
+from collections.abc import Sequence
 from pathlib import Path
 
 import matplotlib.image as mpimg
+import numpy as np
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 TIMEOUT_S = 120
 
 
-def screenshot(page: Path, out: Path, width: int, height: int, profile: Path) -> subprocess.CompletedProcess[str]:
-    """Open `page` in headless Chromium and save a `width` × `height` screenshot to `out`."""
+def screenshot(
+    page: Path, out: Path, width: int, height: int, profile: Path, extra: Sequence[str] = ()
+) -> subprocess.CompletedProcess[str]:
+    """Open `page` in headless Chromium and save a `width` × `height` screenshot to `out`.
+
+    `extra`: more Chromium switches (``--enable-logging=stderr --v=0`` puts the page's console on stderr).
+    The finished process is returned: its return code, stdout and stderr.
+    """
     assert CHROMIUM is not None
     argv = [
         CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
         "--disable-component-update", "--disable-sync", "--no-first-run", "--hide-scrollbars",
         f"--user-data-dir={profile}", f"--screenshot={out}", f"--window-size={width},{height}",
-        page.resolve().as_uri(),
+        *extra, page.resolve().as_uri(),
     ]  # fmt: skip
     return subprocess.run(argv, capture_output=True, text=True, timeout=TIMEOUT_S, check=False)
 
@@ -33,10 +41,20 @@ def png_size(data: bytes) -> tuple[int, int]:
     return width, height
 
 
+def pixels(png: bytes) -> np.ndarray:
+    """The PNG's RGB pixels as a height × width × 3 array of 0–255 ints (decoded by matplotlib, a dependency of
+    the report)."""
+    return (mpimg.imread(io.BytesIO(png), format="png")[..., :3] * 255).round().astype(int)
+
+
+def colour_pixels(png: bytes, rgb: Sequence[int] | np.ndarray, tol: int) -> int:
+    """How many pixels are within `tol` of `rgb` (the sum of the three channels' differences)."""
+    return int((np.abs(pixels(png) - np.asarray(rgb)).sum(axis=-1) <= tol).sum())
+
+
 def top_rows(data: bytes, rows: int) -> list[list[tuple[int, int, int]]]:
-    """The RGB pixels of the first `rows` rows (decoded by matplotlib, a dependency of the report)."""
-    pixels = (mpimg.imread(io.BytesIO(data), format="png")[:rows, :, :3] * 255).round().astype(int)
-    return [[(int(r), int(g), int(b)) for r, g, b in row] for row in pixels]
+    """The RGB pixels of the first `rows` rows."""
+    return [[(int(r), int(g), int(b)) for r, g, b in row] for row in pixels(data)[:rows]]
 
 
 def dominant(pixels: list[list[tuple[int, int, int]]]) -> tuple[tuple[int, int, int], float]:

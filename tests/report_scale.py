@@ -26,6 +26,12 @@ def node_names(n: int) -> list[str]:
     return [node_name(i, n) for i in range(n)]
 
 
+def evidence_files(n: int) -> list[str]:
+    """The DCGM evidence an `n`-node run writes in its report folder: output, result, events, manifest per node."""
+    kinds = (("outputs", "log"), ("results", "json"), ("events", "json"), ("manifests", "yaml"))
+    return [f"{kind}/dcgm/{node}.{ext}" for node in node_names(n) for kind, ext in kinds]
+
+
 def dcgm_payloads(n: int, faults: Sequence[str]) -> list[dict[str, object]]:
     """Criterion 1's verdict payload per node of an `n`-node simulated cluster with `faults`."""
     runner = SimRunner.from_scenario(Scenario(nodes=n, nodes_per_leaf=16), faults, 1)

@@ -12,7 +12,6 @@ from acceptance.cli import main
 from tests.incident_logs import bundle_argv
 from tests.shared import CORPUS2, needs_shared
 
-ROOT = Path(__file__).resolve().parents[1]
 W = CORPUS2 / "pytorch-nccl-watchdog"
 L = CORPUS2 / "launcher-mpirun-srun"
 K = CORPUS2 / "nvidia-smi-dmesg"

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 from datetime import datetime, timedelta
-from pathlib import Path
 
 import pytest
 
@@ -12,8 +11,6 @@ from acceptance.cli import main
 from acceptance.report.incident import restore_outcome
 from tests.incident_logs import bundle_argv, write
 from tests.suite_run import run_suite, sim_cluster_folder
-
-ROOT = Path(__file__).resolve().parents[1]
 
 
 @pytest.fixture

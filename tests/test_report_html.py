@@ -3,13 +3,9 @@
 from __future__ import annotations
 
 import base64
-import io
 import re
-import shutil
-import subprocess
 from pathlib import Path
 
-import matplotlib.image as mpimg
 import numpy as np
 import pandas as pd
 import pytest
@@ -20,6 +16,7 @@ from acceptance.report.finalize import finalize
 from acceptance.report.folder import ReportFolder
 from acceptance.report.html import render_html
 from acceptance.report.sign import SignOptions
+from tests.browser import CHROMIUM, colour_pixels, pixels, screenshot
 
 SIZES = [1 << k for k in range(10, 31, 2)]
 
@@ -141,8 +138,7 @@ def _images(html: str) -> list[bytes]:
 
 
 def _distinct_colors(png: bytes) -> int:
-    pixels = mpimg.imread(io.BytesIO(png), format="png")
-    flat = (pixels[..., :3] * 255).astype(np.uint8).reshape(-1, 3)
+    flat = pixels(png).reshape(-1, 3)
     return len(np.unique(flat, axis=0))
 
 
@@ -189,30 +185,13 @@ def test_html_escapes_what_it_shows():
     assert "&lt;script&gt;alert(1)&lt;/script&gt;" in html
 
 
-CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 needs_chromium = pytest.mark.skipif(CHROMIUM is None, reason="chromium is not installed (.ci/run installs it)")
 
 
 def _chromium(page: Path, tmp_path: Path) -> tuple[Path, list[str]]:
     """Screenshot `page` headless; return the PNG and the page's console messages."""
     shot = tmp_path / "shot.png"
-    argv = [
-        str(CHROMIUM),
-        "--headless",
-        "--no-sandbox",
-        "--disable-gpu",
-        "--disable-background-networking",
-        "--disable-component-update",
-        "--disable-sync",
-        "--no-first-run",
-        f"--user-data-dir={tmp_path / 'profile'}",
-        f"--screenshot={shot}",
-        "--window-size=1200,2400",
-        "--enable-logging=stderr",
-        "--v=0",
-        page.resolve().as_uri(),
-    ]
-    done = subprocess.run(argv, capture_output=True, text=True, timeout=120, check=False)
+    done = screenshot(page, shot, 1200, 2400, tmp_path / "profile", ["--enable-logging=stderr", "--v=0"])
     console = [line for line in (done.stderr + done.stdout).splitlines() if ":CONSOLE" in line]
     assert done.returncode == 0, done.stderr[-2000:]
     return shot, console
@@ -264,8 +243,7 @@ _RED = np.array([0xC0, 0x39, 0x2B])
 
 
 def _has_color(png: bytes, rgb: np.ndarray = _RED, min_pixels: int = 30) -> bool:
-    pixels = (mpimg.imread(io.BytesIO(png), format="png")[..., :3] * 255).round().astype(int)
-    return int((np.abs(pixels - rgb).sum(axis=-1) <= 6).sum()) >= min_pixels
+    return colour_pixels(png, rgb, 6) >= min_pixels
 
 
 def test_step_time_plot_draws_both_series_and_the_margin_line():

@@ -2,12 +2,9 @@
 
 from __future__ import annotations
 
-import io
 import re
 from pathlib import Path
 
-import matplotlib.image as mpimg
-import numpy as np
 import pytest
 
 from acceptance.report.banner import COLORS
@@ -15,8 +12,8 @@ from acceptance.report.data import ReportData, TestRecord
 from acceptance.report.decision import Banner, decide
 from acceptance.report.heatmap_html import CSS as HEATMAP_CSS
 from acceptance.report.html import render_html
-from tests.browser import CHROMIUM, dominant, hex_rgb, png_size, screenshot, top_rows
-from tests.report_scale import node_names, scale_report
+from tests.browser import CHROMIUM, colour_pixels, dominant, hex_rgb, png_size, screenshot, top_rows
+from tests.report_scale import evidence_files, scale_report
 from tests.suite_run import run_suite
 
 pytestmark = pytest.mark.skipif(CHROMIUM is None, reason="chromium is not installed (.ci/run installs it)")
@@ -41,8 +38,7 @@ def banner_colour(png: bytes) -> tuple[tuple[int, int, int], float]:
 
 def fail_cell_pixels(png: bytes) -> int:
     """Pixels of a failing heatmap cell's colour anywhere in the screenshot."""
-    pixels = (mpimg.imread(io.BytesIO(png), format="png")[..., :3] * 255).round().astype(int)
-    return int((np.abs(pixels - np.array(FAIL_CELL)).sum(axis=-1) <= 3).sum())
+    return colour_pixels(png, FAIL_CELL, 3)
 
 
 def assert_not_accepted_first_screen(png: bytes, why: str) -> None:
@@ -121,9 +117,7 @@ def test_a_1024_node_report_stays_small_and_renders_in_chromium(tmp_path: Path) 
     """Three bad GPUs among 8192: the heatmap shows them on the first screen; the page stays under 2 MB."""
     faults = ["gpu-xid@sim-node-0005:2", "gpu-throttle@sim-node-0700:3", "ecc-dbe@sim-node-1000:6"]
     data = scale_report(1024, faults)
-    kinds = (("outputs", "log"), ("results", "json"), ("events", "json"), ("manifests", "yaml"))
-    files = [f"{kind}/dcgm/{n}.{ext}" for n in node_names(1024) for kind, ext in kinds]
-    html = render_html(data, signing="unsigned", signed=False, files=files)
+    html = render_html(data, signing="unsigned", signed=False, files=evidence_files(1024))
     size = len(html.encode())
     assert size < 2_000_000
     assert "1021/1024 nodes passed DCGM r3" in html

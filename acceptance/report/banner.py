@@ -85,8 +85,11 @@ def render_criterion(criterion: CriterionResult, index: EvidenceIndex) -> str:
     return f'<div class="crit {state.value}"><div class="head">{_head(criterion)}</div>{visible}{more}</div>'
 
 
-def render_criteria(decision: Decision, files: frozenset[str] | list[str] | tuple[str, ...] = ()) -> str:
+def render_criteria(
+    decision: Decision, files: frozenset[str] | list[str] | tuple[str, ...] | EvidenceIndex = ()
+) -> str:
+    """The criteria's rows; `files`: the report folder's (or their index, built once per page)."""
     if not decision.criteria:
         return '<p class="notrun">No test ran.</p>'
-    index = EvidenceIndex(files)
+    index = files if isinstance(files, EvidenceIndex) else EvidenceIndex(files)
     return "".join(render_criterion(c, index) for c in decision.criteria)

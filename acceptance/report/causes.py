@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from acceptance.report.data import ReportData
+from acceptance.report.outcomes import BAD_STATUSES
 
 _FINDINGS = (
     ("THERMAL", "thermal throttling"),
@@ -28,7 +29,6 @@ _FINDINGS = (
     ("NVLINK", "NVLink errors"),
     ("POWER", "power violations"),
 )
-_BAD = ("fail", "error", "not-comparable", "inconclusive")
 
 
 @dataclass
@@ -63,7 +63,7 @@ def _pct(ratio: float) -> str:
 
 
 def _failed(verdicts: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
-    return [v for v in verdicts if str(v.get("status")) in _BAD]
+    return [v for v in verdicts if str(v.get("status")) in BAD_STATUSES]
 
 
 def _dcgm_causes(data: ReportData) -> dict[str, Cause]:

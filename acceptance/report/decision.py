@@ -23,12 +23,13 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from acceptance.plugin import PREFLIGHT_SKIP
 from acceptance.report.data import ReportData, TestRecord
+from acceptance.report.outcomes import BAD_STATUSES, PREFLIGHT_SKIP
 
 ACCEPTANCE_CRITERIA = (0, 1, 2, 3, 4)
 RECORDING = "record-baseline"  # provenance "mode" of a run that records the handover baseline (RunContext.mode)
-_BAD = {"fail": "FAIL", "error": "ERROR", "not-comparable": "NOT COMPARABLE", "inconclusive": "INCONCLUSIVE"}
+# The line of an item a bad verdict failed starts FAIL, ERROR, NOT COMPARABLE or INCONCLUSIVE
+_LABELS = {status: status.upper().replace("-", " ") for status in BAD_STATUSES}
 _PASSED_OUTCOMES = ("passed", "xpassed")
 
 
@@ -119,12 +120,8 @@ class Decision:
     reasons: tuple[str, ...]  # run-wide reasons (interrupted, criteria missing, nothing judged, what is pending)
     criteria: tuple[CriterionResult, ...]
 
-    def failed(self) -> list[tuple[CriterionResult, Item]]:
-        return [(c, i) for c in self.criteria for i in c.having(State.FAILED, State.BLOCKED)]
-
     def line(self) -> str:
         """The one line the report and the terminal lead with."""
-        failed = self.failed()
         if self.banner is Banner.ACCEPTED:
             judged = sum(len(c.having(State.PASSED)) for c in self.criteria)
             where = _criteria_list([c for c in self.criteria if c.having(State.PASSED)])
@@ -133,19 +130,11 @@ class Decision:
             return f"PENDING: {self.reasons[0]}" if self.reasons else "PENDING"
         parts = list(self.reasons)
         for state, what in ((State.FAILED, "failed"), (State.BLOCKED, "not judged")):
-            items = [i for _, i in failed if i.state is state]
+            items = [i for c in self.criteria for i in c.having(state)]
             if items:
                 crits = _criteria_list([c for c in self.criteria if c.having(state)])
                 parts.append(f"{len(items)} item{'s' * (len(items) != 1)} {what} ({crits})")
         return "NOT ACCEPTED: " + "; ".join(parts)
-
-    def lines(self) -> list[str]:
-        """The verdict line, then each failed item's line under its criterion (the terminal's form)."""
-        out = [self.line()]
-        for criterion in self.criteria:
-            for item in criterion.having(State.FAILED, State.BLOCKED):
-                out.append(f"  {criterion.heading}: {item.line}")
-        return out
 
 
 def _criteria_list(criteria: Sequence[CriterionResult]) -> str:
@@ -158,7 +147,7 @@ def _criteria_list(criteria: Sequence[CriterionResult]) -> str:
 
 
 def _worst(verdicts: Sequence[Mapping[str, Any]]) -> Mapping[str, Any] | None:
-    for status in (*_BAD, "pending"):
+    for status in (*BAD_STATUSES, "pending"):
         found = next((v for v in verdicts if str(v.get("status")) == status), None)
         if found is not None:
             return found
@@ -176,9 +165,9 @@ def classify(test: TestRecord, *, recording: bool = False) -> Item:
     verdict = _worst(test.verdicts)
     status = str(verdict.get("status")) if verdict is not None else None
     summary = str(verdict.get("summary") or "") if verdict is not None else ""
-    if status in _BAD:
-        return Item(test.nodeid, State.FAILED, f"{_BAD[status]}: {summary or test.reason}", verdict)
-    if test.outcome in ("failed", "error") or test.outcome not in (*_PASSED_OUTCOMES, "skipped"):
+    if status in _LABELS:
+        return Item(test.nodeid, State.FAILED, f"{_LABELS[status]}: {summary or test.reason}", verdict)
+    if test.outcome not in (*_PASSED_OUTCOMES, "skipped"):
         tag = "ERROR" if test.outcome == "error" else "FAIL"
         return Item(test.nodeid, State.FAILED, f"{tag}: {test.reason or summary or test.outcome}", verdict)
     if test.outcome == "skipped":

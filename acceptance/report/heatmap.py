@@ -13,14 +13,14 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from acceptance.report.data import ReportData, iter_tables
+from acceptance.report.data import ReportData
 from acceptance.report.evidence_links import EvidenceIndex
-from acceptance.report.plots import DIAGNOSTICS_COLUMNS
+from acceptance.report.outcomes import BAD_STATUSES
+from acceptance.report.plots import DIAGNOSTICS_COLUMNS, diagnostics_matrix
 
 # Worst first: the cell shows the worst status of the node's GPUs.
 SEVERITY = {"fail": 5, "error": 5, "missing": 4, "warn": 3, "skip": 2, "pass": 0}
 STATUSES = ("pass", "fail", "warn", "skip", "missing")  # the legend's order (error is drawn as fail)
-_BAD_VERDICT = ("fail", "error", "not-comparable", "inconclusive")
 
 
 def severity(status: str) -> int:
@@ -82,27 +82,20 @@ def _cell(node: str, test: str, statuses: Mapping[str, str], link: str | None) -
     return Cell(node, test, worst, bad, len(statuses), link if worst != "pass" else None)
 
 
-def build(verdicts: Iterable[Mapping[str, Any]], files: Sequence[str] = ()) -> Heatmap:
-    """The heatmap of DCGM verdict payloads (tables with node, gpu, test, status)."""
+def build(verdicts: Iterable[Mapping[str, Any]], files: Sequence[str] | EvidenceIndex = ()) -> Heatmap:
+    """The heatmap of DCGM verdict payloads (tables with node, gpu, test, status); `files`: the report's."""
     verdicts = list(verdicts)
-    index = EvidenceIndex(files)
-    tests: dict[str, None] = {}
-    gpus_of: dict[str, dict[str, None]] = {}
-    status: dict[tuple[str, str, str], str] = {}
-    links: dict[str, str | None] = {}
-    for verdict, rows in iter_tables(verdicts, DIAGNOSTICS_COLUMNS):
-        for row in rows:
-            node, gpu, test = str(row["node"]), str(row["gpu"]), str(row["test"])
-            tests.setdefault(test)
-            gpus_of.setdefault(node, {}).setdefault(gpu)
-            status[(node, gpu, test)] = str(row["status"])
-            if node not in links:
-                links[node] = next(iter(index.of(1, {**verdict, "subject": node})), None)
+    index = files if isinstance(files, EvidenceIndex) else EvidenceIndex(files)
+    tests, rows, status = diagnostics_matrix(verdicts)
+    gpus_of: dict[str, list[str]] = {}
+    for node, gpu in rows:
+        gpus_of.setdefault(node, []).append(gpu)
+    links = _links(verdicts, index)
     for verdict in verdicts:  # a failed node without a table: a missing cell in every test
         figures = verdict.get("figures") or {}
         node = str(figures.get("node") or "")
-        if node and node not in gpus_of and str(verdict.get("status")) in _BAD_VERDICT:
-            gpus_of[node] = {}
+        if node and node not in gpus_of and str(verdict.get("status")) in BAD_STATUSES:
+            gpus_of[node] = []
             links[node] = next(iter(index.of(1, verdict)), None)
     nodes = tuple(sorted(gpus_of, key=natural_key))
     cells = {
@@ -118,6 +111,23 @@ def build(verdicts: Iterable[Mapping[str, Any]], files: Sequence[str] = ()) -> H
     return Heatmap(tuple(tests), nodes, cells)
 
 
-def of_report(data: ReportData, files: Sequence[str] = ()) -> Heatmap:
+def _links(verdicts: Iterable[Mapping[str, Any]], index: EvidenceIndex) -> dict[str, str | None]:
+    """Each node's DCGM output: the evidence of the first verdict with a table of the node's rows.
+
+    That verdict is the node's own (`judge.diagnostics.judge_node` names the node as subject and in
+    every row), so its evidence is the node's.
+    """
+    links: dict[str, str | None] = {}
+    for verdict in verdicts:
+        table = verdict.get("table") or {}
+        columns = list(table.get("columns", []))
+        if set(columns) >= DIAGNOSTICS_COLUMNS:  # the tables `diagnostics_matrix` reads (`iter_tables`)
+            at = columns.index("node")  # their node column alone: no row dicts a second time (8192 rows at 1024 nodes)
+            for node in {str(row[at]) for row in table.get("rows", [])} - links.keys():
+                links[node] = next(iter(index.of(1, verdict)), None)
+    return links
+
+
+def of_report(data: ReportData, files: Sequence[str] | EvidenceIndex = ()) -> Heatmap:
     """The heatmap of criterion 1's verdicts in a report."""
     return build((v for t in data.tests if t.criterion[0] == 1 for v in t.verdicts), files)

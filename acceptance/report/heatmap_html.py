@@ -8,6 +8,7 @@ short name; above that a cell is a 10-pixel square (1024 nodes: 16 rows of 64 pe
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
 
 from acceptance.report.heatmap import STATUSES, Cell, Heatmap
@@ -33,8 +34,7 @@ CSS = """
 
 def _short_names(nodes: Sequence[str]) -> dict[str, str]:
     """What a labelled cell shows: the node name without the prefix all nodes share (``03``)."""
-    first, last = min(nodes), max(nodes)  # the common prefix of all is the common prefix of these two
-    prefix = first[: next((i for i, (a, b) in enumerate(zip(first, last, strict=False)) if a != b), len(first))]
+    prefix = os.path.commonprefix(nodes)  # noqa: RUF071 (node names, not paths: character by character is meant)
     while prefix and prefix[-1].isalnum():  # keep whole name parts: sim-node-0|1 → sim-node-
         prefix = prefix[:-1]
     return {n: n[len(prefix) :] or n for n in nodes}

@@ -11,6 +11,7 @@ from acceptance.report import localize as localization
 from acceptance.report.causes import headline
 from acceptance.report.data import ReportData, TestRecord, iter_tables
 from acceptance.report.decision import decide
+from acceptance.report.evidence_links import EvidenceIndex
 from acceptance.report.markup import esc as _e
 from acceptance.report.plots import busbw_plots, diagnostics_matrix
 from acceptance.report.plots_recurrence import recurrence_plot
@@ -76,26 +77,23 @@ def _fabric(verdicts: list[dict[str, Any]]) -> str:
     return "".join(f"<h3>{_e(title)}</h3>{_img(uri, title + ' busbw plot')}" for title, uri in plots)
 
 
-_SEVERITY = {"fail": 4, "error": 4, "missing": 3, "warn": 2, "skip": 1, "pass": 0}
-
-
 def _cell(statuses: Mapping[str, str]) -> tuple[str, str]:
     """One node × test cell: the worst status (its CSS class) and which GPUs had what."""
     by_status: dict[str, list[str]] = {}
     for gpu, status in statuses.items():
         by_status.setdefault(status, []).append(gpu)
-    worst = max(by_status, key=lambda st: _SEVERITY.get(st, 3))
+    worst = max(by_status, key=heatmap.severity)
     parts = []
-    for status in sorted(by_status, key=lambda st: -_SEVERITY.get(st, 3)):
+    for status in sorted(by_status, key=lambda st: -heatmap.severity(st)):
         gpus = by_status[status]
         parts.append(f"{status} ×{len(gpus)}" if status == "pass" else f"{status}: GPU {', '.join(gpus)}")
     return worst, "; ".join(parts)
 
 
-def _dcgm(data: ReportData, files: Sequence[str]) -> str:
+def _dcgm(data: ReportData, index: EvidenceIndex) -> str:
     """The node × test heatmap, then the per-node table (GPUs named) behind <details>."""
     verdicts = [v for t in data.tests if t.criterion[0] == 1 for v in t.verdicts]
-    drawn = heatmap_html.render(heatmap.build(verdicts, files))
+    drawn = heatmap_html.render(heatmap.build(verdicts, index))
     if not drawn:
         return _diagnostics(verdicts)
     bad = [v for v in verdicts if v.get("status") != "pass" or _any_row_not_passed(v)]
@@ -197,6 +195,7 @@ def render_html(data: ReportData, *, signing: str, signed: bool, files: Iterable
     if prov.get("ticket"):
         title += f" ({prov['ticket']})"
     listed = list(files)
+    index = EvidenceIndex(listed)
     decision = decide(data)
     banner = verdict_banner.render_banner(decision)
     if data.simulated:
@@ -222,8 +221,8 @@ def render_html(data: ReportData, *, signing: str, signed: bool, files: Iterable
 <h1>{_e(title)}</h1>
 <p>{_e(prov.get("start_utc", ""))} → {_e(prov.get("end_utc", ""))} · {_e(tally)}</p>
 {causes}<div class="{sig_class}">{_e(signing)}</div>{notes}
-<h2 id="summary">Criteria</h2>{verdict_banner.render_criteria(decision, listed)}
-<h2 id="diagnostics">DCGM diagnostics: nodes × tests</h2>{_dcgm(data, listed)}
+<h2 id="summary">Criteria</h2>{verdict_banner.render_criteria(decision, index)}
+<h2 id="diagnostics">DCGM diagnostics: nodes × tests</h2>{_dcgm(data, index)}
 <h2 id="fabric">Fabric: busbw vs message size</h2>{_fabric(verdicts)}
 <h2 id="localize">Fabric localization: group results per round</h2>{localization.render(verdicts)}
 <h2 id="steptime">Smoke step time vs baseline</h2>{steptime}
