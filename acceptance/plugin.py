@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from acceptance import options
-from acceptance.report.outcomes import PREFLIGHT_SKIP as PREFLIGHT_SKIP  # noqa: PLC0414 (re-exported: suite.py reads it)
+from acceptance.report.outcomes import PREFLIGHT_SKIP
 
 if TYPE_CHECKING:
     from acceptance.report.incident import IncidentOutcome

@@ -9,7 +9,7 @@ import pytest
 from acceptance.criteria.context import RunContext
 from acceptance.criteria.run import Run
 from acceptance.judge.verdict import Status, Verdict
-from acceptance.plugin import PREFLIGHT_SKIP
+from acceptance.report.outcomes import PREFLIGHT_SKIP
 from acceptance.report.session import record_verdict
 from acceptance.session import AcceptanceSession
 
