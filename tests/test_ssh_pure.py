@@ -39,6 +39,18 @@ def test_mpirun_argv_for_open_mpi_4() -> None:
     ]  # fmt: skip
 
 
+def test_concurrent_mpiruns_on_the_head_node_each_get_their_own_session_directory() -> None:
+    """Open MPI 4 races on `$TMPDIR/ompi.<host>.<uid>` when several mpiruns start at once on one node (a failed
+    localization group read as a bad node); each workload's mpirun keeps its session under its own folder."""
+    common = {"mpirun": "mpirun", "nprocs": 2, "hostfile_path": "h", "ssh_config_path": "c", "run_id": "r",
+              "workload": "w", "env_names": [], "extra_args": [], "argv": ["x"],
+              "session_dir": "/r/loc-r1-g03"}  # fmt: skip
+    four = mpi.mpirun_argv(major=4, **common)  # type: ignore[arg-type]
+    assert four[four.index("orte_local_tmpdir_base") + 1] == "/r/loc-r1-g03"
+    assert four[four.index("orte_local_tmpdir_base") - 1] == "--mca"
+    assert "orte_local_tmpdir_base" not in mpi.mpirun_argv(major=5, **common)  # type: ignore[arg-type]
+
+
 def test_mpirun_argv_for_open_mpi_5_uses_prrte_names() -> None:
     argv = mpi.mpirun_argv(mpirun="/opt/ompi/bin/mpirun", major=5, nprocs=2, hostfile_path="h", ssh_config_path="c",
                            run_id="r", workload="w", env_names=[], extra_args=[], argv=["x"])  # fmt: skip
@@ -166,7 +178,8 @@ def test_an_nccl_workload_is_one_mpirun_on_the_head_node() -> None:
     assert command.script == (
         f"exec mpirun --allow-run-as-root -np 16 --hostfile {folder}/hostfile --bind-to none --mca plm_rsh_args "
         f"'-F {folder}/ssh_config' --mca plm_rsh_no_tree_spawn 1 --mca orte_launch_agent "
-        "'env RECOVERY_ACCEPTANCE_RUN_ID=ra-x RECOVERY_ACCEPTANCE_WORKLOAD=nccl-ar orted' -x NCCL_DEBUG "
+        "'env RECOVERY_ACCEPTANCE_RUN_ID=ra-x RECOVERY_ACCEPTANCE_WORKLOAD=nccl-ar orted' "
+        "--mca orte_local_tmpdir_base /tmp/ra/ra-x/nccl-ar -x NCCL_DEBUG "
         "-x NCCL_SOCKET_IFNAME all_reduce_perf -b 8\n"
     )
     assert plans.HostCommand.from_json(command.to_json()) == command

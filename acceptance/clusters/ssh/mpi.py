@@ -107,11 +107,16 @@ def mpirun_argv(
     env_names: Sequence[str],
     extra_args: Sequence[str],
     argv: Sequence[str],
+    session_dir: str | None = None,
 ) -> list[str]:
     """``mpirun`` with an explicit rank count and hostfile, the launcher's ssh settings, ``-x`` for each variable.
 
     The head node launches every daemon itself (no tree spawn: only it is known to reach all
     nodes), and each daemon starts as ``env <markers> orted`` (``prted`` for Open MPI 5).
+
+    `session_dir`: where Open MPI 4's mpirun makes its session directory on the head node. Several
+    mpiruns at once there (localization's groups) otherwise race to create the same
+    ``$TMPDIR/ompi.<host>.<uid>`` and one fails "mkdir ... File exists" in orte_init (open-mpi/ompi#8510).
     """
     agent_env = f"env {MARKER}={run_id} {WORKLOAD_MARKER}={workload}"
     cmd = [mpirun, "--allow-run-as-root", "-np", str(nprocs), "--hostfile", hostfile_path, "--bind-to", "none"]
@@ -123,6 +128,8 @@ def mpirun_argv(
         cmd += ["--mca", "plm_rsh_args", f"-F {ssh_config_path}",
                 "--mca", "plm_rsh_no_tree_spawn", "1",
                 "--mca", "orte_launch_agent", f"{agent_env} orted"]  # fmt: skip
+        if session_dir is not None:
+            cmd += ["--mca", "orte_local_tmpdir_base", session_dir]
     for name in env_names:
         cmd += ["-x", name]
     return [*cmd, *extra_args, *argv]

@@ -112,7 +112,7 @@ def _mpi_command(ctx: PlanContext, name: str, nodes: Sequence[str], slots: int, 
     command = mpi.mpirun_argv(
         mpirun=ctx.mpirun, major=ctx.mpi_major, nprocs=len(nodes) * slots, hostfile_path=f"{folder}/hostfile",
         ssh_config_path=f"{folder}/ssh_config", run_id=ctx.run_id, workload=name, env_names=mpi.env_names(env),
-        extra_args=ctx.mpirun_args, argv=argv,
+        extra_args=ctx.mpirun_args, argv=argv, session_dir=folder,
     )  # fmt: skip
     return HostCommand(
         ctx.head, MAIN, folder, exec_line(command), dict(env), files, deadline_s + DEADLINE_SLACK_S, mpi=True
