@@ -82,7 +82,7 @@ class AcceptanceSession:
                 refuse_writing_shipped(profile.path.parent, "--record-baseline")
             baseline = None if settings["record_baseline"].value else _latest(profile.path.parent)
             trusted = "" if baseline is None else trust(
-                baseline, profile.allowed_signers, allow_unsigned=settings["allow_unsigned_baseline"].value
+                baseline, profile, allow_unsigned=settings["allow_unsigned_baseline"].value
             ).line  # fmt: skip
             context = RunContext.create(
                 profile, baseline, returned_nodes=settings["returned_nodes"].value, run_id=run_id, started=started,
