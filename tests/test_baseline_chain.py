@@ -302,3 +302,31 @@ def test_the_recorded_identity_is_the_profiles(tmp_path: Path) -> None:
     identity = Identity.of_profile(profile).to_json()
     assert identity == {"cluster": "sim", "provider_cluster_id": "sim-h200-0001", "nodes": list(profile.nodes)}
     assert _shipped("sim")["identity"] == identity
+
+
+def _run_refused(pytester: pytest.Pytester, folder: Path, *extra: str) -> str:
+    result = pytester.runpytest_subprocess(
+        str(ROOT / "acceptance"), "--cluster=sim", f"--baselines-dir={folder.parent}", "-p", "no:cacheprovider",
+        f"--report-dir={pytester.path / 'report'}", "-k", "cluster_answers", *extra, timeout=120,
+    )  # fmt: skip
+    assert result.ret == pytest.ExitCode.USAGE_ERROR, result.stdout.str()[-2000:]
+    return result.stderr.str()
+
+
+def test_a_run_refuses_another_clusters_baseline_before_anything_runs(pytester: pytest.Pytester) -> None:
+    folder = sim_cluster_folder(pytester.path)
+    (shipped,) = (ROOT / "baselines" / "sim-ssh").glob("handover-*.json")
+    for part in (shipped, shipped.with_name(shipped.name + ".sig")):
+        (folder / part.name).write_bytes(part.read_bytes())
+    err = _run_refused(pytester, folder, "--no-sign", "--sim-fault=nic-degraded@sim-node-07")
+    assert "another cluster's agreement (cluster 'sim-ssh' in the baseline, 'sim' in the profile" in err
+
+
+def test_recording_with_a_key_the_profile_does_not_allow_is_refused_before_the_run(pytester: pytest.Pytester) -> None:
+    folder = sim_cluster_folder(pytester.path, with_baseline=False)
+    stranger = pytester.path / "stranger"
+    subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(stranger)], check=True)
+    err = _run_refused(pytester, folder, "--record-baseline", f"--sign-key={stranger}")
+    assert "--record-baseline: the new baseline would be refused by every run: key" in err
+    assert "is not allowed to sign this cluster's baselines" in err
+    assert not list(folder.glob("handover-*"))

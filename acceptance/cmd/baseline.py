@@ -71,6 +71,9 @@ def _show(args: argparse.Namespace) -> int:
         + (" (SIMULATED cluster)" if b.simulated else "")
         + (f"; FORCED: {prov.get('force_reason')}" if prov.get("forced") else "")
     )
+    identity = b.identity
+    unnamed = "not recorded (a baseline from before baselines named their cluster; amend it to record it)"
+    print(f"  identity: {identity.describe() if identity else unnamed}")
     amendment = prov.get("amended")
     if amendment:
         changes = ", ".join(f"{k} {v['old']:g} -> {v['new']:g}" for k, v in amendment["margins"].items())
