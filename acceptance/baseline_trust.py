@@ -91,20 +91,22 @@ def check_identity(loaded: LoadedBaseline, profile: Profile) -> str:
     return ""
 
 
-def check_signer(options: SignOptions, allowed_signers: Path | None) -> str | None:
+def check_signer(options: SignOptions, allowed_signers: Path | None, *, must_sign: bool = False) -> str | None:
     """Why a baseline signed with `options` would be refused by `allowed_signers`, before anything is signed.
 
     A probe file is signed with the same key and verified the way a run verifies a baseline.
-    None when the signature would verify, and also when nothing can be signed at all (that is
-    ``check_signing``'s question) or there is no allowed_signers file to check against.
+    None when the signature would verify or there is no allowed_signers file to check against;
+    when nothing can be signed at all, None too, unless `must_sign` (then: why it cannot sign).
     """
-    if not options.enabled or allowed_signers is None or not allowed_signers.is_file():
+    if not options.enabled:
         return None
     with tempfile.TemporaryDirectory(prefix="acceptance-signer-check-") as tmp:
         probe = Path(tmp) / "handover-probe.json"
         probe.write_text("{}\n", encoding="utf-8")
         outcome = sign_files([probe], options)
         if not outcome.signed:
+            return outcome.problem if must_sign else None
+        if allowed_signers is None or not allowed_signers.is_file():
             return None
         try:
             check = check_signature(probe, allowed_signers)

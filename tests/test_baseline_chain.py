@@ -330,3 +330,23 @@ def test_recording_with_a_key_the_profile_does_not_allow_is_refused_before_the_r
     assert "--record-baseline: the new baseline would be refused by every run: key" in err
     assert "is not allowed to sign this cluster's baselines" in err
     assert not list(folder.glob("handover-*"))
+
+
+def test_an_amendment_naming_a_file_outside_the_store_is_refused(tmp_path: Path) -> None:
+    folder = sim_cluster_folder(tmp_path)
+    recorded = BaselineStore(folder).latest()
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (elsewhere / recorded.path.name).write_bytes(recorded.path.read_bytes())
+    data = json.loads(recorded.path.read_text())
+    when = recorded.baseline.agreed_utc + timedelta(days=1)
+    data["provenance"]["amended"] = {
+        "from": f"../../elsewhere/{recorded.path.name}", "from_sha256": recorded.sha256, "reason": "x", "by": "y",
+        "utc": utc_stamp(when), "margins": {"busbw_tolerance": {"old": 0.05, "new": 0.5}},
+    }  # fmt: skip
+    data["margins"]["busbw_tolerance"] = 0.5
+    path = folder / f"handover-{when.strftime(STAMP)}.json"
+    path.write_text(json.dumps(data, indent=1) + "\n")
+    _resign(path)
+    with pytest.raises(BaselineError, match=r"which is not a baseline file name of the store"):
+        _load(folder)

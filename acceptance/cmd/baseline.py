@@ -116,7 +116,7 @@ def _amend(args: argparse.Namespace) -> int:
     from acceptance.baseline_trust import check_signer, sign_baseline, trust
     from acceptance.criteria.recording import who
     from acceptance.profile import load_profile
-    from acceptance.report.sign import SignOptions, check_signing
+    from acceptance.report.sign import SignOptions
 
     profile = load_profile(args.name, args.baselines_dir)
     refuse_writing_shipped(profile.path.parent, "baseline amend")
@@ -129,7 +129,7 @@ def _amend(args: argparse.Namespace) -> int:
     when = datetime.now(UTC)
     changes = profile.margins.differences(loaded.baseline.margins)
     sign = SignOptions.from_options(no_sign=args.no_sign, sign_key=args.sign_key, environ=os.environ)
-    problem = check_signing(sign) or check_signer(sign, profile.allowed_signers)
+    problem = check_signer(sign, profile.allowed_signers, must_sign=True)
     if problem:
         raise UsageError(f"the amended baseline could not be signed: {problem}; nothing was written")
     identity = Identity.of_profile(profile)
