@@ -3,7 +3,10 @@
 A baseline is plain JSON (``acceptance/schemas/baseline.schema.json``): provenance,
 the conditions it was recorded under, the results, and the margins agreed then.
 Files are named ``handover-<UTC>.json``, written atomically, never overwritten; the
-sha256 of the loaded bytes goes into every report.
+sha256 of the loaded bytes goes into every report. A baseline names the cluster it belongs to
+(``identity``: the profile's name, the provider's cluster id, the node set); an amendment names
+the file it amends, with that file's sha256 and its signature's sha256, so the amendments form one
+chain back to the recorded baseline.
 """
 
 from __future__ import annotations
@@ -17,17 +20,56 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from acceptance import schemas
 from acceptance.errors import BaselineError
 from acceptance.margins import Margins
 from acceptance.yamlsrc import format_path
 
+if TYPE_CHECKING:
+    from acceptance.profile import Profile
+
 FORMAT = "recovery-acceptance-baseline/1"
 PREFIX = "handover-"
 STAMP = "%Y%m%dT%H%M%SZ"
 _NAME = re.compile(r"^handover-(\d{8}T\d{6}Z)\.json$")
+
+
+@dataclass(frozen=True)
+class Identity:
+    """Which cluster an agreement belongs to: the profile's name, the provider's cluster id, the node set."""
+
+    cluster: str
+    provider_cluster_id: str | None
+    nodes: tuple[str, ...]
+
+    @classmethod
+    def of_profile(cls, profile: Profile) -> Identity:
+        return cls(profile.name, profile.provider.get("cluster_id"), tuple(profile.nodes))
+
+    def to_json(self) -> dict[str, Any]:
+        return {"cluster": self.cluster, "provider_cluster_id": self.provider_cluster_id, "nodes": list(self.nodes)}
+
+    def describe(self, no_id: str = "(none)") -> str:
+        shown = ", ".join(self.nodes[:4]) + (f", ... ({len(self.nodes)} nodes)" if len(self.nodes) > 4 else "")
+        return f"cluster {self.cluster!r}, provider cluster id {self.provider_cluster_id or no_id}, nodes {shown}"
+
+    def differences(self, other: Identity, *, check_provider_id: bool = True) -> list[str]:
+        """What differs between this identity (a baseline's) and `other` (a profile's), in words."""
+        out = []
+        if self.cluster != other.cluster:
+            out.append(f"cluster {self.cluster!r} in the baseline, {other.cluster!r} in the profile")
+        if check_provider_id and self.provider_cluster_id != other.provider_cluster_id:
+            out.append(f"provider cluster id {self.provider_cluster_id or '(none)'} in the baseline, "
+                       f"{other.provider_cluster_id or '(none)'} in the profile")  # fmt: skip
+        only_baseline = [n for n in self.nodes if n not in other.nodes]
+        only_profile = [n for n in other.nodes if n not in self.nodes]
+        if only_baseline:
+            out.append(f"nodes {', '.join(only_baseline)} only in the baseline")
+        if only_profile:
+            out.append(f"nodes {', '.join(only_profile)} only in the profile")
+        return out
 
 
 @dataclass(frozen=True)
@@ -91,6 +133,20 @@ class Baseline:
     @property
     def cluster(self) -> str:
         return str(self.data["cluster"])
+
+    @property
+    def identity(self) -> Identity | None:
+        """The cluster this agreement belongs to; None for a baseline recorded before baselines named it."""
+        found = self.data.get("identity")
+        if found is None:
+            return None
+        return Identity(str(found["cluster"]), found.get("provider_cluster_id"), tuple(found["nodes"]))
+
+    @property
+    def amendment(self) -> Mapping[str, Any] | None:
+        """What this baseline amends (``provenance.amended``), or None for a recorded baseline."""
+        found = self.data["provenance"].get("amended")
+        return dict(found) if found else None
 
     @property
     def provenance(self) -> Mapping[str, Any]:
@@ -175,6 +231,12 @@ def validate(data: Any, source: str) -> Baseline:
     ]
     if found:
         raise BaselineError(f"{source}: not a valid baseline:\n" + "\n".join(f"  {p}" for p in found))
+    identity = data.get("identity")
+    if identity is not None and identity["cluster"] != data["cluster"]:
+        raise BaselineError(
+            f"{source}: not a valid baseline: identity.cluster {identity['cluster']!r} and cluster "
+            f"{data['cluster']!r} disagree"
+        )
     return Baseline(data=data)
 
 
@@ -250,29 +312,58 @@ class BaselineStore:
         return target
 
 
-def amended(loaded: LoadedBaseline, margins: Margins, *, reason: str, by: str, when: datetime) -> dict[str, Any]:
+def amended(
+    loaded: LoadedBaseline,
+    margins: Margins,
+    *,
+    reason: str,
+    by: str,
+    when: datetime,
+    identity: Identity | None = None,
+) -> dict[str, Any]:
     """A copy of `loaded` whose agreed margins are `margins`, with the change recorded in its provenance.
 
     The conditions and results stay those of the handover; the provenance says which file
-    this replaces (and its sha256), every margin's old and new value, why, who and when.
+    this replaces (its sha256 and its signature's sha256, null when it is unsigned), every
+    margin's old and new value, why, who and when. A baseline recorded before baselines named
+    their cluster gets `identity` (the profile's), and that alone is a change worth amending.
+    Only amend a baseline that has passed ``baseline_trust.trust``: this function checks nothing
+    about where `loaded` came from.
     """
     if not reason.strip():
         raise BaselineError("an amendment needs a reason (--reason TEXT)")
     old = loaded.baseline.margins
     changes = {name: {"old": before, "new": after} for name, before, after in _changed(old, margins)}
-    if not changes:
+    adds_identity = loaded.baseline.identity is None and identity is not None
+    if not changes and not adds_identity:
         raise BaselineError(f"{loaded.path.name} already has these margins; nothing to amend")
     doc: dict[str, Any] = json.loads(json.dumps(loaded.baseline.data))
+    if adds_identity:
+        assert identity is not None
+        doc = {"format": doc["format"], "cluster": doc["cluster"], "identity": identity.to_json(), **doc}
     doc["margins"] = margins.to_json()
     doc["provenance"]["amended"] = {
         "from": loaded.path.name,
         "from_sha256": loaded.sha256,
+        "from_signature_sha256": signature_sha256(loaded.path),
         "reason": reason.strip(),
         "by": by,
         "utc": utc_stamp(when),
         "margins": changes,
+        **({"identity_added": True} if adds_identity else {}),
     }
     return doc
+
+
+def is_store_name(name: str) -> bool:
+    """Whether `name` is a baseline file name the store uses (``handover-<UTC>.json``)."""
+    return _NAME.match(name) is not None
+
+
+def signature_sha256(path: Path) -> str | None:
+    """The sha256 of ``<path>.sig`` (the baseline's SSHSIG signature), None when it has none."""
+    sig = path.with_name(path.name + ".sig")
+    return sha256_of(sig) if sig.is_file() else None
 
 
 def _changed(old: Margins, new: Margins) -> list[tuple[str, float, float]]:

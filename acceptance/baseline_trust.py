@@ -1,22 +1,35 @@
-"""Is this baseline the agreement both parties signed? Signing a new baseline, checking one before use.
+"""Is this baseline this cluster's agreement, signed by both parties? Signing a new baseline, checking one before use.
 
 A baseline is signed with SSHSIG when it is recorded (the same key handling as reports:
 ``--sign-key`` or the ssh-agent), beside it as ``handover-<UTC>.json.sig``. Before a run
-judges with it, its signature is checked against the profile's ``allowed_signers`` (both
-parties' keys, OpenSSH's format). An unsigned baseline is refused unless the run says
-``--allow-unsigned-baseline`` (for labs; the report says so); a changed file or a signer the
-profile does not list is always refused.
+judges with it, and before anyone amends it, ``trust`` checks three things:
+
+- it is this cluster's: its identity (cluster name, provider cluster id, node set) is the profile's;
+- its signature verifies against the profile's ``allowed_signers`` (both parties' keys, OpenSSH's
+  format). An unsigned baseline is refused unless the caller says ``--allow-unsigned-baseline``
+  (for labs; the report says so); a changed file or a signer the profile does not list is always refused;
+- if it is an amendment, the chain behind it holds: every file it amends, back to the recorded
+  baseline, is still in the store with the sha256 and signature the amendment names, verifies the
+  same way, belongs to this cluster, and has the same conditions and results (an amendment changes
+  margins, never measurements).
 """
 
 from __future__ import annotations
 
+import tempfile
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
-from acceptance.baseline import LoadedBaseline
+from acceptance.baseline import Identity, LoadedBaseline, is_store_name, load, signature_sha256
 from acceptance.errors import BaselineError
+from acceptance.profile import Profile
 from acceptance.report.sign import SignOptions, SignOutcome, sign_files, signature_path
 from acceptance.report.verify import Unreadable, check_signature
+
+#: an amendment chain longer than this is refused rather than walked (a loop guard; real chains are short)
+MAX_CHAIN = 1000
 
 
 @dataclass(frozen=True)
@@ -36,8 +49,75 @@ def sign_baseline(path: Path, options: SignOptions) -> SignOutcome:
     return sign_files([path], options)
 
 
-def trust(loaded: LoadedBaseline, allowed_signers: Path | None, *, allow_unsigned: bool) -> BaselineTrust:
-    """Check `loaded` before a run uses it; BaselineError saying why when it must not be used."""
+def trust(loaded: LoadedBaseline, profile: Profile, *, allow_unsigned: bool) -> BaselineTrust:
+    """The one gate before a baseline is used: judged with, amended (or countersigned).
+
+    BaselineError, naming the file and why, when it must not be used.
+    """
+    note = check_identity(loaded, profile)
+    first = _signature(loaded, profile.allowed_signers, allow_unsigned=allow_unsigned)
+    links, all_signed = _chain(loaded, profile, allow_unsigned=allow_unsigned)
+    line = first.line
+    if links:
+        how = "each link verified" if all_signed else "UNSIGNED links used because --allow-unsigned-baseline was given"
+        line += f"; amends {' <- '.join(links)} ({how})"
+    if note:
+        line += f"; {note}"
+    return BaselineTrust(first.signed and all_signed, line)
+
+
+def check_identity(loaded: LoadedBaseline, profile: Profile) -> str:
+    """Refuse a baseline of another cluster (BaselineError naming both sides); a note for an old-format one, or ""."""
+    ours = Identity.of_profile(profile)
+    theirs = loaded.baseline.identity
+    legacy = theirs is None
+    if theirs is None:  # recorded before baselines named their identity: name and node set are all it says
+        theirs = Identity(loaded.baseline.cluster, None, loaded.baseline.conditions.nodes)
+    differences = theirs.differences(ours, check_provider_id=not legacy)
+    if differences:
+        said = theirs.describe("not recorded" if legacy else "(none)")
+        raise BaselineError(
+            f"{loaded.path}: refused: the baseline is another cluster's agreement ({'; '.join(differences)}): "
+            f"the baseline names {said}; the profile {profile.path} names {ours.describe()}. "
+            "A baseline is recorded on its own cluster: "
+            f"`pytest acceptance/ --cluster={profile.name} --record-baseline`"
+        )
+    if legacy:
+        return (
+            f"{loaded.path.name} was recorded before baselines named their cluster: its cluster name and node set are "
+            "the profile's, its provider cluster id is not recorded; record it with `acceptance baseline amend "
+            f"{profile.name} --margins-from-profile --reason TEXT`"
+        )
+    return ""
+
+
+def check_signer(options: SignOptions, allowed_signers: Path | None, *, must_sign: bool = False) -> str | None:
+    """Why a baseline signed with `options` would be refused by `allowed_signers`, before anything is signed.
+
+    A probe file is signed with the same key and verified the way a run verifies a baseline.
+    None when the signature would verify or there is no allowed_signers file to check against;
+    when nothing can be signed at all, None too, unless `must_sign` (then: why it cannot sign).
+    """
+    if not options.enabled:
+        return None
+    with tempfile.TemporaryDirectory(prefix="acceptance-signer-check-") as tmp:
+        probe = Path(tmp) / "handover-probe.json"
+        probe.write_text("{}\n", encoding="utf-8")
+        outcome = sign_files([probe], options)
+        if not outcome.signed:
+            return outcome.problem if must_sign else None
+        if allowed_signers is None or not allowed_signers.is_file():
+            return None
+        try:
+            check = check_signature(probe, allowed_signers)
+        except Unreadable as exc:
+            return f"its signature cannot be checked ({exc})"
+    if check.ok:
+        return None
+    return f"{outcome.signer} is not allowed to sign this cluster's baselines: {check.detail}"
+
+
+def _signature(loaded: LoadedBaseline, allowed_signers: Path | None, *, allow_unsigned: bool) -> BaselineTrust:
     name = loaded.path.name
     sig = signature_path(loaded.path)
     if not sig.is_file():
@@ -66,3 +146,64 @@ def trust(loaded: LoadedBaseline, allowed_signers: Path | None, *, allow_unsigne
     if not check.ok:
         raise BaselineError(f"{loaded.path}: refused: {check.detail}")
     return BaselineTrust(True, f"baseline {name} {check.detail} ({allowed_signers.name})")
+
+
+def _chain(loaded: LoadedBaseline, profile: Profile, *, allow_unsigned: bool) -> tuple[list[str], bool]:
+    """The files `loaded` amends, newest first, each checked; whether every one of them is signed."""
+    links: list[str] = []
+    all_signed = True
+    seen = {loaded.path.name}
+    current = loaded
+    while (step := current.baseline.amendment) is not None:
+        before = _predecessor(current, step, seen)
+        broken = f"{current.path}: the chain of amendments is broken at {before.path.name}"
+        if "from_signature_sha256" in step:  # amendments made before signatures were pinned name only the sha256
+            named, found = step["from_signature_sha256"], signature_sha256(before.path)
+            if named != found:
+                raise BaselineError(
+                    f"{broken}: its signature is not the one this amendment names (sha256 "
+                    f"{_short(found) if found else '(no signature)'} now, {_short(named) if named else '(unsigned)'} "
+                    "when amended): re-signed or replaced since"
+                )
+        try:
+            link = _signature(before, profile.allowed_signers, allow_unsigned=allow_unsigned)
+            check_identity(before, profile)
+        except BaselineError as exc:
+            raise BaselineError(f"{broken}: {exc}") from None
+        for part in ("cluster", "conditions", "results"):
+            if before.baseline.data.get(part) != current.baseline.data.get(part):
+                raise BaselineError(
+                    f"{broken}: the amendment's {part} differ from those of the file it amends; an amendment "
+                    "changes the agreed margins only, never what was measured"
+                )
+        all_signed = all_signed and link.signed
+        links.append(before.path.name)
+        seen.add(before.path.name)
+        current = before
+    return links, all_signed
+
+
+def _predecessor(current: LoadedBaseline, step: Mapping[str, Any], seen: set[str]) -> LoadedBaseline:
+    name = str(step["from"])
+    where = f"{current.path}: the chain of amendments is broken"
+    if not is_store_name(name):
+        raise BaselineError(f"{where}: it amends {name!r}, which is not a baseline file name of the store")
+    if name in seen or len(seen) > MAX_CHAIN:
+        raise BaselineError(f"{where}: it amends {name}, which is already in the chain (a loop)")
+    path = current.path.parent / name
+    if not path.is_file():
+        raise BaselineError(
+            f"{where}: it amends {name}, which is not in {current.path.parent}; every file of the chain back to the "
+            "recorded baseline stays in the store"
+        )
+    before = load(path)
+    if before.sha256 != step["from_sha256"]:
+        raise BaselineError(
+            f"{where} at {name}: its sha256 is {_short(before.sha256)} now, {_short(step['from_sha256'])} when "
+            f"{current.path.name} amended it: changed since"
+        )
+    return before
+
+
+def _short(digest: str) -> str:
+    return f"{digest[:12]}…"

@@ -8,6 +8,7 @@ and at the end deletes every cluster object of the run. Workers attach to the sa
 
 from __future__ import annotations
 
+import os
 import secrets
 import shutil
 import tempfile
@@ -21,7 +22,7 @@ import pytest
 
 from acceptance import __version__, clusters
 from acceptance.baseline import BaselineStore, LoadedBaseline, sha256_of
-from acceptance.baseline_trust import trust
+from acceptance.baseline_trust import check_signer, trust
 from acceptance.clusters.base import Cluster
 from acceptance.criteria import recording, site
 from acceptance.criteria.context import LogSources, ProbationOptions, RunContext
@@ -29,11 +30,12 @@ from acceptance.criteria.run import Run
 from acceptance.criteria.runfolder import RunFolder
 from acceptance.criteria.scheduler import ProgressListener
 from acceptance.criteria.site import SiteCheck
-from acceptance.errors import AcceptanceError
+from acceptance.errors import AcceptanceError, BaselineError
 from acceptance.options import Setting
-from acceptance.profile import load_profile, refuse_writing_shipped
+from acceptance.profile import Profile, load_profile, refuse_writing_shipped
 from acceptance.report.folder import ReportFolder
 from acceptance.report.session import worker_report_folder
+from acceptance.report.sign import SignOptions
 
 if TYPE_CHECKING:
     from acceptance.report.incident import IncidentOutcome
@@ -80,9 +82,11 @@ class AcceptanceSession:
             profile.check_returned_nodes(settings["returned_nodes"].value)
             if settings["record_baseline"].value:
                 refuse_writing_shipped(profile.path.parent, "--record-baseline")
+                if not worker:
+                    _refuse_disallowed_signer(profile, settings)
             baseline = None if settings["record_baseline"].value else _latest(profile.path.parent)
             trusted = "" if baseline is None else trust(
-                baseline, profile.allowed_signers, allow_unsigned=settings["allow_unsigned_baseline"].value
+                baseline, profile, allow_unsigned=settings["allow_unsigned_baseline"].value
             ).line  # fmt: skip
             context = RunContext.create(
                 profile, baseline, returned_nodes=settings["returned_nodes"].value, run_id=run_id, started=started,
@@ -260,6 +264,16 @@ def _probation(config: pytest.Config, settings: Mapping[str, Setting]) -> Probat
     found: Path | None = settings["probation_from"].value
     return ProbationOptions(here / found if found is not None else None, here / "reports",
                             tuple(settings["sim_faults"].value))  # fmt: skip
+
+
+def _refuse_disallowed_signer(profile: Profile, settings: Mapping[str, Setting]) -> None:
+    """A baseline signed by a key the profile does not allow would block every later run: know before recording."""
+    sign = SignOptions.from_options(
+        no_sign=settings["no_sign"].value, sign_key=settings["sign_key"].value, environ=os.environ
+    )
+    problem = check_signer(sign, profile.allowed_signers)
+    if problem:
+        raise BaselineError(f"--record-baseline: the new baseline would be refused by every run: {problem}")
 
 
 def _latest(folder: Path) -> LoadedBaseline:

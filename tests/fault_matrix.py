@@ -23,6 +23,7 @@ from pathlib import Path
 import yaml
 
 from tests.served import ROOT, kube_profile, labelled_objects, patiently, served_cluster
+from tests.suite_run import copy_agreement
 
 BOUND_S = 240.0  # a run of this subset lasts ~15 s; with every fault it must still end within this
 API_FAULTS = (
@@ -139,8 +140,7 @@ def run_case(case: Case, folder: Path) -> Outcome:
         data = yaml.safe_load(profile.read_text())
         data["kube"]["api_retry"] = {"attempts": 10, "backoff": "0.1s", "connect_timeout": "2s", "read_timeout": "3s"}
         profile.write_text(yaml.safe_dump(data, sort_keys=False))
-        for baseline in (ROOT / "baselines" / "sim").glob("handover-*.json*"):
-            (profile_folder / baseline.name).write_bytes(baseline.read_bytes())
+        copy_agreement(profile_folder)  # the sim baseline, as this cluster's own
         junit = folder / "junit.xml"
         command = [
             sys.executable, "-m", "pytest", str(ROOT / "acceptance"), "--cluster=remote",

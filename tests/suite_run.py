@@ -64,6 +64,29 @@ def copy_agreement(folder: Path, with_baseline: bool = True, shipped_cluster: st
     if with_baseline:
         for baseline in shipped.glob("handover-*.json*"):
             shutil.copy(baseline, folder / baseline.name)
+        _as_own_agreement(folder)
+
+
+def _as_own_agreement(folder: Path) -> None:
+    """A copied baseline names the shipped cluster; under another profile name (or provider cluster id) it
+    is another cluster's agreement and refused, so the test's cluster gets it as its own, signed again."""
+    import yaml
+
+    profile = folder / "cluster.yaml"
+    if not profile.is_file():
+        return
+    data = yaml.safe_load(profile.read_text())
+    name, cluster_id = data["cluster"], (data.get("provider") or {}).get("cluster_id")
+    for path in folder.glob("handover-*.json"):
+        doc = json.loads(path.read_text())
+        identity = doc.get("identity") or {}
+        if doc["cluster"] == name and identity.get("provider_cluster_id") == cluster_id:
+            continue
+        doc["cluster"] = name
+        doc["identity"] = {**identity, "cluster": name, "provider_cluster_id": cluster_id}
+        path.write_text(json.dumps(doc, indent=1) + "\n")
+        path.with_name(path.name + ".sig").unlink(missing_ok=True)
+        sign_as_demo(path)
 
 
 @dataclass(frozen=True)

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from acceptance.baseline import BaselineStore, amended
+from acceptance.baseline import BaselineStore, amended, sha256_of
 from acceptance.criteria.context import RunContext
 from acceptance.errors import BaselineError
 from acceptance.judge.loss import LossPolicy
@@ -88,6 +88,7 @@ def test_amended_baseline_keeps_results_and_records_old_new_reason(tmp_path: Pat
     assert doc["provenance"]["amended"] == {
         "from": old.path.name,
         "from_sha256": old.sha256,
+        "from_signature_sha256": sha256_of(old.path.with_name(old.path.name + ".sig")),
         "reason": "fabric re-cabled, both parties agree",
         "by": "ops@x",
         "utc": "2026-12-01T03:00:00Z",

@@ -23,7 +23,11 @@ def make_cluster(pytester: pytest.Pytester, name: str = "c1") -> Path:
     (folder / "cluster.yaml").write_text(sim_profile_text(name))
     import json
 
-    (folder / "handover-20261129T230507Z.json").write_text(json.dumps(document()))
+    baseline = document()
+    nodes = [f"sim-node-{i:02d}" for i in range(1, 17)]  # this cluster's own agreement: its name, id and node set
+    baseline["conditions"]["nodes"] = nodes
+    baseline["identity"] = {"cluster": name, "provider_cluster_id": "sim-h200-0001", "nodes": nodes}
+    (folder / "handover-20261129T230507Z.json").write_text(json.dumps(baseline))
     copy_agreement(folder, with_baseline=False)
     sign_as_demo(folder / "handover-20261129T230507Z.json")
     return folder

@@ -10,9 +10,10 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from acceptance.baseline import BaselineStore, LoadedBaseline, amended, load
+from acceptance.baseline import BaselineStore, Identity, LoadedBaseline, amended, load
 from acceptance.errors import BaselineError, UsageError
 from acceptance.profile import profile_path, refuse_writing_shipped
+from acceptance.report.sign import signature_path
 from acceptance.tools.dcgm import DcgmConditions
 from acceptance.tools.nccl import NcclConditions
 from acceptance.units import format_size
@@ -51,6 +52,10 @@ def register(subparsers: Any) -> None:
         "--sign-key", type=Path, metavar="KEY", help="SSH key that signs the new baseline (default: agent)"
     )
     amend.add_argument("--no-sign", action="store_true", help="leave the new baseline unsigned (labs only)")
+    amend.add_argument(
+        "--allow-unsigned-baseline", action="store_true",
+        help="amend even though the baseline (or a file it amends) is unsigned (labs only; the chain says so)",
+    )  # fmt: skip
     amend.add_argument("--baselines-dir", type=Path, default=Path("baselines"), metavar="DIR")
     amend.set_defaults(func=_amend)
 
@@ -66,6 +71,9 @@ def _show(args: argparse.Namespace) -> int:
         + (" (SIMULATED cluster)" if b.simulated else "")
         + (f"; FORCED: {prov.get('force_reason')}" if prov.get("forced") else "")
     )
+    identity = b.identity
+    unnamed = "not recorded (a baseline from before baselines named their cluster; amend it to record it)"
+    print(f"  identity: {identity.describe() if identity else unnamed}")
     amendment = prov.get("amended")
     if amendment:
         changes = ", ".join(f"{k} {v['old']:g} -> {v['new']:g}" for k, v in amendment["margins"].items())
@@ -96,7 +104,7 @@ def _verify(args: argparse.Namespace) -> int:
     profile = load_profile(args.name, args.baselines_dir)
     loaded = BaselineStore(profile.path.parent).latest()
     try:
-        found = trust(loaded, profile.allowed_signers, allow_unsigned=False)
+        found = trust(loaded, profile, allow_unsigned=False)
     except BaselineError as exc:
         print(f"FAIL {exc}", file=sys.stderr)
         return 1
@@ -105,29 +113,44 @@ def _verify(args: argparse.Namespace) -> int:
 
 
 def _amend(args: argparse.Namespace) -> int:
-    from acceptance.baseline_trust import sign_baseline
+    from acceptance.baseline_trust import check_signer, sign_baseline, trust
     from acceptance.criteria.recording import who
     from acceptance.profile import load_profile
-    from acceptance.report.sign import SignOptions, check_signing
+    from acceptance.report.sign import SignOptions
 
     profile = load_profile(args.name, args.baselines_dir)
     refuse_writing_shipped(profile.path.parent, "baseline amend")
     store = BaselineStore(profile.path.parent)
     loaded = store.latest()
+    try:  # only the agreement itself is amended: a changed, foreign or unsigned file never becomes a signed one
+        trust(loaded, profile, allow_unsigned=args.allow_unsigned_baseline)
+    except BaselineError as exc:
+        raise BaselineError(f"baseline amend: {loaded.path.name} does not verify, not amended: {exc}") from None
     when = datetime.now(UTC)
     changes = profile.margins.differences(loaded.baseline.margins)
     sign = SignOptions.from_options(no_sign=args.no_sign, sign_key=args.sign_key, environ=os.environ)
-    problem = check_signing(sign)
+    problem = check_signer(sign, profile.allowed_signers, must_sign=True)
     if problem:
-        raise UsageError(f"the amended baseline could not be signed: {problem} (--no-sign for labs only)")
-    path = store.write(amended(loaded, profile.margins, reason=args.reason, by=who(), when=when), when)
+        raise UsageError(f"the amended baseline could not be signed: {problem}; nothing was written")
+    identity = Identity.of_profile(profile)
+    doc = amended(loaded, profile.margins, reason=args.reason, by=who(), when=when, identity=identity)
+    path = store.write(doc, when)
     signed = sign_baseline(path, sign)
     if sign.enabled and not signed.signed:
         path.unlink()
         raise UsageError(f"the amended baseline could not be signed, so it was not kept: {signed.describe()}")
+    if signed.signed:
+        try:  # what a run will check, checked now: a new baseline that blocks every run is not kept
+            trust(load(path), profile, allow_unsigned=args.allow_unsigned_baseline)
+        except BaselineError as exc:
+            signature_path(path).unlink(missing_ok=True)
+            path.unlink()
+            raise UsageError(f"the amended baseline does not verify, so it was not kept: {exc}") from None
     print(f"{path}: new baseline, {signed.describe()}; {loaded.path.name} (sha256:{loaded.sha256[:12]}…) is kept")
     for _, what, new, old in changes:
         print(f"  {what}: {old} -> {new}")
+    if doc["provenance"]["amended"].get("identity_added"):
+        print(f"  identity recorded: {identity.describe()}")
     print(f"  reason: {args.reason.strip()}")
     return 0
 

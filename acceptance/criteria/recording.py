@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from acceptance import __version__
-from acceptance.baseline import FORMAT, BaselineStore, sha256_of, utc_stamp
+from acceptance.baseline import FORMAT, BaselineStore, Identity, sha256_of, utc_stamp
 from acceptance.criteria import diagnostics, fabric, localize, preflight, smoke
 from acceptance.criteria.context import RunContext
 from acceptance.criteria.parts import BaselinePart
@@ -52,6 +52,7 @@ def assemble(context: RunContext, parts: Sequence[BaselinePart], *, when: dateti
     return {
         "format": FORMAT,
         "cluster": context.profile.name,
+        "identity": Identity.of_profile(context.profile).to_json(),
         "provenance": {
             "recorded_utc": utc_stamp(when),
             "harness_version": __version__,
