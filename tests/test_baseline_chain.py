@@ -350,3 +350,38 @@ def test_an_amendment_naming_a_file_outside_the_store_is_refused(tmp_path: Path)
     _resign(path)
     with pytest.raises(BaselineError, match=r"which is not a baseline file name of the store"):
         _load(folder)
+
+
+def _sim_ssh_dropped_into(folder: Path) -> None:
+    (shipped,) = (ROOT / "baselines" / "sim-ssh").glob("handover-*.json")
+    for part in (shipped, shipped.with_name(shipped.name + ".sig")):
+        (folder / part.name).write_bytes(part.read_bytes())
+
+
+def test_localize_refuses_another_clusters_baseline_instead_of_judging_with_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`acceptance localize` judges rounds against the baseline's pair baseline: only a trusted one."""
+    folder = sim_cluster_folder(tmp_path)
+    _sim_ssh_dropped_into(folder)
+    code = main(["localize", "--cluster", "sim", "--baselines-dir", str(folder.parent)])
+    said = capsys.readouterr().err
+    assert code == 2
+    assert "another cluster's agreement" in said
+    assert "cluster 'sim-ssh' in the baseline, 'sim' in the profile" in said
+
+
+def test_the_bundle_compares_nothing_with_another_clusters_baseline(tmp_path: Path) -> None:
+    """Field 7 (change log) and severity read the latest baseline only once it is trusted."""
+    from acceptance.cmd.bundle_sources import latest_baseline
+
+    folder = sim_cluster_folder(tmp_path)
+    profile = load_profile_file(folder / "cluster.yaml")
+    notes: list[str] = []
+    assert latest_baseline(profile, notes) is not None
+    assert notes == []
+    _sim_ssh_dropped_into(folder)
+    assert latest_baseline(profile, notes) is None
+    assert len(notes) == 1
+    assert "no trusted handover baseline" in notes[0]
+    assert "another cluster's agreement" in notes[0]

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from acceptance.baseline import BaselineStore, LoadedBaseline
+from acceptance.baseline_trust import trust
 from acceptance.clusters.base import JobLogs
 from acceptance.errors import AcceptanceError, BaselineError, UsageError
 from acceptance.incident.changes import State
@@ -93,11 +94,14 @@ def workers(job: JobLogs | None) -> tuple[tuple[int, str], ...]:
 
 
 def latest_baseline(profile: Profile, notes: list[str]) -> LoadedBaseline | None:
+    """The latest baseline, only once it is trusted as a run trusts it (this cluster's, signed, its chain whole)."""
     try:
-        return BaselineStore(profile.path.parent).latest()
+        loaded = BaselineStore(profile.path.parent).latest()
+        trust(loaded, profile, allow_unsigned=False)
     except BaselineError as exc:
-        notes.append(f"field 7 and severity: no handover baseline to compare with ({exc})")
+        notes.append(f"field 7 and severity: no trusted handover baseline to compare with ({exc})")
         return None
+    return loaded
 
 
 def _scrubbed(env: Mapping[str, str]) -> dict[str, str]:

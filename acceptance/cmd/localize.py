@@ -22,11 +22,12 @@ from typing import Any
 
 from acceptance import clusters
 from acceptance.baseline import BaselineStore
+from acceptance.baseline_trust import trust
 from acceptance.criteria.context import RunContext
 from acceptance.criteria.localize_result import LocalizeResult
 from acceptance.criteria.run import Run
 from acceptance.criteria.runfolder import RunFolder
-from acceptance.errors import BaselineError, UsageError
+from acceptance.errors import UsageError
 from acceptance.profile import load_profile
 
 
@@ -37,6 +38,9 @@ def register(subparsers: Any) -> None:
     parser.add_argument("--nodes", nargs="+", metavar="NODE", help="search these nodes only (default: all)")
     parser.add_argument("--test", metavar="NAME", help="the nccl test to use (default: the baseline's first)")
     parser.add_argument("--sim-fault", action="append", default=[], metavar="SPEC", help="simulated clusters only")
+    parser.add_argument(
+        "--allow-unsigned-baseline", action="store_true", help="judge with an unsigned baseline (labs only)"
+    )
     parser.add_argument("--json", action="store_true", help="print the whole result as JSON")
     parser.set_defaults(func=_run)
 
@@ -47,10 +51,11 @@ def _run(args: argparse.Namespace) -> int:
     profile = load_profile(args.cluster, args.baselines_dir)
     if args.nodes:
         profile.check_returned_nodes(args.nodes, "--nodes")
-    try:
-        baseline = BaselineStore(profile.path.parent).latest()
-    except BaselineError:
-        baseline = None  # the profile's commands, judged against each round's median
+    store = BaselineStore(profile.path.parent)
+    baseline = None  # without a baseline: the profile's commands, judged against each round's median
+    if store.files():  # a baseline that is there is used only once trusted, as a run would use it
+        baseline = store.latest()
+        trust(baseline, profile, allow_unsigned=args.allow_unsigned_baseline)
     started = datetime.now(UTC)
     context = RunContext.create(profile, baseline, returned_nodes=(), run_id=new_run_id(started), started=started)
     tests = context.nccl_tests
