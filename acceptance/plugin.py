@@ -123,6 +123,7 @@ class ActiveRun:
         self.skips: dict[str, int] = {}
         self.record_message: tuple[str, bool] | None = None
         self.interrupted_by: str | None = None
+        self.ended: dict[str, Any] = {}  # how the session ended, for the decision (report/ending.py)
         self._previous: dict[int, Any] = {}
         self.incident: IncidentOutcome | None = None
         self.probation: dict[str, Any] | None = None  # criterion 5's verdict payload, for the incident's resolution
@@ -241,6 +242,9 @@ class ActiveRun:
             print(f"recovery-acceptance: {problem}", file=sys.stderr)
         if not self.session.controller:
             return
+        from acceptance.report.ending import session_end
+
+        self.ended = session_end(session, self.interrupted_by)
         if session.exitstatus == pytest.ExitCode.INTERRUPTED:
             # delete everything first, then the report says what had finished
             for problem in self.session.close_cluster_work():
@@ -295,8 +299,10 @@ class ActiveRun:
     def pytest_terminal_summary(self, terminalreporter: Any, exitstatus: int) -> None:
         from acceptance.report.decision import Banner, decide
 
-        interrupted = self.interrupted_by or ("KeyboardInterrupt" if exitstatus == pytest.ExitCode.INTERRUPTED else "")
-        provenance = {"mode": self.session.context.mode, **({"interrupted": interrupted} if interrupted else {})}
+        ended = dict(self.ended)
+        if exitstatus == pytest.ExitCode.INTERRUPTED:
+            ended.setdefault("interrupted", self.interrupted_by or "KeyboardInterrupt")
+        provenance = {"mode": self.session.context.mode, **ended}
         data = self.recorder.data(provenance, simulated=self.session.simulated)
         if data.tests or self.failures or self.skips:
             decision = decide(data)

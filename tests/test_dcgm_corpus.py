@@ -431,8 +431,10 @@ def test_cli_json_has_the_design_shape() -> None:
         "gpus",
         "errors",
         "devices",
+        "summary_disagrees",
     ]
-    assert list(doc["tests"][0]) == ["name", "category", "status", "gpus", "messages"]
+    assert list(doc["tests"][0]) == ["name", "category", "status", "gpus", "messages", "entities", "summary"]
+    assert doc["summary_disagrees"] == []
     assert doc["gpus"]["5"] == "fail"
     assert doc["devices"]["5"]["serial"] == "1654020000005"
     message = next(t for t in doc["tests"] if t["name"] == "diagnostic")["messages"][0]
@@ -446,3 +448,23 @@ def test_cli_exit_code_option_overrides_a_clean_output(tmp_path: Path) -> None:
     with redirect_stdout(out):
         assert main(["parse", "dcgm", "--exit-code", "226", str(path)]) == 1
         assert main(["parse", "dcgm", "--exit-code", "0", str(path)]) == 0
+
+
+BOM_FILES = [("corpus", n) for n in sorted(CORPUS_EXPECT)] + [("fixtures", n) for n in sorted(FIXTURE_EXPECT)]
+
+
+@pytest.mark.parametrize(("where", "name"), BOM_FILES)
+def test_a_utf8_bom_at_the_start_is_valid_output(where: str, name: str, tmp_path: Path) -> None:
+    """A capture saved with a UTF-8 byte order mark (read as utf-8, so it shows as U+FEFF) parses as the plain one."""
+    path = (CORPUS if where == "corpus" else FIXTURES) / "dcgm" / name
+    if not path.is_file():
+        pytest.skip(f"{path} is absent")
+    bom = tmp_path / name
+    bom.write_bytes(b"\xef\xbb\xbf" + path.read_bytes())
+    expect = (CORPUS_EXPECT if where == "corpus" else FIXTURE_EXPECT)[name]
+    if expect.status is None:
+        with pytest.raises(ParseError):
+            read_dcgm(bom)
+        return
+    assert read_dcgm(bom) == read_dcgm(path)
+    assert _cli(bom) == _cli(path)

@@ -100,6 +100,60 @@ def test_a_partial_acceptance_run_accepts_nothing() -> None:
     )
 
 
+def first_criteria(*numbers: int) -> tuple[TestRecord, ...]:
+    return tuple(record(n, "pass") for n in numbers)
+
+
+def test_criteria_an_interrupted_run_did_not_finish_are_not_called_a_partial_selection() -> None:
+    """SIGTERM during criterion 2 of a full run: 3 and 4 were selected, and never reached."""
+    data = ReportData({"interrupted": "SIGTERM", "selected_criteria": [0, 1, 2, 3, 4]}, first_criteria(0, 1, 2))
+    decision = decide(data)
+    assert decision.banner is Banner.NOT_ACCEPTED
+    assert decision.reasons[1:] == ("criteria 3, 4 not judged: the run was interrupted before they finished",)
+    assert "partial selection" not in decision.line()
+
+
+def test_an_interrupted_partial_selection_says_which_criteria_were_which() -> None:
+    data = ReportData({"interrupted": "SIGINT", "selected_criteria": [0, 1, 2, 3]}, first_criteria(0, 1))
+    assert decide(data).reasons[1:] == (
+        "criteria 2, 3 not judged: the run was interrupted before they finished",
+        "criterion 4 not in this run (a partial selection: -k or a file list); "
+        "only a run of criteria 0–4 accepts a cluster",
+    )
+
+
+def test_an_interrupted_run_whose_selection_is_unknown_names_both_possibilities() -> None:
+    """The pytest-xdist controller collects nothing itself: the selection is not known."""
+    decision = decide(ReportData({"interrupted": "SIGTERM"}, first_criteria(0, 1, 2, 3)))
+    assert decision.reasons[1:] == (
+        "criterion 4 not judged: the run was interrupted before it finished, or it was not selected; "
+        "only a run of criteria 0–4 accepts a cluster",
+    )
+
+
+def test_a_run_stopped_by_maxfail_says_so_and_what_it_did_not_finish() -> None:
+    stopped = {"stopped": "stopping after 1 failures", "selected_criteria": [0, 1, 2, 3, 4]}
+    decision = decide(ReportData(stopped, (*first_criteria(0, 1), record(2, "fail"))))
+    assert decision.banner is Banner.NOT_ACCEPTED
+    assert decision.line() == (
+        "NOT ACCEPTED: STOPPED EARLY (stopping after 1 failures: -x or --maxfail): the items after that point did "
+        "not run; criteria 3, 4 not judged: the run was stopped early before they finished; 1 item failed (criterion 2)"
+    )
+
+
+def test_a_run_stopped_early_is_not_accepted_even_with_every_criterion_present() -> None:
+    """Items of a criterion after the stop did not run, whatever the criteria present say."""
+    data = ReportData({"stopped": "stopping after 1 failures"}, first_criteria(0, 1, 2, 3, 4))
+    assert decide(data).banner is Banner.NOT_ACCEPTED
+
+
+def test_a_passing_probation_run_names_criterion_5_in_its_headline() -> None:
+    decision = decide(ReportData({}, (record(5, "pass"),)))
+    assert decision.line() == "ACCEPTED: the 1 judged item passed (criterion 5: no recurrence during probation)"
+    two = decide(ReportData({}, (record(5, "pass"), record(5, "pass", "[again]"))))
+    assert two.line() == "ACCEPTED: all 2 judged items passed (criterion 5: no recurrence during probation)"
+
+
 def test_a_probation_run_alone_is_judged_on_criterion_5() -> None:
     assert decide(ReportData({}, (record(5, "pass"),))).banner is Banner.ACCEPTED
     pending = decide(ReportData({}, (record(5, "pending"),)))

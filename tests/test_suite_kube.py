@@ -63,6 +63,10 @@ def test_an_interrupt_during_diagnostics_deletes_everything_then_signs_an_interr
     assert f'name="interrupted" value="{name}"' in (report / "junit.xml").read_text()
     assert f"INTERRUPTED ({name})" in (report / "report.html").read_text()
     assert f"NOT ACCEPTED: INTERRUPTED ({name}): the run was stopped before it finished" in log.read_text()
+    # the criteria after the interruption were selected: not judged, not "a partial selection"
+    assert "not judged: the run was interrupted before they finished" in log.read_text()
+    assert "partial selection" not in log.read_text()
+    assert "not judged: the run was interrupted before they finished" in (report / "report.html").read_text()
     assert '<div class="verdict not-accepted" id="verdict">' in (report / "report.html").read_text()
     allowed = tmp_path / "allowed_signers"
     allowed.write_text("oncall@provider " + " ".join(key.with_suffix(".pub").read_text().split()[:2]) + "\n")

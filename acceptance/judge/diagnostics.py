@@ -141,6 +141,9 @@ def judge_node(
         findings.append(
             _Finding(None, "-", "DCGM reports the run failed: " + "; ".join(e.text for e in current.errors))
         )
+    disagree = [t.name for t in current.tests if t.summary is not None or (t.status != FAIL and t.failed_rows())]
+    if disagree:
+        figures["summary_disagrees"] = ", ".join(disagree)
     figures["failures"] = len(findings)
     evidence = [*(_evidence(node, current, reference, f) for f in findings), *notes]
     if findings:
@@ -186,17 +189,32 @@ def _findings(
 
 def _test_findings(test: DcgmTest, policy: DiagnosticsPolicy, notes: list[str]) -> list[_Finding]:
     out = []
-    if test.status == FAIL:
+    rows = test.failed_rows()
+    if test.status == FAIL or rows:  # a failed row fails the test whatever DCGM's summary of it says
+        summary = test.summary or (test.status if test.status != FAIL else None)
+        against = f" (DCGM's summary of the test says {summary.capitalize()})" if summary else ""
+        if summary:
+            failed = ", ".join(rows) or "a result that names no entity"
+            notes.append(
+                f"{test.name}: DCGM's summary says {summary.capitalize()} but {failed} failed; "
+                "judged by the rows (a failed entity fails the node)"
+            )
         failing = [g for g, s in sorted(test.gpus.items()) if s == FAIL]
         for gpu in failing:
             msgs = [m for m in test.messages if m.gpu == gpu and m.kind != "info"] or [
                 m for m in test.messages if m.gpu is None and m.kind != "info"
             ]
-            out.append(_Finding(gpu, test.name, f"{test.name} failed{_because(msgs)}", msgs))
-        if not failing:
+            out.append(_Finding(gpu, test.name, f"{test.name} failed{_because(msgs)}{against}", msgs))
+        for entity in (e for e, s in sorted(test.entities.items()) if s == FAIL):
+            msgs = [m for m in test.messages if m.entity == entity and m.kind != "info"] or [
+                m for m in test.messages if m.entity is None and m.kind != "info"
+            ]
+            out.append(_Finding(None, test.name, f"{test.name} failed on {entity}{_because(msgs)}{against}", msgs))
+        if not rows:
             msgs = [m for m in test.messages if m.kind != "info"]
             named = next((m.gpu for m in msgs if m.gpu is not None), None)
-            out.append(_Finding(named, test.name, f"{test.name} failed with no GPU row failing{_because(msgs)}", msgs))
+            what = f"{test.name} failed with no GPU row failing{_because(msgs)}{against}"
+            out.append(_Finding(named, test.name, what, msgs))
         return out
     for m in test.messages:
         if m.kind == "info":

@@ -7,8 +7,11 @@ ACCEPTED is the one verdict that needs every condition; anything not positively 
 - NOT ACCEPTED: an item failed or errored; a verdict FAIL, ERROR, NOT COMPARABLE (conditions differ
   from the baseline's: a failure, never a silent pass) or INCONCLUSIVE (data missing is never "no
   recurrence"); an item skipped because the preflight found the cluster unusable; the run was
-  interrupted; an acceptance run (one with items of criteria 0–4) lacks one of those criteria (a
-  partial selection accepts nothing); no item was judged at all.
+  interrupted (a signal, Ctrl-C) or stopped early (-x, --maxfail); an acceptance run (one with items
+  of criteria 0–4) lacks one of those criteria: not selected (a partial selection accepts nothing),
+  or not judged because the run was interrupted or stopped before it finished (the provenance's
+  ``interrupted``, ``stopped`` and ``selected_criteria`` tell which: `ending.session_end`); no item
+  was judged at all.
 - PENDING: none of the above, and an item's time has not come (criterion 5's window is still open).
 - ACCEPTED: everything else. An item skipped by design (criterion 5 in the acceptance run that starts
   its probation, loss continuity while recording a baseline, a site check) is listed as not applicable;
@@ -124,8 +127,11 @@ class Decision:
         """The one line the report and the terminal lead with."""
         if self.banner is Banner.ACCEPTED:
             judged = sum(len(c.having(State.PASSED)) for c in self.criteria)
-            where = _criteria_list([c for c in self.criteria if c.having(State.PASSED)])
-            return f"ACCEPTED: all {judged} judged items passed ({where})"
+            passed = [c for c in self.criteria if c.having(State.PASSED)]
+            # one criterion (a probation run: criterion 5) is named with its title, several by their numbers
+            where = _named(passed[0]) if len(passed) == 1 else _criteria_list(passed)
+            counted = f"all {judged} judged items passed" if judged != 1 else "the 1 judged item passed"
+            return f"ACCEPTED: {counted}" + (f" ({where})" if where else "")
         if self.banner is Banner.PENDING:
             return f"PENDING: {self.reasons[0]}" if self.reasons else "PENDING"
         parts = list(self.reasons)
@@ -135,6 +141,48 @@ class Decision:
                 crits = _criteria_list([c for c in self.criteria if c.having(state)])
                 parts.append(f"{len(items)} item{'s' * (len(items) != 1)} {what} ({crits})")
         return "NOT ACCEPTED: " + "; ".join(parts)
+
+
+def _missing(missing: Sequence[int], provenance: Mapping[str, Any]) -> list[str]:
+    """Why criteria of 0–4 are absent from the results: not selected (-k, a file list), or not reached
+    because the run was interrupted or stopped early (`ending.session_end` records which, and what the
+    run selected)."""
+    if not missing:
+        return []
+    interrupted, stopped = provenance.get("interrupted"), provenance.get("stopped")
+    known = provenance.get("selected_criteria")
+    only = "only a run of criteria 0–4 accepts a cluster"
+    if not interrupted and not stopped:
+        return [f"{_numbers(missing)} not in this run (a partial selection: -k or a file list); {only}"]
+    how = "interrupted" if interrupted else "stopped early"
+    if not isinstance(known, list):  # the selection is not known (a pytest-xdist controller): either may apply
+        was = "were" if len(missing) > 1 else "was"
+        return [f"{_numbers(missing)} not judged: the run was {how} before {_they(missing)} finished, or "
+                f"{_they(missing)} {was} not selected; {only}"]  # fmt: skip
+    selected = {int(n) for n in known}
+    unreached = [n for n in missing if n in selected]
+    unselected = [n for n in missing if n not in selected]
+    out = (
+        [f"{_numbers(unreached)} not judged: the run was {how} before {_they(unreached)} finished"] if unreached else []
+    )
+    if unselected:
+        out.append(f"{_numbers(unselected)} not in this run (a partial selection: -k or a file list); {only}")
+    return out
+
+
+def _numbers(numbers: Sequence[int]) -> str:
+    return f"criteri{'a' if len(numbers) > 1 else 'on'} {', '.join(str(n) for n in numbers)}"
+
+
+def _they(numbers: Sequence[int]) -> str:
+    return "they" if len(numbers) > 1 else "it"
+
+
+def _named(criterion: CriterionResult) -> str:
+    """``criterion 5: no recurrence during probation``; a site check by its title."""
+    if criterion.number is None:
+        return criterion.title
+    return f"criterion {criterion.number}: {criterion.title}"
 
 
 def _criteria_list(criteria: Sequence[CriterionResult]) -> str:
@@ -204,14 +252,12 @@ def decide(data: ReportData) -> Decision:
             f"INTERRUPTED ({interrupted}): the run was stopped before it finished; its cluster objects were "
             "deleted; below is what had finished"
         )
+    elif stopped := data.provenance.get("stopped"):
+        reasons.append(f"STOPPED EARLY ({stopped}: -x or --maxfail): the items after that point did not run")
     present = {c.number for c in criteria}
     if present & set(ACCEPTANCE_CRITERIA):
-        missing = [str(n) for n in ACCEPTANCE_CRITERIA if n not in present]
-        if missing:
-            reasons.append(
-                f"criteri{'a' if len(missing) > 1 else 'on'} {', '.join(missing)} not in this run (a partial "
-                "selection: -k or a file list); only a run of criteria 0–4 accepts a cluster"
-            )
+        missing = [n for n in ACCEPTANCE_CRITERIA if n not in present]
+        reasons.extend(_missing(missing, data.provenance))
     if not any(c.having(State.PASSED, State.PENDING, State.FAILED, State.BLOCKED) for c in criteria):
         reasons.append("no item was judged" if criteria else "no test ran")
     blocked_or_failed = any(c.having(State.FAILED, State.BLOCKED) for c in criteria)

@@ -29,6 +29,7 @@ import pytest
 
 from acceptance.judge.verdict import Verdict
 from acceptance.report.data import ReportRecorder, attach_verdicts
+from acceptance.report.ending import session_end
 from acceptance.report.finalize import FinalizeResult, finalize
 from acceptance.report.folder import ReportFolder
 from acceptance.report.junit import add_suite_properties, ensure_junit, junit_path, verdict_properties
@@ -111,11 +112,10 @@ class ReportingPlugin:
         end = datetime.now(UTC).isoformat(timespec="seconds")
         self.provenance["end_utc"] = end
         add_suite_properties(self.config, {"end_utc": end})
-        if session.exitstatus == pytest.ExitCode.INTERRUPTED:
-            active = self.config.pluginmanager.get_plugin("recovery-acceptance-run")
-            how = getattr(active, "interrupted_by", None) or "KeyboardInterrupt"
-            self.provenance["interrupted"] = how
-            add_suite_properties(self.config, {"interrupted": how})
+        active = self.config.pluginmanager.get_plugin("recovery-acceptance-run")
+        ended = session_end(session, getattr(active, "interrupted_by", None))
+        self.provenance.update(ended)  # interrupted, stopped early, the criteria selected: for the decision
+        add_suite_properties(self.config, {k: v for k, v in ended.items() if k in ("interrupted", "stopped")})
         outcome = yield  # LogXML.pytest_sessionfinish writes the junit file here
         try:
             data = self.recorder.data(self.provenance, simulated=self.simulated)

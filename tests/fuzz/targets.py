@@ -119,6 +119,9 @@ def dcgm_output(data: bytes) -> None:
     _json_ok(report.to_json())
     assert report.status in ("pass", "fail", "error", "skip")
     assert report.status != "pass" or not report.errors
+    # a failed GPU or other entity row fails its test, and the run, whatever the summary said
+    assert all(t.status == "fail" for t in report.tests if t.failed_rows())
+    assert report.status == "fail" or not any(t.failed_rows() for t in report.tests)
 
 
 # ---------------------------------------------------------------------- training logs

@@ -206,8 +206,12 @@ def interpret_exit(code: int) -> ExitMeaning:
 
 
 def parse(text: str, source: str = "<text>") -> DcgmReport:
-    """Parse one capture of `dcgmi diag` (JSON or text, noise lines around it tolerated)."""
-    text = _without_timestamps(text)
+    """Parse one capture of `dcgmi diag` (JSON or text, noise lines around it tolerated).
+
+    A UTF-8 byte order mark at the start (a capture saved by an editor, or read as utf-8
+    rather than utf-8-sig) is not part of the output.
+    """
+    text = _without_timestamps(text.removeprefix("\ufeff"))
     offset = 0
     for line in text.splitlines(keepends=True):
         stripped = line.strip()

@@ -48,8 +48,9 @@ def build_report(
 
     `failed` marks a run the tool itself called failed (e.g. ``"Overall Result": "Fail"``).
     A run whose every test beyond the software checks was skipped is `skip`, never `pass`.
+    A test with a failed entity row fails whatever its summary says (`rows_decide`).
     """
-    tests = tuple(tests)
+    tests = tuple(rows_decide(t) for t in tests)
     errors = tuple(errors)
     per_gpu: dict[int, list[str]] = {}
     for t in tests:
@@ -77,6 +78,17 @@ def build_report(
         driver_version=driver_version,
         devices=_identities(tests, dict(devices or {})),
     )
+
+
+def rows_decide(test: DcgmTest) -> DcgmTest:
+    """A failed GPU or other entity fails its test, whatever DCGM's summary of the test says.
+
+    The summary DCGM printed is kept in `summary` when it disagrees (a Pass over a failed
+    row), so the evidence can say so.
+    """
+    if test.status == FAIL or not test.failed_rows():
+        return test
+    return replace(test, status=FAIL, summary=test.summary or test.status)
 
 
 _BUS_ID = re.compile(r"GPU (\d+), bus ID = ([0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.[0-7])")
@@ -127,11 +139,15 @@ def merge_tests(
             merged.append(group[0])
             continue
         gpus: dict[int, list[str]] = {}
+        entities: dict[str, list[str]] = {}
         messages: list[DcgmMessage] = []
         for t in group:
             for g, s in t.gpus.items():
                 gpus.setdefault(g, []).append(s)
+            for e, s in t.entities.items():
+                entities.setdefault(e, []).append(s)
             messages.extend(m for m in t.messages if m not in messages)
+        summaries = [t.summary for t in group if t.summary is not None]
         merged.append(
             DcgmTest(
                 name=name,
@@ -139,6 +155,8 @@ def merge_tests(
                 status=combine(t.status for t in group),
                 gpus={g: combine(s) for g, s in sorted(gpus.items())},
                 messages=tuple(messages),
+                entities={e: combine(s) for e, s in sorted(entities.items())},
+                summary=summaries[0] if summaries else None,
             )
         )
     return tuple(merged)

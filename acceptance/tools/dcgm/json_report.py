@@ -186,6 +186,7 @@ class _Reader:
         name = normalize_test_name(shown)
         prefix = f"{shown}: " if shown in SOFTWARE_CHECKS else ""
         gpus: dict[int, str] = {}
+        others: dict[str, str] = {}  # entities other than GPUs: CPU0, ...
         messages: list[DcgmMessage] = []
         plain: list[str] = []
         for result in entry.get("results") or []:
@@ -195,18 +196,27 @@ class _Reader:
             entity, gpu_ids = _entity(result)
             for gpu in gpu_ids:
                 gpus[gpu] = status
-            if not gpu_ids:
+            if not gpu_ids and entity is not None:
+                others[entity] = status
+            elif not gpu_ids:
                 plain.append(status)
             messages.extend(_messages(result, entity, gpu_ids[0] if len(gpu_ids) == 1 else None, prefix))
         summary = entry.get("test_summary")
+        rows = [*gpus.values(), *others.values(), *plain]
+        shown_summary = None
         if isinstance(summary, dict):
+            # DCGM's verdict of the whole test; a failed row still fails it (assemble.rows_decide)
             overall = self.status(summary.get("status"))
             messages.extend(m for m in _messages(summary, None, None, prefix) if m not in messages)
+            if overall != FAIL and FAIL in plain:  # a failed result that names no entity
+                shown_summary, overall = overall, FAIL
         else:
-            overall = worst_of_checks([*gpus.values(), *plain]) if (gpus or plain) else SKIP
+            overall = worst_of_checks(rows) if rows else SKIP
         if prefix and overall == FAIL and not messages:
             messages.append(DcgmMessage("error", f"{shown}: Fail"))
-        return DcgmTest(name, category or category_of(name), overall, gpus, tuple(messages))
+        return DcgmTest(
+            name, category or category_of(name), overall, gpus, tuple(messages), entities=others, summary=shown_summary
+        )
 
     def status(self, value: Any) -> str:
         status = _STATUS.get(str(value).strip().lower())

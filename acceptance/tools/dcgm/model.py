@@ -49,13 +49,26 @@ class DcgmMessage:
 
 @dataclass(frozen=True)
 class DcgmTest:
-    """One test (4.x plugin id) with its overall status and per-GPU statuses."""
+    """One test (4.x plugin id) with its overall status and per-entity statuses.
+
+    `gpus` holds the GPU rows, `entities` the rows of other entities (``CPU0``, ...).
+    Any failed row fails the test: when DCGM's own summary of the test says otherwise
+    (a Pass over a failed GPU) `status` is ``fail`` and `summary` keeps what DCGM said;
+    `summary` is None when the summary and the rows agree.
+    """
 
     name: str
     category: str
     status: str
     gpus: Mapping[int, str] = field(default_factory=dict)
     messages: tuple[DcgmMessage, ...] = ()
+    entities: Mapping[str, str] = field(default_factory=dict)
+    summary: str | None = None
+
+    def failed_rows(self) -> list[str]:
+        """The entities whose own row failed (``GPU3``, ``CPU0``), GPUs first."""
+        gpus = [f"GPU{g}" for g, s in sorted(self.gpus.items()) if s == FAIL]
+        return gpus + [e for e, s in sorted(self.entities.items()) if s == FAIL]
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -64,6 +77,8 @@ class DcgmTest:
             "status": self.status,
             "gpus": {str(g): s for g, s in sorted(self.gpus.items())},
             "messages": [m.to_json() for m in self.messages],
+            "entities": dict(sorted(self.entities.items())),
+            "summary": self.summary,
         }
 
     @classmethod
@@ -74,6 +89,8 @@ class DcgmTest:
             status=str(d["status"]),
             gpus={int(g): str(s) for g, s in dict(d.get("gpus", {})).items()},
             messages=tuple(DcgmMessage.from_json(m) for m in d.get("messages", [])),
+            entities={str(e): str(s) for e, s in dict(d.get("entities") or {}).items()},
+            summary=d.get("summary"),
         )
 
 
@@ -119,6 +136,14 @@ class DcgmReport:
     def test(self, name: str) -> DcgmTest | None:
         return next((t for t in self.tests if t.name == name), None)
 
+    def summary_disagrees(self) -> list[dict[str, Any]]:
+        """The tests whose summary DCGM printed differs from their rows (a Pass over a failed GPU)."""
+        return [
+            {"test": t.name, "summary": t.summary, "status": t.status, "failed": t.failed_rows()}
+            for t in self.tests
+            if t.summary is not None
+        ]
+
     def to_json(self) -> dict[str, Any]:
         return {
             "kind": "dcgm-diag",
@@ -139,6 +164,7 @@ class DcgmReport:
                 }
                 for g, d in sorted(self.devices.items())
             },
+            "summary_disagrees": self.summary_disagrees(),
         }
 
     @classmethod

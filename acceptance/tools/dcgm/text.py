@@ -59,24 +59,27 @@ class _Test:
     status: str | None = None
     all_gpus: bool = False
     gpus: dict[int, str] = field(default_factory=dict)
+    entities: dict[str, str] = field(default_factory=dict)  # rows of entities other than GPUs: CPU0, ...
     messages: list[DcgmMessage] = field(default_factory=list)
 
     def finish(self, known_gpus: list[int]) -> DcgmTest:
         name = normalize_test_name(self.shown)
         gpus = dict(self.gpus)
-        if self.all_gpus and self.status is not None:
-            gpus.update({g: self.status for g in known_gpus})
+        entities = dict(self.entities)
+        if self.all_gpus and self.status is not None:  # a GPU's own row ("Fail - GPU: 0") beats "... - All"
+            gpus = {g: self.status for g in known_gpus} | gpus
         status = self.status
         if status is None:
-            status = worst_of_checks(gpus.values()) if gpus else SKIP
+            status = worst_of_checks([*gpus.values(), *entities.values()]) if gpus or entities else SKIP
         elif status == WARN:  # 4.x entity rows cannot print "Warn": they print "Fail" under a "Warn" test
             gpus = {g: WARN if s == FAIL else s for g, s in gpus.items()}
+            entities = {e: WARN if s == FAIL else s for e, s in entities.items()}
         messages = list(self.messages)
         if self.shown in SOFTWARE_CHECKS:
             messages = [_prefixed(m, self.shown) for m in messages]
             if status == FAIL and not messages:
                 messages.append(DcgmMessage("error", f"{self.shown}: Fail"))
-        return DcgmTest(name, category_of(name, self.section), status, gpus, tuple(messages))
+        return DcgmTest(name, category_of(name, self.section), status, gpus, tuple(messages), entities=entities)
 
 
 @dataclass
@@ -205,6 +208,8 @@ def _row(table: _Table, cells: tuple[str, str, str], number: int, line: str, sou
             if entity.group(1) == "GPU":
                 current.gpus[ident] = _STATUS[entity.group(3) or ""]
                 table.explicit_gpus.add(ident)
+            else:
+                current.entities[f"{entity.group(1)}{ident}"] = _STATUS[entity.group(3) or ""]
         elif current is not None and _CODE.match(value):  # 3.x "Warn - All" Diagnostic return code
             table.end_message()
             current.messages.append(DcgmMessage("info", value))
