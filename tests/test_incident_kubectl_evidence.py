@@ -61,3 +61,9 @@ def test_bundle_with_a_truncated_describe_paste_never_says_all_good(tmp_path: Pa
     summary = next(out.glob("*.md")).read_text()
     assert "- p100: conditions: Ready: not in the paste" in summary
     assert "all good" not in summary.split("- p100:", 1)[1].splitlines()[0]
+
+
+def test_a_cut_ready_row_is_named_as_unread() -> None:
+    found = _evidence("p100", wave3(C, P100) + "  Ready            Tru\n")
+    assert [c["status"] for c in found.conditions] == ["not in the paste"]
+    assert found.conditions[0]["message"].endswith("; line 26 could not be read)")

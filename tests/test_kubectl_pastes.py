@@ -396,3 +396,74 @@ def test_every_kubectl_file_gives_facts() -> None:
     if not files:
         pytest.skip("../shared corpora are absent")
     assert [p.name for p in files if not facts(kubectl.parse(p.read_text(encoding="utf-8")))] == []
+
+
+def test_a_ready_row_cut_by_the_paste_is_unread_not_ready() -> None:
+    """The p100 paste cut one line further (``  MemoryPressure   Un``): no condition, the line is unread."""
+    text = wave3(C, "get-nodes-then-describe-node-notready-unreachable-noexecute-noschedule-lease-truncated-1.15.txt")
+    cut = kubectl.parse(text + "  Ready            Tru\n")
+    [node] = cut.nodes
+    assert (node.conditions, node.ready, node.ready_text, node.not_ready) == ((), None, NOT_IN_PASTE, False)
+    assert node.unread == cut.unread == (26,)
+
+
+def test_tab_padded_describe_events_with_an_empty_cell() -> None:
+    """kubectl 1.9 and before: TAB padding, and SubObjectPath empty; cells are read on 8-wide tab stops."""
+    text = (
+        "Events:\n"
+        "  FirstSeen\tLastSeen\tCount\tFrom\t\t\tSubObjectPath\tType\t\tReason\t\tMessage\n"
+        "  ---------\t--------\t-----\t----\t\t\t-------------\t--------\t------\t\t-------\n"
+        "  4m\t\t4m\t\t1\tdefault-scheduler\t\t\tNormal\t\tScheduled\tSuccessfully assigned gpu-pod to node-1\n"
+        "  2m\t\t1m\t\t3\tkubelet, node-1\tspec.containers{c}\tWarning\t\tBackOff\t\t"
+        "Back-off restarting failed container\n"
+    )
+    first, second = kubectl.parse(text).events
+    assert (first.first_seen, first.last_seen, first.count, first.source, first.type, first.reason) == (
+        "4m",
+        "4m",
+        1,
+        "default-scheduler",
+        "Normal",
+        "Scheduled",
+    )
+    assert (second.source, second.count, second.type, second.message) == (
+        "kubelet, node-1",
+        3,
+        "Warning",
+        "Back-off restarting failed container",
+    )
+
+
+def test_get_events_1x_columns_kind_and_name_make_the_object() -> None:
+    text = "$ kubectl get events\n" + _tabwriter([
+        ["LASTSEEN", "FIRSTSEEN", "COUNT", "NAME", "KIND", "SUBOBJECT", "TYPE", "REASON", "SOURCE", "MESSAGE"],
+        ["2m", "1h", "12", "gpu-node-2", "Node", "", "Warning", "NodeNotReady", "{node-controller }",
+         "Node gpu-node-2 status is now: NodeNotReady"],
+    ])  # fmt: skip
+    [ev] = kubectl.parse(text).events
+    assert (ev.last_seen, ev.first_seen, ev.count, ev.object, ev.source, ev.type) == (
+        "2m",
+        "1h",
+        12,
+        "Node/gpu-node-2",
+        "{node-controller }",
+        "Warning",
+    )
+
+
+@pytest.mark.parametrize(
+    ("line", "node"),
+    [
+        ("$ kubectl describe node gpu-1", "gpu-1"),
+        ("root@host:~/dir# kubectl describe no gpu-1", "gpu-1"),
+        ("C:\\Users\\me>kubectl describe node/gpu-1", "gpu-1"),
+        ("> kubectl --context prod describe nodes gpu-1 | grep -A8 Conditions", "gpu-1"),
+        ("[me@box k8s]$ kubectl describe nodes", None),
+        ("$ kubectl describe node gpu-1 gpu-2", None),
+        ("$ kubectl describe node <node-name>", None),
+    ],
+)
+def test_the_node_named_on_the_command_line(line: str, node: str | None) -> None:
+    row = "  Ready   True   Mon, 03 Jun 2019 13:54:18 +0000   Sun, 02 Jun 2019 21:39:37 +0000   KubeletReady   ok\n"
+    [desc] = kubectl.parse(f"{line}\n{row}").nodes
+    assert desc.name == node

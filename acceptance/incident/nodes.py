@@ -48,8 +48,9 @@ def _described(desc: NodeDescription, item: Parsed, node: str) -> bool:
 def _ready_not_in_paste(item: Parsed, desc: NodeDescription) -> dict[str, Any]:
     """What a truncated describe says about Ready: nothing; recorded so that no one reads it as Ready."""
     where = f"{item.label} line {desc.line}" if desc.line else item.label
+    cut = f"; line {', '.join(map(str, desc.unread))} could not be read" if desc.unread else ""
     return {"type": "Ready", "status": "not in the paste", "reason": "", "bad": None, "line": desc.line,
-            "message": f"{READY_NOT_IN_PASTE} ({where}: no Ready row in the Conditions pasted)"}  # fmt: skip
+            "message": f"{READY_NOT_IN_PASTE} ({where}: no Ready row in the Conditions pasted{cut})"}  # fmt: skip
 
 
 def _kubectl(item: Parsed, node: str) -> tuple[list[dict[str, Any]], list[dict[str, Any]], int | None]:

@@ -48,6 +48,7 @@ class _Found:
     events: list[Event] = field(default_factory=list)
     node_rows: list[NodeRow] = field(default_factory=list)
     pod_rows: list[PodRow] = field(default_factory=list)
+    unread: list[int] = field(default_factory=list)
 
 
 def _segments(lines: tuple[tuple[int, str], ...]) -> list[tuple[Command | None, Lines]]:
@@ -75,8 +76,9 @@ def _listings(cmd: Command | None, rows: Lines, found: _Found) -> None:
     while i < len(rows):
         number, row = rows[i]
         if events.is_header(row):
-            evs, i = events.table(rows, i)
+            evs, i, cut = events.table(rows, i)
             found.events.extend(evs)
+            found.unread.extend(cut)
             continue
         if listing.is_nodes_header(row):
             node_rows, i = listing.nodes(rows, i)
@@ -126,5 +128,6 @@ def parse(text: str, source: str = "<text>") -> KubectlText:
     found = _Found()
     for cmd, rows in _segments(read.lines):
         _segment(cmd, rows, found)
+    unread = [*found.unread, *(n for d in found.nodes for n in d.unread), *(n for p in found.pods for n in p.unread)]
     return KubectlText(source, tuple(found.nodes), tuple(found.pods), tuple(found.events), tuple(found.node_rows),
-                       tuple(found.pod_rows), read.elided)  # fmt: skip
+                       tuple(found.pod_rows), read.elided, tuple(sorted(unread)))  # fmt: skip

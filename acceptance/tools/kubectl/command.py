@@ -46,6 +46,8 @@ def _resource(word: str) -> str:
 
 def parse(line: str) -> Command | None:
     """The command on `line`, or None when the line is no command line (an empty prompt gives ``Command("")``)."""
+    if "kubectl" not in line and not line.rstrip().endswith(("$", "#", "%")):
+        return None
     if _EMPTY_PROMPT.match(line.strip()):
         return Command("")
     match = _COMMAND.match(line)

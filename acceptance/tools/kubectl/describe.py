@@ -22,11 +22,6 @@ _ITEM = re.compile(r"^\s+([\w./-]+):\s+(\S.*)$")
 _POD_MESSAGE = re.compile(r"^Message:\s{2,}Pod\s")
 
 
-def events_table(lines: list[tuple[int, str]], start: int) -> tuple[list[Event], int]:
-    """Rows of the events table whose header line is ``lines[start]``; returns them and the next index."""
-    return events.table(lines, start)
-
-
 def is_conditions_header(line: str) -> bool:
     stripped = line.strip()
     return stripped.startswith("Type") and "Status" in stripped and "LastHeartbeatTime" in stripped
@@ -49,7 +44,7 @@ def _condition(number: int, row: str, head: Header | None) -> Condition | None:
 
 
 def is_condition_row(row: str) -> bool:
-    return bool(_CONDITION_ROW.match(row))
+    return ("True" in row or "False" in row or "Unknown" in row) and bool(_CONDITION_ROW.match(row))
 
 
 def is_pod_message(row: str) -> bool:
@@ -88,6 +83,7 @@ def node(lines: list[tuple[int, str]], name: str | None = None) -> NodeDescripti
     conditions: list[Condition] = []
     found_events: list[Event] = []
     sections: dict[str, dict[str, str]] = {}
+    unread: list[int] = []
     head: Header | None = None
     i = 0
     while i < len(lines):
@@ -98,8 +94,9 @@ def node(lines: list[tuple[int, str]], name: str | None = None) -> NodeDescripti
             i += 1
             continue
         if events.is_header(row):
-            found, i = events.table(lines, i)
+            found, i, cut = events.table(lines, i)
             found_events.extend(found)
+            unread += cut
             head = None
             continue
         if is_ruler(row):
@@ -117,6 +114,8 @@ def node(lines: list[tuple[int, str]], name: str | None = None) -> NodeDescripti
             found_events.append(event)
             i += 1
             continue
+        if head is not None and row[:1].isspace() and not key:
+            unread.append(number)  # under the Conditions header, but no row (cut short, shifted cells)
         if key and not key.group(1):
             k, v = key.group(2), (key.group(3) or "").strip()
             if k == "Name" and v:
@@ -134,7 +133,7 @@ def node(lines: list[tuple[int, str]], name: str | None = None) -> NodeDescripti
     start = lines[0][0] if lines else 0
     return NodeDescription(name, tuple(taints), unschedulable, tuple(conditions), tuple(found_events), start,
                            sections.get("Capacity", {}), sections.get("Allocatable", {}),
-                           sections.get("Addresses", {}).get("Hostname"))  # fmt: skip
+                           sections.get("Addresses", {}).get("Hostname"), tuple(unread))  # fmt: skip
 
 
 def pod(lines: list[tuple[int, str]], name: str | None = None) -> PodDescription:
@@ -142,6 +141,7 @@ def pod(lines: list[tuple[int, str]], name: str | None = None) -> PodDescription
     top: dict[str, str] = {}
     containers: list[ContainerState] = []
     pod_events: list[Event] = []
+    unread: list[int] = []
     current: dict[str, str] | None = None
     section: str | None = None
     state_key: str | None = None
@@ -163,8 +163,9 @@ def pod(lines: list[tuple[int, str]], name: str | None = None) -> PodDescription
     while i < len(lines):
         _, row = lines[i]
         if events.is_header(row):
-            found, i = events.table(lines, i)
+            found, i, cut = events.table(lines, i)
             pod_events.extend(found)
+            unread += cut
             continue
         key = _KEY.match(row)
         if not key:
@@ -198,5 +199,5 @@ def pod(lines: list[tuple[int, str]], name: str | None = None) -> PodDescription
         name=top.get("Name") or name, namespace=top.get("Namespace") or None,
         node=None if node_name in (None, "<none>") else node_name, status=top.get("Status") or None,
         reason=top.get("Reason") or None, message=top.get("Message") or None, containers=tuple(containers),
-        events=tuple(pod_events), line=lines[0][0] if lines else 0,
+        events=tuple(pod_events), line=lines[0][0] if lines else 0, unread=tuple(unread),
     )  # fmt: skip

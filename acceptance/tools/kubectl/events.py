@@ -21,7 +21,7 @@ from datetime import datetime
 
 from acceptance.tools import logtime
 from acceptance.tools.kubectl.model import Event
-from acceptance.tools.kubectl.table import AGE, AGGREGATED_AGE, Header, age, header, is_ruler
+from acceptance.tools.kubectl.table import AGE, AGGREGATED_AGE, Header, age, header, is_ruler, tabular
 
 _SEP = r"(?: *\t[\t ]*| {2,})"
 _DESCRIBE_ROW = re.compile(
@@ -42,6 +42,8 @@ def _key(name: str) -> str:
 
 
 def is_header(line: str) -> bool:
+    if not ("REASON" in line or "Reason" in line) or not ("MESSAGE" in line or "Message" in line):
+        return False
     keys = {_key(n) for n in header(line).names}
     return {"REASON", "MESSAGE"} <= keys and bool(keys & {"LASTSEEN", "AGE", "FIRSTSEEN"})
 
@@ -82,8 +84,9 @@ def _event(head: Header, cells: dict[str, str], number: int) -> Event | None:
                  first_seen_utc=first_utc)  # fmt: skip
 
 
-def table(lines: list[tuple[int, str]], start: int) -> tuple[list[Event], int]:
-    """Rows of the events table whose header line is ``lines[start]``; returns them and the next index.
+def table(lines: list[tuple[int, str]], start: int) -> tuple[list[Event], int, list[int]]:
+    """Rows of the events table whose header line is ``lines[start]``: the events, the next index, and the
+    line that ended the table when it looks like a row that could not be read (cut short, shifted cells).
 
     The table ends at an empty line or at the first line that is no event row of this header.
     """
@@ -97,14 +100,17 @@ def table(lines: list[tuple[int, str]], start: int) -> tuple[list[Event], int]:
         cells = head.cells(row) if row.strip() else None
         found = _event(head, cells, number) if cells is not None else None
         if found is None:
-            break
+            unread = [number] if row.strip() and tabular(row) and not is_header(row) else []
+            return out, i, unread
         out.append(found)
         i += 1
-    return out, i
+    return out, i, []
 
 
 def row(number: int, line: str) -> Event | None:
     """An event row pasted without its header (one of the two shapes in the module's docstring), or None."""
+    if "Normal" not in line and "Warning" not in line:
+        return None
     match = _DESCRIBE_ROW.match(line)
     if match:
         last, count, over = age(match.group("age"))

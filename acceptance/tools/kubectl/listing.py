@@ -72,7 +72,7 @@ def pods(lines: list[tuple[int, str]], start: int) -> tuple[list[PodRow], int]:
 
 def pod_row(number: int, line: str) -> PodRow | None:
     """A ``get pods`` row without its header (the shape in the module's docstring), or None."""
-    match = _POD_ROW.match(line)
+    match = _POD_ROW.match(line) if "/" in line else None
     if not match:
         return None
     rest = (match.group("rest") or "").split()

@@ -92,7 +92,8 @@ class NodeDescription:
     `name` is the ``Name:`` line, else the one node named on the command line, else None.
     `unschedulable` is None where the output has no ``Unschedulable:`` line (kubectl before 1.10).
     `capacity` / `allocatable` hold the items as printed (``nvidia.com/gpu: "1"``); `hostname` is the
-    ``Hostname`` address.
+    ``Hostname`` address; `unread` the lines inside its Conditions or Events table that are no row
+    (a row cut short by the paste: never taken for a condition).
     """
 
     name: str | None
@@ -104,6 +105,7 @@ class NodeDescription:
     capacity: Mapping[str, str] = field(default_factory=dict)
     allocatable: Mapping[str, str] = field(default_factory=dict)
     hostname: str | None = None
+    unread: tuple[int, ...] = ()
 
     @property
     def not_ready(self) -> bool:
@@ -135,6 +137,7 @@ class PodDescription:
     containers: tuple[ContainerState, ...] = ()
     events: tuple[Event, ...] = ()
     line: int = 0
+    unread: tuple[int, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -181,7 +184,11 @@ class PodRow:
 
 @dataclass(frozen=True)
 class KubectlText:
-    """Everything recognised in a paste of kubectl output (several commands may be in one paste)."""
+    """Everything recognised in a paste of kubectl output (several commands may be in one paste).
+
+    `elided`: the lines of elision marks (``...``, ``[...]``) written by the person pasting; `unread`: lines
+    inside a recognised table that are no row of it (cut short, shifted cells), in every description too.
+    """
 
     source: str
     nodes: tuple[NodeDescription, ...] = ()
@@ -190,6 +197,7 @@ class KubectlText:
     node_rows: tuple[NodeRow, ...] = ()
     pod_rows: tuple[PodRow, ...] = ()
     elided: tuple[int, ...] = ()
+    unread: tuple[int, ...] = ()
 
     @property
     def recognised(self) -> bool:

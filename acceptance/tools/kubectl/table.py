@@ -14,6 +14,7 @@ from dataclasses import dataclass
 _AGE = re.compile(r"^(\S+)(?: \(x(\d+) over (\S+)\))?$")
 _COLUMN = re.compile(r"\S+(?: \S+)*")
 _TABS = re.compile(r" *\t+ *")
+_CELL_GAP = re.compile(r"\S(?: {2,}|\t+)(?=\S)")
 # a relative age as kubectl prints it: 8s, 9m43s, 115m, 5h43m, 21d, 3y42d, <unknown>, <invalid>
 AGE = r"(?:<unknown>|<invalid>|\d+[smhdy](?:\d+[smhdy])*)"
 AGGREGATED_AGE = AGE + r"(?: \(x\d+ over " + AGE + r"\))?"
@@ -25,22 +26,35 @@ class Header:
 
     names: tuple[str, ...]
     offsets: tuple[int, ...] | None
+    line: str = ""
 
     def cells(self, row: str) -> dict[str, str] | None:
-        """The row's cells by column name; None for a TAB-mode row whose cell count differs from the header's."""
+        """The row's cells by column name, None when they cannot be told apart.
+
+        In TAB mode the cells are the pieces between TAB runs; where an empty cell makes the count differ
+        from the header's, the cells are read at the header's columns on 8-wide tab stops (tabwriter's).
+        """
         if self.offsets is None or "\t" in row:
             pieces = _TABS.split(row.strip())
-            if len(pieces) != len(self.names):
+            if len(pieces) == len(self.names):
+                return dict(zip(self.names, pieces, strict=True))
+            stops = columns(self.line.expandtabs(8))
+            if self.offsets is not None or len(stops) != len(self.names):
                 return None
-            return dict(zip(self.names, pieces, strict=True))
+            return split_row(row.expandtabs(8), stops)
         return split_row(row, list(zip(self.names, self.offsets, strict=True)))
 
 
 def header(line: str) -> Header:
     if "\t" in line:
-        return Header(tuple(_TABS.split(line.strip())), None)
+        return Header(tuple(_TABS.split(line.strip())), None, line)
     cols = columns(line)
-    return Header(tuple(n for n, _ in cols), tuple(o for _, o in cols))
+    return Header(tuple(n for n, _ in cols), tuple(o for _, o in cols), line)
+
+
+def tabular(line: str) -> bool:
+    """The line looks like a table row: at least three cells apart by two blanks or a TAB."""
+    return len(_CELL_GAP.findall(line.strip())) >= 2
 
 
 def columns(header: str) -> list[tuple[str, int]]:
