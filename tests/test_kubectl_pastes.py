@@ -467,3 +467,10 @@ def test_the_node_named_on_the_command_line(line: str, node: str | None) -> None
     row = "  Ready   True   Mon, 03 Jun 2019 13:54:18 +0000   Sun, 02 Jun 2019 21:39:37 +0000   KubeletReady   ok\n"
     [desc] = kubectl.parse(f"{line}\n{row}").nodes
     assert desc.name == node
+
+
+def test_a_quoted_block_after_a_line_of_prose() -> None:
+    """Only the quoted lines carry ``> ``: their quote marks are taken off line by line."""
+    text = wave3(C, "get-nodes-2016-no-roles-column-ready-schedulingdisabled.txt")
+    quoted = "Here is what I get:\n" + "".join("> " + line for line in text.splitlines(keepends=True))
+    assert facts(kubectl.parse(quoted)) == facts(kubectl.parse(text))

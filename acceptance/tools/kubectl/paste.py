@@ -1,8 +1,9 @@
 """A paste as people make it, made back into kubectl's lines.
 
 Undone before any table is read: CR line ends; a prefix every line carries (markdown quote marks
-``> `` / ``> > ``, indentation by blanks or TABs); trailing blanks; markdown fences and the backticks
-of inline code around a line. Elision lines written by the person pasting (``...``, ``[...]``,
+``> `` / ``> > ``, indentation by blanks or TABs); quote marks left at the start of a line (a quoted
+block after a line of prose; kubectl prints no line that starts with ``>``); trailing blanks;
+markdown fences and the backticks of inline code around a line. Elision lines written by the person pasting (``...``, ``[...]``,
 ``…``) are taken out and their line numbers kept, so a table continues across them. Line numbers
 stay those of the original text.
 """
@@ -16,6 +17,7 @@ _PREFIX_CHARS = " \t>"
 _ELISION = re.compile(r"^\s*(?:\.{3,}|\[\.{3,}\]|\(\.{3,}\)|…|\[…\])\s*$")
 _FENCE = re.compile(r"^\s*(?:```[\w.{}-]*|`)\s*$")
 _INLINE_CODE = re.compile(r"^`([^`].*?)`?$")
+_QUOTE = re.compile(r"^(?:> ?)+")
 
 
 @dataclass(frozen=True)
@@ -52,7 +54,7 @@ def read(text: str) -> Paste:
         if not row.strip(_PREFIX_CHARS):
             lines.append((number, ""))
             continue
-        body = row[len(prefix) :]
+        body = _QUOTE.sub("", row[len(prefix) :])
         if _ELISION.match(body):
             elided.append(number)
             continue
