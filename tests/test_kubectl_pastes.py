@@ -474,3 +474,16 @@ def test_a_quoted_block_after_a_line_of_prose() -> None:
     text = wave3(C, "get-nodes-2016-no-roles-column-ready-schedulingdisabled.txt")
     quoted = "Here is what I get:\n" + "".join("> " + line for line in text.splitlines(keepends=True))
     assert facts(kubectl.parse(quoted)) == facts(kubectl.parse(text))
+
+
+def test_get_events_rows_without_header_are_read_but_wide_ones_refused() -> None:
+    """Without the header, a ``-o wide`` row's SOURCE and SUBOBJECT would end up in the message: refused."""
+    [plain] = kubectl.parse("default   115m   Warning   NodeNotReady   node/gpu-node-7   Node is not ready\n").events
+    assert (plain.namespace, plain.last_seen, plain.object, plain.message) == (
+        "default",
+        "115m",
+        "node/gpu-node-7",
+        "Node is not ready",
+    )
+    wide_row = WIDE.splitlines()[2]
+    assert kubectl.parse(wide_row + "\n").events == ()

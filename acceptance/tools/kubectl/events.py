@@ -11,7 +11,8 @@ With a header (the columns are found by name, so their order and set may vary):
 
 Without a header, two row shapes are read: ``<Normal|Warning>  <Reason>  <age>  <from>  <message>``
 (a describe Events row) and ``[<namespace>]  <age>  <Normal|Warning>  <Reason>  <kind>/<name>  <message>``
-(a ``get events`` row); anything else is not taken for an event.
+(a ``get events`` row); anything else is not taken for an event, nor is a ``-o wide`` row without its
+header (SUBOBJECT and SOURCE cannot be told from the message there).
 """
 
 from __future__ import annotations
@@ -32,6 +33,8 @@ _GET_ROW = re.compile(
     rf"^(?:(?P<namespace>[a-z0-9][-a-z0-9]*){_SEP})?(?P<age>{AGGREGATED_AGE}){_SEP}(?P<type>Normal|Warning){_SEP}"
     rf"(?P<reason>[A-Za-z]\S*){_SEP}(?P<object>[A-Za-z][\w.]*/\S+){_SEP}(?P<message>\S.*)$"
 )
+# the tail of a ``get events -o wide`` row: FIRST SEEN, COUNT, NAME after the message
+_WIDE_TAIL = re.compile(rf"{_SEP}{AGE}{_SEP}\d+{_SEP}\S+$")
 _AGE_CELL = re.compile(rf"^{AGGREGATED_AGE}$")
 _FIRST_AGE = re.compile(rf"^{AGE}$")
 _ZERO_TIME = re.compile(r"\b0001 00:00:00\b")
@@ -117,7 +120,7 @@ def row(number: int, line: str) -> Event | None:
         return Event(type=match.group("type"), reason=match.group("reason"), message=match.group("message"),
                      last_seen=last, count=count, over=over, source=match.group("source"), line=number)  # fmt: skip
     match = _GET_ROW.match(line)
-    if match:
+    if match and not _WIDE_TAIL.search(match.group("message")):
         last, count, over = age(match.group("age"))
         return Event(type=match.group("type"), reason=match.group("reason"), message=match.group("message"),
                      last_seen=last, count=count, over=over, object=match.group("object"), line=number,

@@ -3,9 +3,9 @@
 Undone before any table is read: CR line ends; a prefix every line carries (markdown quote marks
 ``> `` / ``> > ``, indentation by blanks or TABs); quote marks left at the start of a line (a quoted
 block after a line of prose; kubectl prints no line that starts with ``>``); trailing blanks;
-markdown fences and the backticks of inline code around a line. Elision lines written by the person pasting (``...``, ``[...]``,
-``…``) are taken out and their line numbers kept, so a table continues across them. Line numbers
-stay those of the original text.
+markdown fences and the backticks of inline code around a line. Elision lines written by the person
+pasting (``...``, ``[...]``, ``…``) are taken out and their line numbers kept, so a table continues
+across them. Line numbers stay those of the original text.
 """
 
 from __future__ import annotations
