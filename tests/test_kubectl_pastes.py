@@ -487,3 +487,29 @@ def test_get_events_rows_without_header_are_read_but_wide_ones_refused() -> None
     )
     wide_row = WIDE.splitlines()[2]
     assert kubectl.parse(wide_row + "\n").events == ()
+
+
+def _read(kt: kubectl.KubectlText) -> set[tuple[Any, ...]]:
+    """What a cut must not invent: conditions, events (age and count), node and pod rows, by line."""
+    evs = [*kt.events, *(e for n in kt.nodes for e in n.events), *(e for p in kt.pods for e in p.events)]
+    return (
+        {("condition", c.line, c.type, c.status) for n in kt.nodes for c in n.conditions}
+        | {("event", e.line, e.type, e.reason, e.last_seen, e.count) for e in evs}
+        | {("node", r.line, r.name, r.status) for r in kt.node_rows}
+        | {("pod", r.line, r.name, r.ready, r.status) for r in kt.pod_rows}
+    )
+
+
+def test_a_paste_cut_anywhere_invents_nothing() -> None:
+    """Cut every file at every 7th character (mid-line too): no error, and every condition, event and row
+    read is one the whole file has, with the same status, age and count (a cut ``Ready  Tru`` or
+    ``21s (x3 over 61s)`` is no row)."""
+    files = _all_files()
+    if not files:
+        pytest.skip("../shared corpora are absent")
+    for path in files:
+        text = path.read_text(encoding="utf-8")
+        whole = _read(kubectl.parse(text))
+        for end in range(0, len(text), 7):
+            extra = _read(kubectl.parse(text[:end])) - whole
+            assert not extra, (path.name, end, extra)

@@ -18,6 +18,7 @@ _CONDITION_ROW = re.compile(
     rf"(?P<transition>{_TIME})(?:\s+(?P<reason>\S+)(?:\s+(?P<message>\S.*))?)?$"
 )
 _STATUSES = ("True", "False", "Unknown")
+_FULL_TIME = re.compile(rf"^{_TIME}$")
 _ITEM = re.compile(r"^\s+([\w./-]+):\s+(\S.*)$")
 _POD_MESSAGE = re.compile(r"^Message:\s{2,}Pod\s")
 
@@ -30,7 +31,12 @@ def is_conditions_header(line: str) -> bool:
 def _condition(number: int, row: str, head: Header | None) -> Condition | None:
     """One Conditions row: by the header's columns when there is one, else (or when they do not fit) by its shape."""
     cells = head.cells(row) if head is not None else None
-    if cells is not None and cells.get("Status") in _STATUSES and cells.get("Type", "").isidentifier():
+    if (
+        cells is not None
+        and cells.get("Status") in _STATUSES
+        and cells.get("Type", "").isidentifier()
+        and _FULL_TIME.match(cells.get("LastTransitionTime", ""))
+    ):
         return Condition(type=cells["Type"], status=cells["Status"], reason=cells.get("Reason", ""),
                          message=cells.get("Message", ""),
                          heartbeat=events.absolute(cells.get("LastHeartbeatTime", "")),

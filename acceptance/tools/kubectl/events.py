@@ -67,6 +67,8 @@ def _event(head: Header, cells: dict[str, str], number: int) -> Event | None:
     reason = by.get("REASON", "")
     if kind not in ("Normal", "Warning", "") or (not kind and "TYPE" in by) or not reason or " " in reason:
         return None
+    if not cells.get(head.names[-1]):
+        return None  # the row stops before its last column: cut by the paste
     seen = by.get("LASTSEEN", by.get("AGE", ""))
     first = by.get("FIRSTSEEN")
     last_utc = first_utc = None

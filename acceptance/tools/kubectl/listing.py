@@ -18,6 +18,7 @@ _NODE_STATUS = re.compile(r"^(?:Ready|NotReady|Unknown)(?:,[A-Za-z]+)*$")
 _NODES_HEADER = re.compile(r"^NAME\s+STATUS\s+(?:ROLES\s+)?AGE\b")
 _PODS_HEADER = re.compile(r"^(?:NAMESPACE\s+)?NAME\s+READY\s+STATUS\s+RESTARTS\s+AGE\b")
 _READY = re.compile(r"^\d+/\d+$")
+_AGE = re.compile(rf"^{AGE}$")
 _RESTARTS = re.compile(r"^\d+(?: \([^)]*\))?$")
 _POD_ROW = re.compile(
     rf"^(?:(?P<namespace>[a-z0-9][-a-z0-9]*)\s+)?(?P<name>[a-z0-9][-a-z0-9.]*)\s+(?P<ready>\d+/\d+)\s+"
@@ -43,8 +44,14 @@ def nodes(lines: list[tuple[int, str]], start: int) -> tuple[list[NodeRow], int]
     while i < len(lines):
         number, row = lines[i]
         cells = head.cells(row) if row.strip() else None
-        if cells is None or not cells.get("NAME") or not _NODE_STATUS.match(cells.get("STATUS", "")):
-            break
+        if (
+            cells is None
+            or not cells.get("NAME")
+            or not _NODE_STATUS.match(cells.get("STATUS", ""))
+            or not _AGE.match(cells.get("AGE", ""))
+            or ("VERSION" in cells and not cells["VERSION"])
+        ):
+            break  # the table's end, or a row cut by the paste
         labels = {k.lower(): v for k, v in cells.items() if k not in _NODE_FIXED and v}
         out.append(NodeRow(cells["NAME"], cells["STATUS"], cells.get("ROLES", ""), cells.get("AGE", ""),
                            cells.get("VERSION", ""), labels, number))  # fmt: skip
@@ -60,8 +67,13 @@ def pods(lines: list[tuple[int, str]], start: int) -> tuple[list[PodRow], int]:
     while i < len(lines):
         number, row = lines[i]
         cells = head.cells(row) if row.strip() else None
-        if cells is None or not _READY.match(cells.get("READY", "")) or not _RESTARTS.match(cells.get("RESTARTS", "")):
-            break
+        if (
+            cells is None
+            or not _READY.match(cells.get("READY", ""))
+            or not _RESTARTS.match(cells.get("RESTARTS", ""))
+            or not _AGE.match(cells.get("AGE", ""))
+        ):
+            break  # the table's end, or a row cut by the paste
         node = cells.get("NODE", "")
         out.append(PodRow(cells.get("NAME", ""), cells["READY"], cells.get("STATUS", ""), cells["RESTARTS"],
                           cells.get("AGE", ""), cells.get("NAMESPACE", ""),
