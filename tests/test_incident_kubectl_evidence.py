@@ -67,3 +67,22 @@ def test_a_cut_ready_row_is_named_as_unread() -> None:
     found = _evidence("p100", wave3(C, P100) + "  Ready            Tru\n")
     assert [c["status"] for c in found.conditions] == ["not in the paste"]
     assert found.conditions[0]["message"].endswith("; line 26 could not be read)")
+
+
+@needs_shared
+def test_evidence_given_several_times_keeps_every_file(tmp_path: Path) -> None:
+    """``--evidence A=x --evidence B=y`` kept only y (argparse's default for a repeated option)."""
+    out = tmp_path / "b"
+    log = (
+        CORPUS2
+        / "pytorch-nccl-watchdog"
+        / "torch-1.x-nccl-watchdog-ncclRemoteError-ib-completion-error-elastic-sigterm.log"
+    )
+    pleg = CORPUS3 / C / "describe-nodes-pleg-not-healthy-ready-false-elided-header-1.13.txt"
+    argv = bundle_argv("--reports-dir", str(tmp_path / "r"), "--out", str(out), "--job-logs", str(log),
+                       "--evidence", f"etkhub={pleg}", "--evidence", f"p100={CORPUS3 / C / P100}")  # fmt: skip
+    assert main(argv) == 0
+    doc = json.loads((out / "bundle.json").read_text())
+    assert [Path(i["path"]).name for i in doc["inputs"]][1:] == [pleg.name, P100]
+    etkhub = next(n for n in doc["node_evidence"] if n["node"] == "etkhub")
+    assert [(c["type"], c["status"], c["bad"]) for c in etkhub["conditions"]][-1] == ("Ready", "False", True)
