@@ -513,3 +513,47 @@ def test_a_paste_cut_anywhere_invents_nothing() -> None:
         for end in range(0, len(text), 7):
             extra = _read(kubectl.parse(text[:end])) - whole
             assert not extra, (path.name, end, extra)
+
+
+def test_get_nodes_and_pods_wide_and_all_namespaces() -> None:
+    nodes_text = "$ kubectl get nodes -o wide\n" + _tabwriter([
+        ["NAME", "STATUS", "ROLES", "AGE", "VERSION", "INTERNAL-IP", "EXTERNAL-IP", "OS-IMAGE", "KERNEL-VERSION",
+         "CONTAINER-RUNTIME"],
+        ["gpu-node-7", "NotReady,SchedulingDisabled", "<none>", "115m", "v1.30.4", "10.0.0.7", "<none>",
+         "Ubuntu 22.04.4 LTS", "5.15.0-105-generic", "containerd://1.7.13"],
+    ])  # fmt: skip
+    [row] = kubectl.parse(nodes_text).node_rows
+    assert (row.name, row.ready, row.cordoned, row.age, row.version, row.labels) == (
+        "gpu-node-7",
+        False,
+        True,
+        "115m",
+        "v1.30.4",
+        {},
+    )
+    pods_text = "$ kubectl get pods -A -o wide\n" + _tabwriter([
+        ["NAMESPACE", "NAME", "READY", "STATUS", "RESTARTS", "AGE", "IP", "NODE", "NOMINATED NODE", "READINESS GATES"],
+        ["train", "job-worker-3", "0/1", "UnexpectedAdmissionError", "0", "115m", "<none>", "gpu-node-7", "<none>",
+         "<none>"],
+        ["train", "job-worker-4", "1/1", "Running", "2 (5m ago)", "3h", "10.1.0.9", "gpu-node-8", "<none>", "<none>"],
+    ])  # fmt: skip
+    rows = kubectl.parse(pods_text).pod_rows
+    assert [(r.namespace, r.name, r.status, r.restarts, r.age, r.node) for r in rows] == [
+        ("train", "job-worker-3", "UnexpectedAdmissionError", "0", "115m", "gpu-node-7"),
+        ("train", "job-worker-4", "Running", "2 (5m ago)", "3h", "gpu-node-8"),
+    ]
+
+
+def test_a_cordoned_node_described() -> None:
+    text = (
+        "Name:               gpu-node-7\n"
+        "Taints:             node.kubernetes.io/unschedulable:NoSchedule\n"
+        "Unschedulable:      true\n"
+    )
+    [node] = kubectl.parse(text).nodes
+    assert (node.name, node.taints, node.unschedulable, node.ready_text) == (
+        "gpu-node-7",
+        ("node.kubernetes.io/unschedulable:NoSchedule",),
+        True,
+        NOT_IN_PASTE,
+    )
