@@ -557,3 +557,9 @@ def test_a_cordoned_node_described() -> None:
         True,
         NOT_IN_PASTE,
     )
+
+
+def test_an_error_of_describe_node_describes_no_node() -> None:
+    text = '$ kubectl describe node gpu-node-9\nError from server (NotFound): nodes "gpu-node-9" not found\n'
+    assert kubectl.parse(text).nodes == ()
+    assert kubectl.parse("$ kubectl describe node gpu-node-9\nTaints:  <none>\n").nodes[0].name == "gpu-node-9"

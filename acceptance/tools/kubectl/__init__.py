@@ -38,6 +38,8 @@ __all__ = ["READY_NOT_IN_PASTE", "Condition", "ContainerState", "Event", "Kubect
 
 _NODE_HINTS = ("Roles:", "Taints:", "System Info:", "Kubelet Version", "ProviderID:", "Non-terminated Pods:",
                "Unschedulable:", "Lease:")  # fmt: skip
+_NODE_SECTIONS = ("Roles:", "Labels:", "Taints:", "Unschedulable:", "Lease:", "Conditions:", "Addresses:",
+                  "Capacity:", "Allocatable:", "System Info:", "Events:")  # fmt: skip
 Lines = list[tuple[int, str]]
 
 
@@ -64,9 +66,12 @@ def _segments(lines: tuple[tuple[int, str], ...]) -> list[tuple[Command | None, 
 
 
 def _is_node(cmd: Command | None, rows: Lines) -> bool:
-    if cmd is not None and cmd.verb == "describe" and cmd.resource == "node":
+    """Part of a describe node output: Conditions rows, or a describe node command with some of its sections
+    (not its error message: ``Error from server (NotFound)`` describes no node)."""
+    if any(describe.is_conditions_header(r) or describe.is_condition_row(r) for _, r in rows):
         return True
-    return any(describe.is_conditions_header(r) or describe.is_condition_row(r) for _, r in rows)
+    described = cmd is not None and cmd.verb == "describe" and cmd.resource == "node"
+    return described and any(r.startswith(_NODE_SECTIONS) for _, r in rows)
 
 
 def _listings(cmd: Command | None, rows: Lines, found: _Found) -> None:
