@@ -44,15 +44,18 @@ def register(subparsers: Any) -> None:
     )
     parser.add_argument("--cluster", required=True, help="the cluster's profile: baselines/NAME/cluster.yaml")
     parser.add_argument("--baselines-dir", type=Path, default=Path("baselines"), metavar="DIR")
-    parser.add_argument("--job-logs", nargs="+", default=[], metavar="PATH", help="the job's logs (files or folders)")
+    parser.add_argument("--job-logs", nargs="+", action="extend", default=[], metavar="PATH",
+                        help="the job's logs (files or folders); may be given several times")  # fmt: skip
     parser.add_argument("--job", metavar="LABEL_SELECTOR", help="Kubernetes: read the job's pods (logs, placement)")
     parser.add_argument("--namespace", help="the job's namespace (default: the profile's kube.namespace)")
     parser.add_argument(
         "--evidence",
         nargs="+",
+        action="extend",
         default=[],
         metavar="[HOST=]PATH",
-        help="kernel logs (dmesg, journal), nvidia-smi -q, kubectl describe output; HOST= says which machine",
+        help="kernel logs (dmesg, journal), nvidia-smi -q, kubectl output; HOST= says which machine; "
+        "may be given several times",
     )
     parser.add_argument("--around", metavar="TIME", help="UTC time near the incident, when the logs hold several")
     parser.add_argument("--ticket", help="the incident's ticket (a later acceptance run with it reports the clocks)")

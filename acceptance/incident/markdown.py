@@ -108,8 +108,10 @@ def markdown(b: Bundle, files: Mapping[str, str | None]) -> str:
     for n in b.nodes:
         parts = []
         bad = [c for c in n.conditions if c.get("bad")]
+        unread = [c for c in n.conditions if c.get("bad") is None]
         if n.conditions:
-            parts.append("conditions: " + (", ".join(f"{c['type']}={c['status']}" for c in bad) if bad else "all good"))
+            said = [f"{c['type']}={c['status']}" for c in bad] + [f"{c['type']}: {c['status']}" for c in unread]
+            parts.append("conditions: " + (", ".join(said) if said else "all good"))
         if n.events:
             parts.append(
                 f"{len(n.events)} event(s), e.g. "

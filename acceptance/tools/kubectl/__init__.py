@@ -1,11 +1,15 @@
-"""kubectl's human output: ``describe node|pod``, ``kubectl events``, ``get nodes`` (shapes of
-``../shared/corpus-wave2/kubectl/``, README §3).
+"""kubectl's human output as people paste it: ``describe node|pod``, events tables, ``get nodes|pods``.
 
-Tables are split on the header's column offsets (aggregated ages such as ``5m53s (x4 over 6m38s)``
-and empty label columns hold spaces); a paste may hold several commands with shell prompts
-(``controlplane $ ``, ``% ``, ``C:\\...>``) and failed commands between them. For conditions,
-``Unknown`` is always bad, ``Ready`` must be ``True`` and every other type (pressure conditions,
-node-problem-detector's) ``False``.
+The paste is first made back into kubectl's lines (`paste`: CRLF, a prefix on every line such as
+``> `` or indentation, trailing blanks, fences, ``...`` elisions), then cut at its shell command lines
+(`command`: ``$ kubectl …`` and other prompts). Each command's output is read by its shape, so the
+text around a table and the command may be missing: describe blocks from ``Name:`` (the node named on
+the command line when that line is absent), Conditions rows with or without their header and
+``Conditions:`` heading, blank- or TAB-padded (`describe`); events tables of every generation and
+event rows without their header (`events`); node and pod tables (`listing`). Ages stay relative as
+printed. For conditions, ``Unknown`` is always bad, ``Ready`` must be ``True`` and every other type
+(pressure conditions, node-problem-detector's) ``False``; a paste without a Ready row says so
+(`READY_NOT_IN_PASTE`), it does not count as Ready.
 
 The façade of `acceptance.tools.kubectl`. Pure: text in, `KubectlText` out; text that is no
 kubectl output gives an empty result (`recognised` False).
@@ -13,10 +17,12 @@ kubectl output gives an empty result (`recognised` False).
 
 from __future__ import annotations
 
-import re
+from dataclasses import dataclass, field
 
-from acceptance.tools.kubectl import describe
+from acceptance.tools.kubectl import command, describe, events, listing, paste
+from acceptance.tools.kubectl.command import Command
 from acceptance.tools.kubectl.model import (
+    READY_NOT_IN_PASTE,
     Condition,
     ContainerState,
     Event,
@@ -24,79 +30,109 @@ from acceptance.tools.kubectl.model import (
     NodeDescription,
     NodeRow,
     PodDescription,
+    PodRow,
 )
-from acceptance.tools.kubectl.table import columns, split_row
 
-__all__ = ["Condition", "ContainerState", "Event", "KubectlText", "NodeDescription", "NodeRow", "PodDescription",
-           "parse"]  # fmt: skip
+__all__ = ["READY_NOT_IN_PASTE", "Condition", "ContainerState", "Event", "KubectlText", "NodeDescription",
+           "NodeRow", "PodDescription", "PodRow", "parse"]  # fmt: skip
 
-_PROMPT = re.compile(r"^(?:[\w.@-]+ )?[$%#] (.*)$|^[A-Za-z]:\\[^>]*>(.*)$")
-_EVENTS_HEADER = re.compile(r"^LAST SEEN\s+TYPE\s+REASON\s+OBJECT\s+MESSAGE")
-_NODES_HEADER = re.compile(r"^NAME\s+STATUS\s+ROLES\s+AGE\s+VERSION")
-_NODE_HINTS = ("Roles:", "Taints:", "System Info:", "Kubelet Version", "ProviderID:", "Non-terminated Pods:")
+_NODE_HINTS = ("Roles:", "Taints:", "System Info:", "Kubelet Version", "ProviderID:", "Non-terminated Pods:",
+               "Unschedulable:", "Lease:")  # fmt: skip
+_NODE_SECTIONS = ("Roles:", "Labels:", "Taints:", "Unschedulable:", "Lease:", "Conditions:", "Addresses:",
+                  "Capacity:", "Allocatable:", "System Info:", "Events:")  # fmt: skip
+Lines = list[tuple[int, str]]
 
 
-def _segments(text: str) -> list[tuple[str, list[tuple[int, str]]]]:
-    """(command, numbered lines) per shell command in the paste (one segment when there are no prompts)."""
-    out: list[tuple[str, list[tuple[int, str]]]] = [("", [])]
-    for number, raw in enumerate(text.splitlines(), 1):
-        line = raw.rstrip("\r\n")
-        prompt = _PROMPT.match(line)
-        if (prompt and "kubectl" in line) or (prompt and not (prompt.group(1) or prompt.group(2) or "").strip()):
-            out.append(((prompt.group(1) or prompt.group(2) or "").strip(), []))
+@dataclass
+class _Found:
+    nodes: list[NodeDescription] = field(default_factory=list)
+    pods: list[PodDescription] = field(default_factory=list)
+    events: list[Event] = field(default_factory=list)
+    node_rows: list[NodeRow] = field(default_factory=list)
+    pod_rows: list[PodRow] = field(default_factory=list)
+    unread: list[int] = field(default_factory=list)
+
+
+def _segments(lines: tuple[tuple[int, str], ...]) -> list[tuple[Command | None, Lines]]:
+    """(command, numbered lines) per shell command in the paste; the lines before the first command have None."""
+    out: list[tuple[Command | None, Lines]] = [(None, [])]
+    for number, line in lines:
+        cmd = command.parse(line)
+        if cmd is not None:
+            out.append((cmd, []))
             continue
         out[-1][1].append((number, line))
-    return [(cmd, lines) for cmd, lines in out if lines]
+    return [(cmd, rows) for cmd, rows in out if rows]
 
 
-def _describes(command: str, lines: list[tuple[int, str]]) -> tuple[list[NodeDescription], list[PodDescription]]:
-    starts = [i for i, (_, row) in enumerate(lines) if row.startswith("Name:")]
-    nodes: list[NodeDescription] = []
-    pods: list[PodDescription] = []
+def _is_node(cmd: Command | None, rows: Lines) -> bool:
+    """Part of a describe node output: Conditions rows, or a describe node command with some of its sections
+    (not its error message: ``Error from server (NotFound)`` describes no node)."""
+    if any(describe.is_conditions_header(r) or describe.is_condition_row(r) for _, r in rows):
+        return True
+    described = cmd is not None and cmd.verb == "describe" and cmd.resource == "node"
+    return described and any(r.startswith(_NODE_SECTIONS) for _, r in rows)
+
+
+def _listings(cmd: Command | None, rows: Lines, found: _Found) -> None:
+    """Tables outside describe blocks, and the event or pod rows pasted without their header."""
+    get_pods = cmd is not None and cmd.verb == "get" and cmd.resource == "pod"
+    i = 0
+    while i < len(rows):
+        number, row = rows[i]
+        if events.is_header(row):
+            evs, i, cut = events.table(rows, i)
+            found.events.extend(evs)
+            found.unread.extend(cut)
+            continue
+        if listing.is_nodes_header(row):
+            node_rows, i = listing.nodes(rows, i)
+            found.node_rows.extend(node_rows)
+            continue
+        if listing.is_pods_header(row):
+            pod_rows, i = listing.pods(rows, i)
+            found.pod_rows.extend(pod_rows)
+            continue
+        event = events.row(number, row)
+        pod_row = listing.pod_row(number, row) if get_pods and event is None else None
+        if event is not None:
+            found.events.append(event)
+        elif pod_row is not None:
+            found.pod_rows.append(pod_row)
+        i += 1
+
+
+def _segment(cmd: Command | None, rows: Lines, found: _Found) -> None:
+    starts = [i for i, (_, row) in enumerate(rows) if row.startswith("Name:")]
+    pod_name = cmd.names[0] if cmd and cmd.verb == "describe" and cmd.resource == "pod" and cmd.names else None
     if not starts:
-        if any(row.strip() == "Conditions:" for _, row in lines) and any(
-            "LastHeartbeatTime" in row for _, row in lines
+        if _is_node(cmd, rows):
+            found.nodes.append(describe.node(rows, cmd.node_name if cmd else None))
+        elif any(describe.is_pod_message(r) for _, r in rows) or (
+            pod_name and any(events.is_header(r) or events.row(n, r) for n, r in rows)
         ):
-            nodes.append(describe.node(lines))
-        return nodes, pods
+            found.pods.append(describe.pod(rows, pod_name))
+        else:
+            _listings(cmd, rows, found)
+        return
+    _listings(cmd, rows[: starts[0]], found)
     for k, start in enumerate(starts):
-        block = lines[start : starts[k + 1] if k + 1 < len(starts) else len(lines)]
+        block = rows[start : starts[k + 1] if k + 1 < len(starts) else len(rows)]
         body = "\n".join(row for _, row in block)
-        if "describe node" in command or any(hint in body for hint in _NODE_HINTS):
-            nodes.append(describe.node(block))
-        elif "describe pod" in command or "Containers:" in body or "Controlled By:" in body:
-            pods.append(describe.pod(block))
-    return nodes, pods
-
-
-def _node_rows(lines: list[tuple[int, str]], start: int) -> list[NodeRow]:
-    cols = columns(lines[start][1])
-    fixed = {"NAME", "STATUS", "ROLES", "AGE", "VERSION"}
-    rows: list[NodeRow] = []
-    for number, row in lines[start + 1 :]:
-        if not row.strip():
-            break
-        cells = split_row(row, cols)
-        labels = {k.lower(): v for k, v in cells.items() if k not in fixed and v}
-        rows.append(NodeRow(cells["NAME"], cells["STATUS"], cells["ROLES"], cells["AGE"], cells["VERSION"], labels,
-                            number))  # fmt: skip
-    return rows
+        if (cmd is not None and cmd.verb == "describe" and cmd.resource == "node") or any(
+            hint in body for hint in _NODE_HINTS
+        ):
+            found.nodes.append(describe.node(block))
+        elif (cmd is not None and cmd.resource == "pod") or "Containers:" in body or "Controlled By:" in body:
+            found.pods.append(describe.pod(block))
 
 
 def parse(text: str, source: str = "<text>") -> KubectlText:
-    """Node and pod descriptions, event rows and node rows found in a paste of kubectl output."""
-    nodes: list[NodeDescription] = []
-    pods: list[PodDescription] = []
-    events: list[Event] = []
-    node_rows: list[NodeRow] = []
-    for command, lines in _segments(text):
-        found_nodes, found_pods = _describes(command, lines)
-        nodes.extend(found_nodes)
-        pods.extend(found_pods)
-        for i, (_, row) in enumerate(lines):
-            if _EVENTS_HEADER.match(row):
-                found, _ = describe.events_table(lines, i)
-                events.extend(found)
-            elif _NODES_HEADER.match(row):
-                node_rows.extend(_node_rows(lines, i))
-    return KubectlText(source, tuple(nodes), tuple(pods), tuple(events), tuple(node_rows))
+    """Node and pod descriptions, event rows, node and pod rows found in a paste of kubectl output."""
+    read = paste.read(text)
+    found = _Found()
+    for cmd, rows in _segments(read.lines):
+        _segment(cmd, rows, found)
+    unread = [*found.unread, *(n for d in found.nodes for n in d.unread), *(n for p in found.pods for n in p.unread)]
+    return KubectlText(source, tuple(found.nodes), tuple(found.pods), tuple(found.events), tuple(found.node_rows),
+                       tuple(found.pod_rows), read.elided, tuple(sorted(unread)))  # fmt: skip

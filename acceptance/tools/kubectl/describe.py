@@ -4,62 +4,58 @@ from __future__ import annotations
 
 import re
 
-from acceptance.tools import logtime
+from acceptance.tools.kubectl import events
 from acceptance.tools.kubectl.model import Condition, ContainerState, Event, NodeDescription, PodDescription
-from acceptance.tools.kubectl.table import age, columns, split_row
+from acceptance.tools.kubectl.table import Header, header, is_ruler
 
 _KEY = re.compile(r"^( *)([A-Za-z][\w .()-]*?):(?:\s+(.*))?$")
-_TABLE_END = re.compile(r"^\S")
 
 
-def events_table(lines: list[tuple[int, str]], start: int) -> tuple[list[Event], int]:
-    """Rows of the events table whose header line is ``lines[start]``; returns them and the next index."""
-    number, header = lines[start]
-    cols = columns(header)
-    names = {n.upper(): n for n, _ in cols}
-    i = start + 1
-    if i < len(lines) and set(lines[i][1].strip()) <= {"-", " "}:
-        i += 1
-    out: list[Event] = []
-    while i < len(lines):
-        number, row = lines[i]
-        if not row.strip() or (_TABLE_END.match(row) and "LAST SEEN" not in names) or _looks_like_prompt(row):
-            break
-        cells = split_row(row, cols)
-        seen = cells.get(names.get("AGE", names.get("LAST SEEN", "")), "")
-        last, count, over = age(seen)
-        out.append(Event(type=cells.get(names.get("TYPE", ""), ""), reason=cells.get(names.get("REASON", ""), ""),
-                         message=cells.get(names.get("MESSAGE", ""), ""), last_seen=last, count=count, over=over,
-                         source=cells.get(names.get("FROM", ""), ""), object=cells.get(names.get("OBJECT", ""), ""),
-                         line=number))  # fmt: skip
-        i += 1
-    return out, i
+_TIME = r"[A-Z][a-z]{2}, \d{2} [A-Z][a-z]{2} \d{4} \d{2}:\d{2}:\d{2} [+-]\d{4}"
+# a Conditions row by its shape: a type, a status, two RFC 1123 times, then Reason and Message
+_CONDITION_ROW = re.compile(
+    rf"^\s*(?P<type>[A-Za-z][\w.-]*)\s+(?P<status>True|False|Unknown)\s+(?P<heartbeat>{_TIME})\s+"
+    rf"(?P<transition>{_TIME})(?:\s+(?P<reason>\S+)(?:\s+(?P<message>\S.*))?)?$"
+)
+_STATUSES = ("True", "False", "Unknown")
+_FULL_TIME = re.compile(rf"^{_TIME}$")
+_ITEM = re.compile(r"^\s+([\w./-]+):\s+(\S.*)$")
+_POD_MESSAGE = re.compile(r"^Message:\s{2,}Pod\s")
 
 
-def _looks_like_prompt(row: str) -> bool:
-    return bool(re.match(r"^(?:\S+ )?[$%#] |^[A-Za-z]:\\.*>", row))
+def is_conditions_header(line: str) -> bool:
+    stripped = line.strip()
+    return stripped.startswith("Type") and "Status" in stripped and "LastHeartbeatTime" in stripped
 
 
-def conditions_table(lines: list[tuple[int, str]], start: int) -> tuple[list[Condition], int]:
-    """A node's ``Conditions:`` table (``Type Status LastHeartbeatTime LastTransitionTime Reason Message``)."""
-    _, header = lines[start]
-    cols = columns(header)
-    i = start + 1
-    if i < len(lines) and set(lines[i][1].strip()) <= {"-", " "}:
-        i += 1
-    out: list[Condition] = []
-    while i < len(lines):
-        number, row = lines[i]
-        if not row.strip() or not row.startswith(" "):
-            break
-        cells = split_row(row, cols)
-        out.append(Condition(type=cells.get("Type", ""), status=cells.get("Status", ""),
-                             reason=cells.get("Reason", ""), message=cells.get("Message", ""),
-                             heartbeat=logtime.parse_rfc1123(cells.get("LastHeartbeatTime", "")),
-                             transition=logtime.parse_rfc1123(cells.get("LastTransitionTime", "")),
-                             line=number))  # fmt: skip
-        i += 1
-    return out, i
+def _condition(number: int, row: str, head: Header | None) -> Condition | None:
+    """One Conditions row: by the header's columns when there is one, else (or when they do not fit) by its shape."""
+    cells = head.cells(row) if head is not None else None
+    if (
+        cells is not None
+        and cells.get("Status") in _STATUSES
+        and cells.get("Type", "").isidentifier()
+        and _FULL_TIME.match(cells.get("LastTransitionTime", ""))
+    ):
+        return Condition(type=cells["Type"], status=cells["Status"], reason=cells.get("Reason", ""),
+                         message=cells.get("Message", ""),
+                         heartbeat=events.absolute(cells.get("LastHeartbeatTime", "")),
+                         transition=events.absolute(cells.get("LastTransitionTime", "")), line=number)  # fmt: skip
+    match = _CONDITION_ROW.match(row)
+    if not match:
+        return None
+    return Condition(type=match.group("type"), status=match.group("status"), reason=match.group("reason") or "",
+                     message=match.group("message") or "", heartbeat=events.absolute(match.group("heartbeat")),
+                     transition=events.absolute(match.group("transition")), line=number)  # fmt: skip
+
+
+def is_condition_row(row: str) -> bool:
+    return ("True" in row or "False" in row or "Unknown" in row) and bool(_CONDITION_ROW.match(row))
+
+
+def is_pod_message(row: str) -> bool:
+    """``Message:   Pod …``: a pod's status message (``Pod Allocate failed …``, ``Pod The node had condition …``)."""
+    return bool(_POD_MESSAGE.match(row))
 
 
 def _value_block(lines: list[tuple[int, str]], i: int, first: str) -> tuple[list[str], int]:
@@ -76,28 +72,59 @@ def _value_block(lines: list[tuple[int, str]], i: int, first: str) -> tuple[list
     return values, j
 
 
-def node(lines: list[tuple[int, str]]) -> NodeDescription:
-    name: str | None = None
+def _items(lines: list[tuple[int, str]], i: int) -> tuple[dict[str, str], int]:
+    """The ``key:  value`` items under a section key (indented by one blank or more)."""
+    out: dict[str, str] = {}
+    j = i + 1
+    while j < len(lines) and (item := _ITEM.match(lines[j][1])):
+        out.setdefault(item.group(1), item.group(2).strip())
+        j += 1
+    return out, j
+
+
+def node(lines: list[tuple[int, str]], name: str | None = None) -> NodeDescription:
+    """A ``describe node`` block (or the part that was pasted); `name` is the node the command line names."""
     taints: list[str] = []
     unschedulable: bool | None = None
     conditions: list[Condition] = []
-    events: list[Event] = []
+    found_events: list[Event] = []
+    sections: dict[str, dict[str, str]] = {}
+    unread: list[int] = []
+    head: Header | None = None
     i = 0
     while i < len(lines):
-        row = lines[i][1]
+        number, row = lines[i]
         key = _KEY.match(row)
-        stripped = row.strip()
-        if stripped.startswith("Type") and "Status" in stripped and "LastHeartbeatTime" in stripped:
-            found, i = conditions_table(lines, i)
-            conditions.extend(found)
+        if is_conditions_header(row):
+            head = header(row)
+            i += 1
             continue
-        if stripped.startswith("Type") and "Reason" in stripped and "Message" in stripped:
-            found_events, i = events_table(lines, i)
-            events.extend(found_events)
+        if events.is_header(row):
+            found, i, cut = events.table(lines, i)
+            found_events.extend(found)
+            unread += cut
+            head = None
             continue
+        if is_ruler(row):
+            i += 1
+            continue
+        if not row.strip() or (key and not key.group(1)):
+            head = None
+        condition = _condition(number, row, head) if row.strip() else None
+        if condition is not None:
+            conditions.append(condition)
+            i += 1
+            continue
+        event = events.row(number, row)
+        if event is not None:
+            found_events.append(event)
+            i += 1
+            continue
+        if head is not None and row[:1].isspace() and not key:
+            unread.append(number)  # under the Conditions header, but no row (cut short, shifted cells)
         if key and not key.group(1):
             k, v = key.group(2), (key.group(3) or "").strip()
-            if k == "Name":
+            if k == "Name" and v:
                 name = v
             elif k == "Taints":
                 values, i = _value_block(lines, i, v)
@@ -105,15 +132,22 @@ def node(lines: list[tuple[int, str]]) -> NodeDescription:
                 continue
             elif k == "Unschedulable":
                 unschedulable = v == "true"
+            elif k in ("Capacity", "Allocatable", "Addresses") and not v:
+                sections[k], i = _items(lines, i)
+                continue
         i += 1
     start = lines[0][0] if lines else 0
-    return NodeDescription(name, tuple(taints), unschedulable, tuple(conditions), tuple(events), start)
+    return NodeDescription(name, tuple(taints), unschedulable, tuple(conditions), tuple(found_events), start,
+                           sections.get("Capacity", {}), sections.get("Allocatable", {}),
+                           sections.get("Addresses", {}).get("Hostname"), tuple(unread))  # fmt: skip
 
 
-def pod(lines: list[tuple[int, str]]) -> PodDescription:
+def pod(lines: list[tuple[int, str]], name: str | None = None) -> PodDescription:
+    """A ``describe pod`` block (or the part that was pasted); `name` is the pod the command line names."""
     top: dict[str, str] = {}
     containers: list[ContainerState] = []
-    events: list[Event] = []
+    pod_events: list[Event] = []
+    unread: list[int] = []
     current: dict[str, str] | None = None
     section: str | None = None
     state_key: str | None = None
@@ -134,13 +168,16 @@ def pod(lines: list[tuple[int, str]]) -> PodDescription:
     i = 0
     while i < len(lines):
         _, row = lines[i]
-        stripped = row.strip()
-        if stripped.startswith("Type") and "Reason" in stripped and "Message" in stripped:
-            found, i = events_table(lines, i)
-            events.extend(found)
+        if events.is_header(row):
+            found, i, cut = events.table(lines, i)
+            pod_events.extend(found)
+            unread += cut
             continue
         key = _KEY.match(row)
         if not key:
+            event = events.row(lines[i][0], row)
+            if event is not None:
+                pod_events.append(event)
             i += 1
             continue
         indent, k, v = len(key.group(1)), key.group(2), (key.group(3) or "").strip()
@@ -165,8 +202,8 @@ def pod(lines: list[tuple[int, str]]) -> PodDescription:
     node_field = top.get("Node", "")
     node_name = node_field.split("/", 1)[0] or None
     return PodDescription(
-        name=top.get("Name") or None, namespace=top.get("Namespace") or None,
+        name=top.get("Name") or name, namespace=top.get("Namespace") or None,
         node=None if node_name in (None, "<none>") else node_name, status=top.get("Status") or None,
         reason=top.get("Reason") or None, message=top.get("Message") or None, containers=tuple(containers),
-        events=tuple(events), line=lines[0][0] if lines else 0,
+        events=tuple(pod_events), line=lines[0][0] if lines else 0, unread=tuple(unread),
     )  # fmt: skip
