@@ -163,10 +163,3 @@ def to_json(b: Bundle, files: Mapping[str, str | None]) -> dict[str, Any]:
         "inputs": [{"path": i.path, "kinds": list(i.kinds), "sha256": i.sha256, "lines": i.lines} for i in b.inputs],
         "missing": list(b.missing),
     }
-
-
-def to_markdown(b: Bundle, files: Mapping[str, str | None]) -> str:
-    """``bundle.md`` (see `acceptance.incident.markdown`)."""
-    from acceptance.incident.markdown import markdown
-
-    return markdown(b, files)

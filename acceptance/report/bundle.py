@@ -25,6 +25,7 @@ from typing import Any
 
 from acceptance.errors import UsageError
 from acceptance.incident import render
+from acceptance.incident.markdown import markdown as to_markdown
 from acceptance.incident.model import Bundle
 from acceptance.report.folder import ReportFolder
 from acceptance.report.manifest import build_manifest, write_manifest
@@ -153,7 +154,7 @@ def write_bundle(
     if plot is not None:
         (folder / STEPS_PLOT).write_bytes(plot)
     document_path = out.add_json("bundle.json", document)
-    markdown = out.add_text("bundle.md", render.to_markdown(bundle, files))
+    markdown = out.add_text("bundle.md", to_markdown(bundle, files))
     outcome = sign_files([document_path], sign)
     can_sign = outcome.signed
     signing: dict[str, object] = (

@@ -19,6 +19,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from acceptance.sim.kubeapi.faults import IMAGE_PULL_FAILS, Faults
+from acceptance.sim.kubeapi.jobs import JobControllers
 from acceptance.sim.kubeapi.scheduler import Placement
 from acceptance.sim.kubeapi.store import Change, Obj, Store, now_iso
 from acceptance.sim.model.images import ImageCache, PullModel
@@ -106,32 +107,12 @@ def _node_conditions(ready: bool) -> list[Obj]:
     return out
 
 
-def pod_suffix(seed: str) -> str:
-    """The Job controller's 5-character pod suffix, derived from `seed` so reruns name pods alike."""
-    alphabet = "bcdfghjklmnpqrstvwxz2456789"
-    digest = hashlib.sha256(seed.encode()).digest()
-    return "".join(alphabet[b % len(alphabet)] for b in digest[:5])
-
-
-def owner_ref(obj: Mapping[str, Any]) -> Obj:
-    return {
-        "apiVersion": obj["apiVersion"],
-        "kind": obj["kind"],
-        "name": obj["metadata"]["name"],
-        "uid": obj["metadata"]["uid"],
-        "controller": True,
-        "blockOwnerDeletion": True,
-    }
-
-
 class Controller:
     """Runs on its own thread; reacts to store changes and to its own timers."""
 
     def __init__(
         self, store: Store, runner: ToolRunner, time_scale: float, faults: Faults, image_pull: PullModel | None = None
     ) -> None:
-        from acceptance.sim.kubeapi.jobs import JobControllers
-
         self.store = store
         self.runner = runner
         self.time_scale = time_scale

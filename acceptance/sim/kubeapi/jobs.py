@@ -10,18 +10,51 @@ from __future__ import annotations
 
 import contextlib
 import copy
+import hashlib
 import re
-from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, Protocol
 
-from acceptance.sim.kubeapi.store import ApiError, Obj, now_iso
+from acceptance.sim.kubeapi.store import ApiError, Obj, Store, now_iso
 from acceptance.sim.runtime import Host
 
-if TYPE_CHECKING:
-    from acceptance.sim.kubeapi.controller import Controller
-
 OPERATOR = "mpi-operator"
+
+
+class Controller(Protocol):
+    """What the job controllers use of the emulator's controller loop (`controller.Controller`)."""
+
+    store: Store
+    time_scale: float
+
+    def after(self, sim_seconds: float, fn: Callable[[], None]) -> None: ...
+
+    def after_wall(self, seconds: float, fn: Callable[[], None]) -> None: ...
+
+    def event(self, obj: Mapping[str, Any], type_: str, reason: str, message: str, component: str) -> None: ...
+
+    def hosts(self, pods: Sequence[Mapping[str, Any]], slots: int) -> list[Host]: ...
+
+
 _DNS1035 = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")
+
+
+def pod_suffix(seed: str) -> str:
+    """The Job controller's 5-character pod suffix, derived from `seed` so reruns name pods alike."""
+    alphabet = "bcdfghjklmnpqrstvwxz2456789"
+    digest = hashlib.sha256(seed.encode()).digest()
+    return "".join(alphabet[b % len(alphabet)] for b in digest[:5])
+
+
+def owner_ref(obj: Mapping[str, Any]) -> Obj:
+    return {
+        "apiVersion": obj["apiVersion"],
+        "kind": obj["kind"],
+        "name": obj["metadata"]["name"],
+        "uid": obj["metadata"]["uid"],
+        "controller": True,
+        "blockOwnerDeletion": True,
+    }
 
 
 def _conditions(obj: Mapping[str, Any]) -> dict[str, Obj]:
@@ -59,8 +92,6 @@ class JobControllers:
         return sorted(pods, key=lambda p: p["metadata"]["creationTimestamp"] + p["metadata"]["name"])
 
     def _new_job_pod(self, job: Obj, attempt: int) -> None:
-        from acceptance.sim.kubeapi.controller import owner_ref, pod_suffix
-
         meta, template = job["metadata"], copy.deepcopy(job["spec"]["template"])
         uid, name = meta["uid"], meta["name"]
         labels = {**(template.get("metadata") or {}).get("labels", {}),
@@ -210,8 +241,6 @@ class JobControllers:
         return sorted(owned, key=lambda p: int(p["metadata"]["labels"].get("training.kubeflow.org/replica-index", 0)))
 
     def _replica_template(self, mj: Obj, role: str, index: int | None) -> Obj:
-        from acceptance.sim.kubeapi.controller import owner_ref
-
         name, ns = mj["metadata"]["name"], mj["metadata"]["namespace"]
         rspec = mj["spec"]["mpiReplicaSpecs"][role]
         template = rspec.get("template") or {}  # shared, never edited: stored objects are immutable
@@ -247,8 +276,6 @@ class JobControllers:
         return {"metadata": meta, "spec": spec}
 
     def _create_children(self, mj: Obj) -> None:
-        from acceptance.sim.kubeapi.controller import owner_ref
-
         name, ns = mj["metadata"]["name"], mj["metadata"]["namespace"]
         slots = mj["spec"].get("slotsPerWorker", 1)
         count = (mj["spec"]["mpiReplicaSpecs"].get("Worker") or {}).get("replicas", 0)
@@ -271,8 +298,6 @@ class JobControllers:
                 continue
 
     def _create_launcher(self, mj: Obj) -> None:
-        from acceptance.sim.kubeapi.controller import owner_ref
-
         name, ns = mj["metadata"]["name"], mj["metadata"]["namespace"]
         template = self._replica_template(mj, "Launcher", None)
         run = mj["spec"].get("runPolicy") or {}
