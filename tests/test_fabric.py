@@ -11,7 +11,7 @@ from acceptance.cmd.parse_nccl import read_nccl
 from acceptance.judge.fabric import judge_fabric
 from acceptance.judge.verdict import Status
 from acceptance.margins import Margins
-from acceptance.tools.nccl import NcclConditions, NcclRun
+from acceptance.tools.nccl import NcclConditions, NcclRun, parse_text
 from tests.shared import CORPUS, FIXTURES, needs_shared
 
 EIGHTY = CORPUS / "nccl" / "nccl-tests-2.17.8-5colls-10node-80rank-h100-double-ok.txt"
@@ -188,3 +188,31 @@ def test_a_different_image_is_not_comparable() -> None:
     assert "image repo/nccl-tests@sha256:bbb now, repo/nccl-tests@sha256:aaa at handover" in verdict.summary
     unrecorded = dataclasses.replace(then, image=None)  # a baseline from before images were recorded
     assert judge_fabric(base, now, base, unrecorded, Margins()).status is Status.PASS
+
+
+def test_na_where_the_busbw_of_two_sizes_belongs_fails_naming_the_line() -> None:
+    """Issue 23: the busbw of two sizes replaced by N/A parsed `ok` and passed 'within margin at all sizes'."""
+    lines = SRUN.read_text().splitlines(keepends=True)
+    for number, busbw in ((40, "434.46"), (42, "446.01")):
+        lines[number - 1] = lines[number - 1].replace(f"  {busbw}", f"  {'N/A':>{len(busbw)}}", 1)
+    now = parse_text("".join(lines), str(SRUN)).runs[0]
+    assert now.status == "incomplete"
+    damaged = [e for e in now.errors if e.kind == "output"]
+    assert [e.line for e in damaged] == [40, 42]
+    assert "N/A where the out-of-place busbw belongs at size 268435456" in damaged[0].text
+    verdict = judge_fabric(now, NcclConditions.of(now), _baseline(), NcclConditions.of(_baseline()), Margins())
+    assert verdict.status is Status.FAIL
+    assert verdict.summary.startswith("all_reduce_perf: run is incomplete (its report cannot be read whole) — line 40:")
+    assert "N/A where the out-of-place busbw belongs" in verdict.summary
+
+
+def test_a_run_whose_busbw_is_none_fails_that_size_as_n_a() -> None:
+    """The judge never skips a size whose busbw is missing (N/A in a record built from JSON, say)."""
+    base = _baseline()
+    rows = tuple(
+        dataclasses.replace(r, oop=dataclasses.replace(r.oop, busbw=None)) if r.size == GIB and r.oop else r
+        for r in base.rows
+    )
+    status, summary = _judge(dataclasses.replace(base, rows=rows), base)
+    assert status is Status.FAIL
+    assert summary == "all_reduce_perf: busbw is not a number at 1 size (1 GiB: N/A now, 446.01 GB/s at handover)"

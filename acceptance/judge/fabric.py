@@ -28,6 +28,11 @@ def _pct(x: float) -> str:
     return f"{MINUS if x < 0 else '+'}{text}%"
 
 
+def _value(busbw: float | None) -> str:
+    """A busbw as the tool printed it: `N/A` for none, `nan`/`inf`, or GB/s."""
+    return "N/A" if busbw is None else f"{busbw} GB/s"
+
+
 def _subject(run: NcclRun, conditions: NcclConditions) -> str:
     if conditions.command and conditions.command.get("program"):
         return str(conditions.command["program"])
@@ -50,9 +55,17 @@ def _labeler(rows: Sequence[NcclRow]) -> Callable[[NcclRow], str]:
 
 def _failed_run(subject: str, run: NcclRun) -> Verdict:
     errors = run.errors
-    status = Status.FAIL if run.status == "failed" else Status.ERROR
-    what = "failed" if run.status == "failed" else "is incomplete (no trailer: cut short or hung)"
-    first = next((e for e in errors if "Test " in e.text), errors[0] if errors else None)
+    damaged = next((e for e in errors if e.kind == "output"), None)
+    # a report printed whole but wrong inside (N/A where a measurement belongs, sizes off the sweep) fails:
+    # only a run that stopped (cut short, hung) is an error of the check
+    status = Status.FAIL if run.status == "failed" or damaged is not None else Status.ERROR
+    if run.status == "failed":
+        what = "failed"
+    elif damaged is not None:
+        what = "is incomplete (its report cannot be read whole)"
+    else:
+        what = "is incomplete (no trailer: cut short or hung)"
+    first = next((e for e in errors if "Test " in e.text), damaged or (errors[0] if errors else None))
     summary = f"{subject}: run {what}"
     if first is not None:
         summary += f" — line {first.line}: {first.text}"
@@ -106,7 +119,7 @@ def _compare(subject: str, current: NcclRun, reference: NcclRun, margins: Margin
     records = []
     figures: dict[str, Figure] = {}
     missing: list[NcclRow] = []
-    unusable: list[tuple[NcclRow, float, float]] = []  # a measured or baseline busbw that is not a number
+    unusable: list[tuple[NcclRow, float | None, float | None]] = []  # a busbw that is N/A or not a number
     worst: tuple[float, NcclRow, float, float] | None = None
     for base in judged:
         row = now.get(base.key)
@@ -116,11 +129,12 @@ def _compare(subject: str, current: NcclRun, reference: NcclRun, margins: Margin
             records.append((base.size, math.nan, expected, math.nan, False))
             continue
         measured = row.oop.busbw if row.oop else None
-        if measured is None or expected is None or expected <= 0:
-            continue
-        if not (math.isfinite(measured) and math.isfinite(expected)):
+        if expected is not None and math.isfinite(expected) and expected <= 0:
+            continue  # one rank: nccl-tests' busbw is 0 by definition, nothing to compare
+        if measured is None or expected is None or not (math.isfinite(measured) and math.isfinite(expected)):
+            # N/A where a measurement belongs is never skipped: the size fails, naming the value
             unusable.append((base, measured, expected))
-            records.append((base.size, measured, expected, math.nan, False))
+            records.append((base.size, math.nan if measured is None else measured, expected, math.nan, False))
             continue
         ratio = measured / expected
         records.append((base.size, measured, expected, ratio, ratio >= floor))
@@ -177,10 +191,12 @@ def _compare(subject: str, current: NcclRun, reference: NcclRun, margins: Margin
         return Verdict(Status.FAIL, subject, summary, figures, tuple(evidence), table)
     if unusable:
         figures["unusable_sizes"] = len(unusable)
-        shown = "; ".join(f"{label(b)}: {m} GB/s now, {e} at handover" for b, m, e in unusable[:3])
+        shown = "; ".join(f"{label(b)}: {_value(m)} now, {_value(e)} at handover" for b, m, e in unusable[:3])
         plural = "s" if len(unusable) != 1 else ""
         summary = f"{subject}: busbw is not a number at {len(unusable)} size{plural} ({shown})"
-        evidence += [f"{label(b)}: busbw {m} GB/s now vs {e} at handover: not a measurement" for b, m, e in unusable]
+        evidence += [
+            f"{label(b)}: busbw {_value(m)} now vs {_value(e)} at handover: not a measurement" for b, m, e in unusable
+        ]
         return Verdict(Status.FAIL, subject, summary, figures, tuple(evidence), table)
     if missing:
         names = ", ".join(label(b) for b in missing[:3]) + (" …" if len(missing) > 3 else "")

@@ -23,6 +23,7 @@ import re
 from collections.abc import Callable, Iterable
 
 from acceptance.errors import ParseError
+from acceptance.tools.nccl.checks import missing_measurement
 from acceptance.tools.nccl.failures import BOX_RULE, LAUNCHER, TEST, classify
 from acceptance.tools.nccl.layout import (
     PLAIN_ROW_LINE,
@@ -431,6 +432,15 @@ class TextParser:
         if run.pending is not None and row.line != run.pending[1]:
             self._lose_pending(run)
         run.pending = None
+        missing = missing_measurement(row)
+        if missing is not None:
+            run.damaged(
+                row.line,
+                f"N/A where {missing} belongs at size {row.size} ({row.type}): nccl-tests prints N/A only in #wrong",
+            )
+            run.held.append(row)
+            run.last = number
+            return
         run.flush()
         run.rows.append(row)
         run.last = number

@@ -1,0 +1,176 @@
+"""Checks of a whole nccl-tests table: where `N/A` may stand, and whether the sizes are the sweep.
+
+`N/A` is what nccl-tests prints where it has no value for a reason: in the `#wrong` (or old
+`error`) column when validation is off (`-c 0`), and in the in-place `#wrong` of alltoall and
+sendrecv, whose in-place result is never checked. It never prints `N/A` for a time, an algbw or a
+busbw: there, and in a `#wrong` the data check should have filled, the row is damaged.
+
+The table's sizes are the sweep of the report's own header (`minBytes`, `maxBytes` or the
+`Reducing maxBytes` it announced, `step: S(factor|bytes)`), one row per size: from `minBytes`,
+times the factor (or plus the step) while at most `maxBytes`. nccl-tests prints the bytes of the
+buffer it really used, which it rounds down: to whole elements, and for the collectives that split
+the buffer over the ranks (all_gather, reduce_scatter, alltoall) to a chunk per rank of 16 bytes or
+4 elements, so small sizes print `0` and can repeat. A printed size is that size's row only if it
+is at most the requested size and less than one rounding unit below it. With `-d all`/`-o all`
+the sweep restarts for each type and op (a new row key), with `-N` it repeats whole. A row
+missing, repeated, or with a changed size leaves a size that does not follow the sweep.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any, NamedTuple
+
+from acceptance.tools.nccl.names import TYPE_SIZES
+from acceptance.tools.nccl.records import NcclRow
+
+#: collectives whose printed size is the whole buffer of every rank (rounded to whole elements only)
+WHOLE_BUFFER = frozenset({"all_reduce", "broadcast", "reduce", "sendrecv"})
+#: collectives whose in-place result nccl-tests never checks (their in-place `#wrong` is always N/A)
+UNCHECKED_IN_PLACE = frozenset({"alltoall", "sendrecv"})
+#: sweeps longer than this are not spelled out (nccl-tests itself would take days to print them)
+_MAX_SWEEP = 1 << 16
+
+
+class Entry(NamedTuple):
+    """What the checks read of one row: its line, size and key, and which `#wrong` halves print N/A."""
+
+    line: int
+    size: int
+    type: str
+    redop: str | None
+    root: int | None
+    oop_wrong_na: bool
+    ip_wrong_na: bool
+
+
+def missing_measurement(row: NcclRow) -> str | None:
+    """The first time, algbw or busbw a row prints as N/A (`the out-of-place busbw`), or None."""
+    for place, half in (("out-of-place", row.oop), ("in-place", row.ip)):
+        if half is None:
+            continue
+        for name, value in (("time", half.time_us), ("algbw", half.algbw), ("busbw", half.busbw)):
+            if value is None:
+                return f"the {place} {name}"
+    return None
+
+
+def wrong_na_problem(entry: Entry, validation: int | None, collective: str | None) -> str | None:
+    """Why a row's `#wrong` N/A has no reason to be there, or None."""
+    if validation is None or validation == 0:
+        return None
+    if entry.oop_wrong_na:
+        return "#wrong is N/A out-of-place although validation is on: the data check's count belongs there"
+    if entry.ip_wrong_na and collective is not None and collective not in UNCHECKED_IN_PLACE:
+        return (
+            f"#wrong is N/A in-place although validation is on and {collective} checks its in-place result: "
+            "the data check's count belongs there"
+        )
+    return None
+
+
+def _param(params: Mapping[str, Any], name: str) -> int | None:
+    value = params.get(name)
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def sweep(params: Mapping[str, Any]) -> tuple[list[int], str] | None:
+    """The sizes the header's sweep asks for and its description, or None when the header does not say."""
+    low, high = _param(params, "min_bytes"), _param(params, "max_bytes")
+    factor, step = _param(params, "step_factor"), _param(params, "step_bytes")
+    if low is None or high is None or (factor is None and step is None):
+        return None
+    effective = _param(params, "max_bytes_effective")
+    top = min(high, effective) if effective is not None else high
+    said = f"minBytes {low} maxBytes {high} step: " + (f"{factor}(factor)" if factor is not None else f"{step}(bytes)")
+    if effective is not None:
+        said += f", reduced to maxBytes {effective}"
+    sizes: list[int] = []
+    size = low
+    while size <= top:
+        if len(sizes) >= _MAX_SWEEP:
+            return None
+        sizes.append(size)
+        nxt = size * factor if factor is not None and factor > 1 else size + (step or 0)
+        if nxt <= size:
+            break
+        size = nxt
+    return sizes, said
+
+
+def _unit(entry: Entry, collective: str | None, nranks: int | None) -> int | None:
+    """How far below the requested size the printed one may be rounded (None: no bound known)."""
+    element = TYPE_SIZES.get(entry.type, 8)
+    if collective in WHOLE_BUFFER:
+        return element
+    if nranks is None:
+        return None
+    return nranks * max(16, 4 * element) + element
+
+
+def sweep_problems(
+    entries: Sequence[Entry], params: Mapping[str, Any], collective: str | None, nranks: int | None
+) -> list[tuple[int, str]]:
+    """(line, what is wrong) for each run of rows whose sizes do not follow the header's sweep."""
+    found = sweep(params)
+    if found is None or not entries:
+        return _unordered(entries)
+    expected, said = found
+    if not expected:
+        return [(entries[0].line, f"a data row although the sweep ({said}) has no size")]
+    problems: list[tuple[int, str]] = []
+    j = 0
+    key: tuple[str, str | None, int | None] | None = None
+    broken = False
+    previous: Entry | None = None
+    for entry in entries:
+        here = (entry.type, entry.redop, entry.root)
+        if here != key:
+            if previous is not None and not broken and 0 < j < len(expected):
+                problems.append(_short(previous, expected, j, said))
+            key, j, broken = here, 0, False
+        elif j == len(expected):
+            j = 0  # the sweep again (`-N` cycles)
+        previous = entry
+        if broken:
+            continue
+        wanted = expected[j]
+        unit = _unit(entry, collective, nranks)
+        if entry.size > wanted or (unit is not None and wanted - entry.size >= unit):
+            problems.append(
+                (
+                    entry.line,
+                    f"size {entry.size} where the sweep ({said}) has size {wanted}"
+                    + (f" (printed as {max(0, wanted - unit + 1)} to {wanted} bytes)" if unit and unit > 1 else "")
+                    + ": a row missing, repeated or changed",
+                )
+            )
+            broken = True
+            continue
+        j += 1
+    if previous is not None and not broken and 0 < j < len(expected):
+        problems.append(_short(previous, expected, j, said))
+    return problems
+
+
+def _short(last: Entry, expected: list[int], j: int, said: str) -> tuple[int, str]:
+    more = len(expected) - j
+    return (
+        last.line,
+        f"the table ends at size {last.size} but the sweep ({said}) has {more} more size{'s' if more != 1 else ''} "
+        f"(next {expected[j]}, last {expected[-1]}): a row missing",
+    )
+
+
+def _unordered(entries: Sequence[Entry]) -> list[tuple[int, str]]:
+    """Without a sweep to follow: within one row key, sizes never fall and a non-zero size never repeats."""
+    problems: list[tuple[int, str]] = []
+    previous: Entry | None = None
+    for entry in entries:
+        same_key = previous is not None and entry[2:5] == previous[2:5]
+        if same_key and previous is not None and (entry.size < previous.size or entry.size == previous.size != 0):
+            problems.append(
+                (entry.line, f"size {entry.size} after size {previous.size}: a row repeated or out of order")
+            )
+        previous = entry
+    return problems
