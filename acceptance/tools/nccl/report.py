@@ -11,7 +11,15 @@ from __future__ import annotations
 
 from typing import Any
 
-from acceptance.tools.nccl.checks import Entry, sweep_problems, wrong_na_problem
+from acceptance.tools.nccl.checks import (
+    Entry,
+    Sweep,
+    sweep_key,
+    sweep_of,
+    sweep_problems,
+    text_table_clean,
+    wrong_na_problem,
+)
 from acceptance.tools.nccl.infer import collective_candidates
 from acceptance.tools.nccl.layout import Layout, plain_rows
 from acceptance.tools.nccl.names import collective_of, decode_nccl_code
@@ -24,8 +32,16 @@ MAX_ERRORS = 1000
 class ReportBuilder:
     """A report being read."""
 
-    def __init__(self, start: int, hint: str | None, nccl: tuple[str | None, str | None]) -> None:
+    def __init__(
+        self,
+        start: int,
+        hint: str | None,
+        nccl: tuple[str | None, str | None],
+        sweeps: dict[tuple[Any, ...], Sweep | None] | None = None,
+    ) -> None:
+        """`sweeps`: the sweeps of earlier reports of the capture, by `sweep_key` (shared, filled as read)."""
         self.start = start
+        self.sweeps = {} if sweeps is None else sweeps
         self.hint = hint
         self.version: str | None = None
         self.headers: int | None = None
@@ -127,7 +143,7 @@ class ReportBuilder:
         self.blank_redop = any(r.redop is None for r in self.rows)
 
     def _entries(self) -> list[Entry]:
-        """What `checks` reads of every row: the records', then the text rows' (their 13 tokens split at once)."""
+        """What `checks` reads of every row: the records', then the text rows'."""
         has_wrong = self.layout is not None and "#wrong" in self.layout.half
         has_error = self.layout is not None and "error" in self.layout.half
         entries = [
@@ -142,7 +158,7 @@ class ReportBuilder:
             )
             for r in (*self.rows, *self.held)
         ]
-        if self.row_lines:
+        if self.row_lines:  # 13 tokens a line (`PLAIN_ROW_LINE`): all split at once, read a column at a time
             tokens = " ".join(self.row_lines).split()
             entries += map(
                 Entry,
@@ -163,8 +179,15 @@ class ReportBuilder:
 
         Rows whose N/A has no reason are dropped (True then: `rows` holds every row left as a record).
         """
-        if not (self.rows or self.row_lines):
+        if not (self.rows or self.row_lines or self.held):
             return False
+        nranks = len(self.ranks) or None
+        if not (self.rows or self.held):  # most tables: text rows only, checked a column at a time
+            key = sweep_key(params)
+            if key not in self.sweeps:
+                self.sweeps[key] = sweep_of(params)
+            if text_table_clean(self.row_lines, params, collective, nranks, self.sweeps[key]):
+                return False
         entries = self._entries()
         validation = params.get("validation")
         bad: set[int] = set()
@@ -182,7 +205,7 @@ class ReportBuilder:
                 if entry.ip_wrong_na:
                     self.damaged(entry.line, f"#wrong is N/A in-place in this row only (size {entry.size})")
                     bad.add(entry.line)
-        for line, text in sweep_problems(entries, params, collective, len(self.ranks) or None):
+        for line, text in sweep_problems(entries, params, collective, nranks):
             self.damaged(line, text)
         if not bad:
             return False

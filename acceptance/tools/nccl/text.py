@@ -21,9 +21,10 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Callable, Iterable
+from typing import Any
 
 from acceptance.errors import ParseError
-from acceptance.tools.nccl.checks import missing_measurement
+from acceptance.tools.nccl.checks import Sweep, missing_measurement
 from acceptance.tools.nccl.failures import BOX_RULE, LAUNCHER, TEST, classify
 from acceptance.tools.nccl.layout import (
     PLAIN_ROW_LINE,
@@ -140,6 +141,7 @@ class TextParser:
         self.unended: tuple[str, int] | None = None
         self.want_version = True
         self.content = False  # a report with ranks or rows was read
+        self.sweeps: dict[tuple[Any, ...], Sweep | None] = {}  # each header's sweep, computed once per capture
 
     # -- driving ---------------------------------------------------------------------------
     def feed(self, lines: Iterable[str], first_line: int = 1) -> None:
@@ -519,7 +521,7 @@ class TextParser:
     def _open(self, number: int) -> ReportBuilder:
         self._close()
         self.recognised = True
-        self.run = ReportBuilder(number, self.hint, self.nccl)
+        self.run = ReportBuilder(number, self.hint, self.nccl, self.sweeps)
         self.hint = None
         self.nccl = (None, None)
         self._refresh_want()
