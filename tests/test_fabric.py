@@ -10,6 +10,7 @@ import pytest
 from acceptance.cmd.parse_nccl import read_nccl
 from acceptance.judge.fabric import judge_fabric
 from acceptance.judge.verdict import Status
+from acceptance.links import NodeLinks
 from acceptance.margins import Margins
 from acceptance.tools.nccl import NcclConditions, NcclRun, parse_text
 from tests.shared import CORPUS, FIXTURES, needs_shared
@@ -216,3 +217,49 @@ def test_a_run_whose_busbw_is_none_fails_that_size_as_n_a() -> None:
     status, summary = _judge(dataclasses.replace(base, rows=rows), base)
     assert status is Status.FAIL
     assert summary == "all_reduce_perf: busbw is not a number at 1 size (1 GiB: N/A now, 446.01 GB/s at handover)"
+
+
+SIM_LINKS = NodeLinks(nvlink_gbps_per_gpu=3600, nics=8, nic_gbps=400)  # the simulated H200 nodes
+
+
+def test_a_busbw_above_what_the_links_carry_is_refused_naming_the_bound() -> None:
+    """Issue 23: a fault factor of infinity gave busbw 2,400x the baseline and an accepted run."""
+    base = _baseline()
+    absurd = _scale(base, GIB, 2400.0)
+    for links, bound, how in (
+        (SIM_LINKS, "800 GB/s", "8 NICs x 400 Gb/s each way x 2 directions / 8 bits per byte"),
+        (None, "10000 GB/s", "beyond any GPU interconnect"),
+    ):
+        verdict = judge_fabric(absurd, NcclConditions.of(absurd), base, NcclConditions.of(base), Margins(), links)
+        assert verdict.status is Status.FAIL
+        assert verdict.summary.startswith(
+            f"all_reduce_perf: busbw 1.07042e+06 GB/s at 1 GiB (out-of-place) is more than the links can carry, {bound}"
+        )
+        assert how in verdict.summary
+        assert verdict.figures["busbw_bound"] == float(bound.split()[0])
+    healthy = judge_fabric(base, NcclConditions.of(base), base, NcclConditions.of(base), Margins(), SIM_LINKS)
+    assert healthy.status is Status.PASS
+
+
+def test_the_bound_is_the_nvlink_s_in_one_node_and_the_tighter_of_both_over_several() -> None:
+    from acceptance.links import busbw_bound
+
+    assert busbw_bound(SIM_LINKS, 1).gbytes_per_s == 900.0  # 3600 Gb/s x 2 / 8
+    assert busbw_bound(SIM_LINKS, 2).gbytes_per_s == 800.0  # 8 x 400 Gb/s x 2 / 8
+    assert busbw_bound(SIM_LINKS, None).gbytes_per_s == 900.0  # either: the looser
+    assert busbw_bound(NodeLinks(nics=4, nic_gbps=200), 1).gbytes_per_s == 10_000.0  # NICs carry no 1-node run
+    base = _baseline()  # 2 nodes: 850 GB/s fits one GPU's NVLink (900) but not the node's NICs (800)
+    over = _replace_busbw(base, {GIB: 850.0})
+    status, _ = _judge(over, base)
+    assert status is Status.PASS  # without the node's links only the absurd is refused
+    verdict = judge_fabric(over, NcclConditions.of(over), base, NcclConditions.of(base), Margins(), SIM_LINKS)
+    assert verdict.status is Status.FAIL
+    assert "busbw 850 GB/s at 1 GiB (out-of-place) is more than the links can carry, 800 GB/s" in verdict.summary
+
+
+@needs_shared
+def test_real_single_node_nvls_figures_are_within_the_nvlink_bound() -> None:
+    """The 8xH100 NVSwitch baseline (NVLS all_reduce ~480 GB/s, above one direction's 450) is plausible."""
+    for run in read_nccl(CORPUS / "nccl" / "nccl-tests-2.17.8-5colls-1node-8xh100-nvswitch-baseline-ok.txt").runs:
+        verdict = judge_fabric(run, NcclConditions.of(run), run, NcclConditions.of(run), Margins(), SIM_LINKS)
+        assert verdict.status is Status.PASS, verdict.summary

@@ -17,8 +17,9 @@ from acceptance.criteria.parts import BaselinePart
 from acceptance.criteria.runfolder import RunFolder
 from acceptance.criteria.scheduler import Batch
 from acceptance.errors import UsageError
-from acceptance.judge.fabric import judge_fabric
+from acceptance.judge.fabric import implausible, judge_fabric
 from acceptance.judge.verdict import Status, Verdict
+from acceptance.links import busbw_bound
 from acceptance.profile import Profile
 from acceptance.tools import nccl
 
@@ -107,6 +108,11 @@ class Fabric:
         self._save_placement(name, result, run)
         conditions = dataclasses.replace(nccl.NcclConditions.of(run, test), image=result.image or None)
         if ctx.baseline is None:
+            bound = busbw_bound(ctx.profile.links, conditions.node_count)
+            refused = implausible(name, run, bound) if run.status == "ok" else None
+            if refused is not None:  # never recorded as the agreement
+                return Verdict(refused.status, refused.subject, f"{refused.summary}; not recordable as a baseline",
+                               refused.figures, refused.evidence)  # fmt: skip
             if run.status == "ok" and capture.status == "ok":
                 self.run.folder.write_part("nccl", name, {
                     "conditions": {"argv": list(argv), "env": env, **conditions.to_json()},
@@ -121,7 +127,12 @@ class Fabric:
         reference = ctx.baseline.baseline.nccl_run(name)
         assert reference is not None
         verdict = judge_fabric(
-            run, conditions, nccl.NcclRun.from_json(reference), nccl.NcclConditions.from_json(recorded), ctx.margins
+            run,
+            conditions,
+            nccl.NcclRun.from_json(reference),
+            nccl.NcclConditions.from_json(recorded),
+            ctx.margins,
+            ctx.profile.links,
         )
         if notes:
             verdict = Verdict(verdict.status, verdict.subject, verdict.summary, verdict.figures,

@@ -4,7 +4,8 @@ Order of the checks: today's run must be a clean, complete run (else FAIL quotin
 nccl-tests' and NCCL's own error lines); the conditions must be identical (else NOT
 COMPARABLE listing the differences); then, for every baseline size ≥ the agreed
 minimum, out-of-place busbw ≥ (1 − tolerance) × baseline; `#wrong` must be 0 in
-every row; a baseline size missing today fails by name.
+every row; a baseline size missing today fails by name. A busbw more than the nodes' links can
+carry (`acceptance.links`) is no measurement: the run fails naming the bound, before any comparison.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from collections.abc import Callable, Sequence
 import pandas as pd
 
 from acceptance.judge.verdict import Figure, Status, Verdict
+from acceptance.links import BusbwBound, NodeLinks, busbw_bound
 from acceptance.margins import BELOW, Margins
 from acceptance.tools.nccl import NcclConditions, NcclRow, NcclRun, fmt_bytes
 
@@ -80,13 +82,44 @@ def _failed_run(subject: str, run: NcclRun) -> Verdict:
     return Verdict(status, subject, summary, figures, tuple(str(e) for e in errors))
 
 
+def implausible(subject: str, run: NcclRun, bound: BusbwBound) -> Verdict | None:
+    """FAIL when any busbw of the run (either placement, any size) is more than the links can carry."""
+    label = _labeler(run.rows)
+    beyond = [
+        (row, place, half.busbw)
+        for row in run.rows
+        for place, half in (("out-of-place", row.oop), ("in-place", row.ip))
+        if half is not None and bound.exceeded_by(half.busbw)
+    ]
+    if not beyond:
+        return None
+    row, place, busbw = max(beyond, key=lambda b: b[2] or 0.0)
+    count = len(beyond)
+    summary = (
+        f"{subject}: busbw {busbw or 0.0:g} GB/s at {label(row)} ({place}) is more than the links can carry, "
+        f"{bound.gbytes_per_s:g} GB/s ({bound.how}): not a measurement"
+        + (f"; {count} results beyond it" if count > 1 else "")
+    )
+    figures: dict[str, Figure] = {
+        "unit": "GB/s",
+        "busbw_bound": bound.gbytes_per_s,
+        "implausible_results": count,
+        "implausible_size": row.size,
+        "implausible_busbw": busbw,
+    }
+    evidence = tuple(f"{label(r)} ({p}): busbw {b or 0.0:g} GB/s > {bound.gbytes_per_s:g} GB/s" for r, p, b in beyond)
+    return Verdict(Status.FAIL, subject, summary, figures, (f"bound: {bound.how}", *evidence))
+
+
 def judge_fabric(
     current: NcclRun,
     current_conditions: NcclConditions,
     reference: NcclRun,
     reference_conditions: NcclConditions,
     margins: Margins,
+    links: NodeLinks | None = None,
 ) -> Verdict:
+    """`links`: what the nodes' links carry (the profile's `nodes.links`): a busbw above it is refused."""
     subject = _subject(current, current_conditions)
     wrong_rows = [r for r in current.rows for h in (r.oop, r.ip) if h is not None and (h.wrong or 0) > 0]
     corrupt_only = (
@@ -97,6 +130,9 @@ def judge_fabric(
     )
     if current.status != "ok" and not corrupt_only:
         return _failed_run(subject, current)
+    refused = implausible(subject, current, busbw_bound(links, current_conditions.node_count))
+    if refused is not None:
+        return refused
     differences = current_conditions.differences(reference_conditions)
     if differences:
         more = f" (and {len(differences) - 1} more)" if len(differences) > 1 else ""
