@@ -313,6 +313,15 @@ def test_the_sizes_follow_the_header_s_sweep() -> None:
         assert "minBytes 1048576 maxBytes 4194304 step: 2(factor)" in error.text, name
 
 
+def test_a_sweep_by_bytes_adds_the_step() -> None:
+    """`-i 1048576`: `step: 1048576(bytes)`, sizes 1, 2, 3 MiB."""
+    text = _sweep_text([1048576, 2097152, 3145728]).replace("step: 2(factor)", "step: 1048576(bytes)")
+    assert parse_text(text).status == "ok"
+    run = parse_text(text.replace("    3145728", "    4194304")).runs[0]
+    assert run.status == "incomplete"
+    assert "size 4194304 where the sweep (minBytes 1048576 maxBytes 3145728 step: 1048576(bytes))" in run.errors[0].text
+
+
 def test_a_sweep_that_restarts_for_each_type_or_cycle_is_the_sweep() -> None:
     """`-d all` restarts the sweep per type (a new row key); `-N 2` prints it twice with the same key."""
     twice = _sweep_text([1048576, 2097152, 1048576, 2097152])
