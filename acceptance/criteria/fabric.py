@@ -22,6 +22,7 @@ from acceptance.judge.verdict import Status, Verdict
 from acceptance.links import busbw_bound
 from acceptance.profile import Profile
 from acceptance.tools import nccl
+from acceptance.tools.nccl.checks import command_mismatch
 
 if TYPE_CHECKING:
     from acceptance.criteria.run import Run
@@ -106,6 +107,9 @@ class Fabric:
         if run is None:
             return _died_before_header(name, capture, result)
         self._save_placement(name, result, run)
+        mismatch = command_mismatch(run.params, test.sizes())
+        if mismatch is not None:
+            return Verdict(Status.FAIL, name, f"{name}: {mismatch}", {"status": run.status}, (mismatch,))
         conditions = dataclasses.replace(nccl.NcclConditions.of(run, test), image=result.image or None)
         if ctx.baseline is None:
             bound = busbw_bound(ctx.profile.links, conditions.node_count)

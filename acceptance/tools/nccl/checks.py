@@ -101,6 +101,21 @@ def said(params: Mapping[str, Any]) -> str:
     return text + (f", reduced to maxBytes {effective}" if effective is not None else "")
 
 
+def command_mismatch(params: Mapping[str, Any], asked: Sequence[int]) -> str | None:
+    """Why a report's header sweep is not the sweep its command asked for (`NcclTest.sizes()`), or None.
+
+    A header that announced a smaller maxBytes (`Reducing maxBytes … due to memory limitation`)
+    asks for a prefix of the command's sweep; anything else means the output is not that command's.
+    """
+    printed = sweep({k: v for k, v in params.items() if k != "max_bytes_effective"})
+    if printed is None or not asked or len(asked) >= 4096 or list(asked) == printed:  # 4096: `sizes()` stops there
+        return None
+    return (
+        f"the report's header asks for sizes {printed[0]} to {printed[-1]} ({len(printed)} sizes: {said(params)}) "
+        f"but the command asked for {asked[0]} to {asked[-1]} ({len(asked)} sizes): not this command's output"
+    )
+
+
 def _unit(entry: Entry, collective: str | None, nranks: int | None) -> int | None:
     """How far below the requested size the printed one may be rounded (None: no bound known)."""
     element = TYPE_SIZES.get(entry.type, 8)
