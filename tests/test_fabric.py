@@ -263,3 +263,22 @@ def test_real_single_node_nvls_figures_are_within_the_nvlink_bound() -> None:
     for run in read_nccl(CORPUS / "nccl" / "nccl-tests-2.17.8-5colls-1node-8xh100-nvswitch-baseline-ok.txt").runs:
         verdict = judge_fabric(run, NcclConditions.of(run), run, NcclConditions.of(run), Margins(), SIM_LINKS)
         assert verdict.status is Status.PASS, verdict.summary
+
+
+def test_a_run_beyond_the_links_or_of_another_sweep_is_never_recorded() -> None:
+    from acceptance.criteria.fabric import refusal
+    from acceptance.tools.nccl import NcclTest
+
+    base = _baseline()
+    test = NcclTest.from_argv(["all_reduce_perf", "-b", "1M", "-e", "1G", "-f", "2"])
+    assert refusal("all_reduce_perf", base, test, SIM_LINKS, 2, recording=True) is None
+    absurd = _scale(base, GIB, 2400.0)
+    verdict = refusal("all_reduce_perf", absurd, test, SIM_LINKS, 2, recording=True)
+    assert verdict is not None
+    assert verdict.status is Status.FAIL
+    assert verdict.summary.endswith("not a measurement; not recordable as a baseline")
+    assert refusal("all_reduce_perf", absurd, test, SIM_LINKS, 2, recording=False) is None  # the judge says it
+    other = NcclTest.from_argv(["all_reduce_perf", "-b", "8", "-e", "1G", "-f", "2"])
+    verdict = refusal("all_reduce_perf", base, other, SIM_LINKS, 2, recording=False)
+    assert verdict is not None
+    assert "not this command's output" in verdict.summary
