@@ -21,6 +21,7 @@ from typing import Any
 from acceptance import schemas
 from acceptance.clusters.base import EnvValue
 from acceptance.errors import ParseError, ProfileError, UsageError
+from acceptance.links import NodeLinks
 from acceptance.margins import Margins
 from acceptance.units import parse_duration
 from acceptance.yamlsrc import Document, format_path, load_yaml
@@ -142,6 +143,7 @@ class Profile:
     localize: LocalizeSettings = field(default_factory=LocalizeSettings)
     recurrence: Mapping[str, Any] = field(default_factory=dict)  # criterion 5's rules and job sources
     prometheus: Mapping[str, Any] = field(default_factory=dict)  # where criterion 5 reads metrics
+    links: NodeLinks | None = None  # what one node's links carry (`nodes.links`): bounds a plausible busbw
 
     def nccl_test(self, name: str) -> NcclTestSpec:
         for test in self.nccl_tests:
@@ -425,6 +427,19 @@ def _build(doc: Document) -> Profile:
         localize=localize,
         recurrence=dict(data.get("recurrence", {})),
         prometheus=dict(data.get("prometheus", {})),
+        links=_links(data["nodes"].get("links")),
+    )
+
+
+def _links(raw: Mapping[str, Any] | None) -> NodeLinks | None:
+    """``nodes.links`` (its types and ranges checked by the schema)."""
+    if raw is None:
+        return None
+    nvlink, nics, nic = raw.get("nvlink_gbps_per_gpu"), raw.get("nics"), raw.get("nic_gbps")
+    return NodeLinks(
+        None if nvlink is None else float(nvlink),
+        None if nics is None else int(nics),
+        None if nic is None else float(nic),
     )
 
 

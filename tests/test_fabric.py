@@ -10,8 +10,9 @@ import pytest
 from acceptance.cmd.parse_nccl import read_nccl
 from acceptance.judge.fabric import judge_fabric
 from acceptance.judge.verdict import Status
+from acceptance.links import NodeLinks
 from acceptance.margins import Margins
-from acceptance.tools.nccl import NcclConditions, NcclRun
+from acceptance.tools.nccl import NcclConditions, NcclRun, parse_text
 from tests.shared import CORPUS, FIXTURES, needs_shared
 
 EIGHTY = CORPUS / "nccl" / "nccl-tests-2.17.8-5colls-10node-80rank-h100-double-ok.txt"
@@ -188,3 +189,96 @@ def test_a_different_image_is_not_comparable() -> None:
     assert "image repo/nccl-tests@sha256:bbb now, repo/nccl-tests@sha256:aaa at handover" in verdict.summary
     unrecorded = dataclasses.replace(then, image=None)  # a baseline from before images were recorded
     assert judge_fabric(base, now, base, unrecorded, Margins()).status is Status.PASS
+
+
+def test_na_where_the_busbw_of_two_sizes_belongs_fails_naming_the_line() -> None:
+    """Issue 23: the busbw of two sizes replaced by N/A parsed `ok` and passed 'within margin at all sizes'."""
+    lines = SRUN.read_text().splitlines(keepends=True)
+    for number, busbw in ((40, "434.46"), (42, "446.01")):
+        lines[number - 1] = lines[number - 1].replace(f"  {busbw}", f"  {'N/A':>{len(busbw)}}", 1)
+    now = parse_text("".join(lines), str(SRUN)).runs[0]
+    assert now.status == "incomplete"
+    damaged = [e for e in now.errors if e.kind == "output"]
+    assert [e.line for e in damaged] == [40, 42]
+    assert "N/A where the out-of-place busbw belongs at size 268435456" in damaged[0].text
+    verdict = judge_fabric(now, NcclConditions.of(now), _baseline(), NcclConditions.of(_baseline()), Margins())
+    assert verdict.status is Status.FAIL
+    assert verdict.summary.startswith("all_reduce_perf: run is incomplete (its report cannot be read whole) — line 40:")
+    assert "N/A where the out-of-place busbw belongs" in verdict.summary
+
+
+def test_a_run_whose_busbw_is_none_fails_that_size_as_n_a() -> None:
+    """The judge never skips a size whose busbw is missing (N/A in a record built from JSON, say)."""
+    base = _baseline()
+    rows = tuple(
+        dataclasses.replace(r, oop=dataclasses.replace(r.oop, busbw=None)) if r.size == GIB and r.oop else r
+        for r in base.rows
+    )
+    status, summary = _judge(dataclasses.replace(base, rows=rows), base)
+    assert status is Status.FAIL
+    assert summary == "all_reduce_perf: busbw is not a number at 1 size (1 GiB: N/A now, 446.01 GB/s at handover)"
+
+
+SIM_LINKS = NodeLinks(nvlink_gbps_per_gpu=3600, nics=8, nic_gbps=400)  # the simulated H200 nodes
+
+
+def test_a_busbw_above_what_the_links_carry_is_refused_naming_the_bound() -> None:
+    """Issue 23: a fault factor of infinity gave busbw 2,400x the baseline and an accepted run."""
+    base = _baseline()
+    absurd = _scale(base, GIB, 2400.0)
+    for links, bound, how in (
+        (SIM_LINKS, "800 GB/s", "8 NICs x 400 Gb/s each way x 2 directions / 8 bits per byte"),
+        (None, "10000 GB/s", "beyond any GPU interconnect"),
+    ):
+        verdict = judge_fabric(absurd, NcclConditions.of(absurd), base, NcclConditions.of(base), Margins(), links)
+        assert verdict.status is Status.FAIL
+        assert verdict.summary.startswith(
+            f"all_reduce_perf: busbw 1.07042e+06 GB/s at 1 GiB (out-of-place) is more than the links can carry, {bound}"
+        )
+        assert how in verdict.summary
+        assert verdict.figures["busbw_bound"] == float(bound.split()[0])
+    healthy = judge_fabric(base, NcclConditions.of(base), base, NcclConditions.of(base), Margins(), SIM_LINKS)
+    assert healthy.status is Status.PASS
+
+
+def test_the_bound_is_the_nvlink_s_in_one_node_and_the_tighter_of_both_over_several() -> None:
+    from acceptance.links import busbw_bound
+
+    assert busbw_bound(SIM_LINKS, 1).gbytes_per_s == 900.0  # 3600 Gb/s x 2 / 8
+    assert busbw_bound(SIM_LINKS, 2).gbytes_per_s == 800.0  # 8 x 400 Gb/s x 2 / 8
+    assert busbw_bound(SIM_LINKS, None).gbytes_per_s == 900.0  # either: the looser
+    assert busbw_bound(NodeLinks(nics=4, nic_gbps=200), 1).gbytes_per_s == 10_000.0  # NICs carry no 1-node run
+    base = _baseline()  # 2 nodes: 850 GB/s fits one GPU's NVLink (900) but not the node's NICs (800)
+    over = _replace_busbw(base, {GIB: 850.0})
+    status, _ = _judge(over, base)
+    assert status is Status.PASS  # without the node's links only the absurd is refused
+    verdict = judge_fabric(over, NcclConditions.of(over), base, NcclConditions.of(base), Margins(), SIM_LINKS)
+    assert verdict.status is Status.FAIL
+    assert "busbw 850 GB/s at 1 GiB (out-of-place) is more than the links can carry, 800 GB/s" in verdict.summary
+
+
+@needs_shared
+def test_real_single_node_nvls_figures_are_within_the_nvlink_bound() -> None:
+    """The 8xH100 NVSwitch baseline (NVLS all_reduce ~480 GB/s, above one direction's 450) is plausible."""
+    for run in read_nccl(CORPUS / "nccl" / "nccl-tests-2.17.8-5colls-1node-8xh100-nvswitch-baseline-ok.txt").runs:
+        verdict = judge_fabric(run, NcclConditions.of(run), run, NcclConditions.of(run), Margins(), SIM_LINKS)
+        assert verdict.status is Status.PASS, verdict.summary
+
+
+def test_a_run_beyond_the_links_or_of_another_sweep_is_never_recorded() -> None:
+    from acceptance.criteria.fabric import refusal
+    from acceptance.tools.nccl import NcclTest
+
+    base = _baseline()
+    test = NcclTest.from_argv(["all_reduce_perf", "-b", "1M", "-e", "1G", "-f", "2"])
+    assert refusal("all_reduce_perf", base, test, SIM_LINKS, 2, recording=True) is None
+    absurd = _scale(base, GIB, 2400.0)
+    verdict = refusal("all_reduce_perf", absurd, test, SIM_LINKS, 2, recording=True)
+    assert verdict is not None
+    assert verdict.status is Status.FAIL
+    assert verdict.summary.endswith("not a measurement; not recordable as a baseline")
+    assert refusal("all_reduce_perf", absurd, test, SIM_LINKS, 2, recording=False) is None  # the judge says it
+    other = NcclTest.from_argv(["all_reduce_perf", "-b", "8", "-e", "1G", "-f", "2"])
+    verdict = refusal("all_reduce_perf", base, other, SIM_LINKS, 2, recording=False)
+    assert verdict is not None
+    assert "not this command's output" in verdict.summary

@@ -103,3 +103,34 @@ def test_bad_header_exits_2_with_file_and_line(tmp_path: Path, capsys: pytest.Ca
     path.write_text("noise\n# nThread 1 nGpus x\n")
     assert main(["parse", "nccl", str(path)]) == 2
     assert f"{path}:2" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("change", "line", "text"),
+    [
+        ("duplicated", 30, "size 4194304 where the sweep (minBytes 1048576 maxBytes 1073741824 step: 2(factor))"),
+        ("deleted", 30, "size 8388608 where the sweep (minBytes 1048576 maxBytes 1073741824 step: 2(factor))"),
+        ("N/A", 30, "N/A where the out-of-place busbw belongs at size 4194304 (float)"),
+    ],
+)
+def test_a_row_repeated_missing_or_unmeasured_exits_1_naming_the_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], change: str, line: int, text: str
+) -> None:
+    """Issue 23: such tables parsed `ok` (exit 0) and could be recorded as a baseline."""
+    lines = (FIXTURES / "nccl" / "nccl-tests-2.17.8-allreduce-srun-label-warn-mid-table-split-rows.txt").read_text()
+    rows = lines.splitlines(keepends=True)
+    assert rows[29].startswith("0:      4194304 ")
+    if change == "duplicated":
+        rows.insert(29, rows[29])
+    elif change == "deleted":
+        del rows[29]
+    else:
+        rows[29] = rows[29].replace(" 136.83 ", "    N/A ", 1)
+    path = tmp_path / "capture.txt"
+    path.write_text("".join(rows))
+    assert main(["parse", "nccl", str(path)]) == 1
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["status"] == "incomplete"
+    errors = [e for e in doc["runs"][0]["errors"] if e["kind"] == "output"]
+    assert errors[0]["line"] == line + (1 if change == "duplicated" else 0)
+    assert errors[0]["text"].startswith(text)

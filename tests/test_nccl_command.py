@@ -122,3 +122,30 @@ def test_command_option_and_env_differences() -> None:
 
 def test_conditions_json_round_trip() -> None:
     assert NcclConditions.from_json(_conditions().to_json()) == _conditions()
+
+
+def test_a_report_whose_header_sweep_is_not_the_command_s_is_named() -> None:
+    """Issue 23: the rows follow the header's sweep; the header must be the sweep the command asked for."""
+    from acceptance.tools.nccl import NcclTest, parse_text
+    from acceptance.tools.nccl.checks import command_mismatch
+    from tests.shared import FIXTURES
+
+    run = parse_text(
+        (FIXTURES / "nccl" / "nccl-tests-2.17.8-allreduce-srun-label-warn-mid-table-split-rows.txt").read_text()
+    ).runs[0]
+    assert (
+        command_mismatch(run.params, NcclTest.from_argv(["all_reduce_perf", "-b", "1M", "-e", "1G", "-f", "2"]).sizes())
+        is None
+    )
+    other = command_mismatch(
+        run.params, NcclTest.from_argv(["all_reduce_perf", "-b", "8", "-e", "1G", "-f", "2"]).sizes()
+    )
+    assert other == (
+        "the report's header asks for sizes 1048576 to 1073741824 (11 sizes: minBytes 1048576 maxBytes 1073741824 "
+        "step: 2(factor)) but the command asked for 8 to 1073741824 (28 sizes): not this command's output"
+    )
+    reduced = dict(run.params, max_bytes_effective=1 << 29)  # `Reducing maxBytes`: still the command's sweep
+    assert (
+        command_mismatch(reduced, NcclTest.from_argv(["all_reduce_perf", "-b", "1M", "-e", "1G", "-f", "2"]).sizes())
+        is None
+    )

@@ -233,3 +233,163 @@ def test_rows_built_on_the_fast_path_are_the_dataclass_s_rows() -> None:
     assert row == NcclRow(1048576, 262144, "float", "sum", -1, half, half, None, 9)
     with pytest.raises(dataclasses.FrozenInstanceError):
         row.size = 0  # type: ignore[misc]
+
+
+def _row_numbers(path: Path) -> list[tuple[int, int, int]]:
+    """(run index, row index, line) of the first, a middle and the last row of every run with rows."""
+    out = []
+    for i, run in enumerate(parse_text(read(path)).runs):
+        rows = list(run.rows)
+        for k in sorted({0, len(rows) // 2, len(rows) - 1} if rows else set()):
+            out.append((i, k, rows[k].line))
+    return out
+
+
+def _mutated(lines: list[str], number: int, kind: str) -> str:
+    raw = lines[number - 1]
+    if kind == "deleted":
+        return "".join([*lines[: number - 1], *lines[number:]])
+    if kind == "duplicated":
+        return "".join([*lines[:number], raw, *lines[number:]])
+    tagged = _TAG.match(raw)
+    tag = tagged.group(0) if tagged else ""
+    size = raw[len(tag) :].split()[0]
+    at = raw.index(size, len(tag))
+    zero = raw[:at] + "0".rjust(len(size)) + raw[at + len(size) :]
+    return "".join([*lines[: number - 1], zero, *lines[number:]])
+
+
+@pytest.mark.parametrize("kind", ["deleted", "duplicated", "size 0"])
+@pytest.mark.parametrize("path", TEXT_FILES, ids=[p.name[:70] for p in TEXT_FILES])
+def test_a_row_deleted_duplicated_or_sized_0_is_never_ok(path: Path, kind: str) -> None:
+    """Issue 23: a table whose sizes do not follow the header's sweep, or repeat, is not a clean run.
+
+    Every run's first, middle and last row is deleted, duplicated, or its size set to 0 (rows of at
+    least 1 MiB: below, rounding to chunks per rank can print 0 for real). The run is not ok and an
+    error names the row's line or the next one's (a deleted row: the row before the gap, or the first row
+    whose size shows it: after a deleted or repeated `0` row more `0` rows fit the sweep until the sizes grow).
+    """
+    text = read(path)
+    lines = text.splitlines(keepends=True)
+    full = parse_text(text)
+    for run_index, row_index, number in _row_numbers(path):
+        original = full.runs[run_index]
+        if original.status != "ok":
+            continue
+        if kind == "size 0" and original.rows[row_index].size < (1 << 20):
+            continue
+        damaged = parse_text(_mutated(lines, number, kind), str(path))
+        where = f"{path.name}:{number} {kind}"
+        run = damaged.runs[run_index]
+        assert damaged.status != "ok", where
+        assert run.status == "incomplete", where
+        lines_named = [e.line for e in run.errors if e.kind == "output"]
+        assert lines_named, where
+        if kind == "deleted" or original.rows[row_index].size == 0:
+            assert lines_named[0] >= number - 1, where  # at the gap, or where the sizes leave the sweep
+        else:
+            assert lines_named[0] in (number, number + 1), where
+
+
+def _sweep_text(sizes: list[int], header_max: int | None = None) -> str:
+    rows = "".join(ROW.replace("1048576", f"{s:>7}", 1).format(w="    0") + "\n" for s in sizes)
+    top = header_max if header_max is not None else sizes[-1]
+    return HEAD.replace("maxBytes 1048576", f"maxBytes {top}") + rows + TAIL
+
+
+def test_the_sizes_follow_the_header_s_sweep() -> None:
+    assert parse_text(_sweep_text([1048576, 2097152, 4194304])).status == "ok"
+    cases = {
+        "repeated": ([1048576, 2097152, 2097152, 4194304], 11, "size 2097152 where the sweep"),
+        "missing": ([1048576, 4194304], 10, "size 4194304 where the sweep"),
+        "missing last": ([1048576, 2097152], 10, "the table ends at size 2097152 but the sweep"),
+        "size 0": ([1048576, 0, 4194304], 10, "size 0 where the sweep"),
+    }
+    for name, (sizes, line, text) in cases.items():
+        run = parse_text(_sweep_text(sizes, 4194304)).runs[0]
+        assert run.status == "incomplete", name
+        error = next(e for e in run.errors if e.kind == "output")
+        assert (error.line, error.text[: len(text)]) == (line, text), name
+        assert "minBytes 1048576 maxBytes 4194304 step: 2(factor)" in error.text, name
+
+
+def test_a_sweep_by_bytes_adds_the_step() -> None:
+    """`-i 1048576`: `step: 1048576(bytes)`, sizes 1, 2, 3 MiB."""
+    text = _sweep_text([1048576, 2097152, 3145728]).replace("step: 2(factor)", "step: 1048576(bytes)")
+    assert parse_text(text).status == "ok"
+    run = parse_text(text.replace("    3145728", "    4194304")).runs[0]
+    assert run.status == "incomplete"
+    assert "size 4194304 where the sweep (minBytes 1048576 maxBytes 3145728 step: 1048576(bytes))" in run.errors[0].text
+
+
+def test_a_sweep_that_restarts_for_each_type_or_cycle_is_the_sweep() -> None:
+    """`-d all` restarts the sweep per type (a new row key); `-N 2` prints it twice with the same key."""
+    twice = _sweep_text([1048576, 2097152, 1048576, 2097152])
+    assert parse_text(twice).status == "ok"
+    half = ROW.replace("1048576", "2097152", 1).format(w="    0").replace(" float ", "  half ")
+    typed = _sweep_text([1048576, 2097152]).replace(TAIL, ROW.format(w="    0").replace(" float ", "  half ") + "\n")
+    assert parse_text(typed + half + "\n" + TAIL).status == "ok"
+    assert parse_text(typed + TAIL).status == "incomplete"  # `half` stops after its first size
+
+
+@pytest.mark.parametrize("column", [5, 6, 7, 9, 10, 11])
+def test_na_where_a_measurement_belongs_is_never_ok(column: int) -> None:
+    """Issue 23: N/A for a time, algbw or busbw (either half) is a damaged row, never a clean N/A."""
+    tokens = ROW.format(w="    0").split()
+    tokens[column] = "N/A"
+    run = parse_text(HEAD + "   " + "   ".join(tokens) + "\n" + TAIL).runs[0]
+    assert run.status == "incomplete"
+    assert run.rows == ()
+    assert [e.line for e in run.errors] == [9]
+    place = "out-of-place" if column < 9 else "in-place"
+    name = ("time", "algbw", "busbw")[(column - 5) % 4]
+    assert f"N/A where the {place} {name} belongs at size 1048576" in run.errors[0].text
+
+
+@pytest.mark.parametrize(
+    ("validation", "program", "oop", "ip", "ok"),
+    [
+        (0, "all_reduce_perf", "N/A", "N/A", True),  # -c 0: nothing is checked
+        (1, "all_reduce_perf", "N/A", "0", False),  # the out-of-place count belongs there
+        (1, "all_reduce_perf", "0", "N/A", False),  # all_reduce checks its in-place result
+        (1, "sendrecv_perf", "0", "N/A", True),  # sendrecv never does
+        (1, "alltoall_perf", "0", "N/A", True),
+        (1, "alltoall_perf", "N/A", "N/A", False),
+    ],
+)
+def test_na_in_wrong_only_where_nccl_tests_prints_it(
+    validation: int, program: str, oop: str, ip: str, ok: bool
+) -> None:
+    tokens = ROW.format(w="    0").split()
+    tokens[8], tokens[12] = oop, ip
+    text = (
+        HEAD.replace("validation: 1", f"validation: {validation}").replace("all_reduce_perf", program)
+        + "   "
+        + "   ".join(tokens)
+        + "\n"
+        + TAIL.replace("all_reduce_perf", program)
+    )
+    run = parse_text(text).runs[0]
+    assert (run.status == "ok") is ok
+    if not ok:
+        assert run.errors[0].line == 9
+        assert "#wrong is N/A" in run.errors[0].text
+
+
+def test_a_json_report_with_a_null_busbw_or_a_repeated_result_is_not_ok() -> None:
+    import json
+
+    doc = json.loads((FIXTURES / "nccl" / "nccl-tests-2.17.8-allreduce-J-report.json").read_text())
+    assert parse_text(json.dumps(doc)).status == "ok"
+    nulled = json.loads(json.dumps(doc))
+    nulled["results"][2]["out_of_place"]["bus_bw"] = None
+    capture = parse_text(json.dumps(nulled))
+    assert capture.status == "incomplete"
+    assert "results[2] (size 4194304): out_of_place.bus_bw is null where a measurement belongs" in [
+        e.text for e in capture.runs[0].errors
+    ]
+    repeated = json.loads(json.dumps(doc))
+    repeated["results"].insert(2, repeated["results"][1])
+    capture = parse_text(json.dumps(repeated))
+    assert capture.status == "incomplete"
+    assert capture.runs[0].errors[-1].text.startswith("results[2]: size 2097152 where the sweep")

@@ -80,6 +80,8 @@ NUMBERS = [
     (["margins", "loss_spike_z"], -math.inf, r"margins\.loss_spike_z: found -inf, expected a finite number"),
     (["sim", "time_scale"], math.nan, r"sim\.time_scale: found nan, expected a finite number"),
     (["sim", "seed"], 10**30, r"sim\.seed: found 1000000000000000000000000000000, expected a number ≤"),
+    (["nodes", "links", "nvlink_gbps_per_gpu"], math.inf, r"nodes\.links\.nvlink_gbps_per_gpu: found inf, expected"),
+    (["nodes", "links", "nic_gbps"], 0, r"nodes\.links\.nic_gbps: found 0, expected"),
 ]
 
 
@@ -147,3 +149,17 @@ def test_yaml_anchors_without_aliases_still_load(tmp_path: Path) -> None:
     path = _profile_text(tmp_path, **{"kube:\n": "kube: &k\n"})
     assert yaml.safe_load(path.read_text())["kube"]
     assert load_profile_file(path).backend == "sim"
+
+
+def test_the_node_links_are_read_and_a_nic_count_needs_its_rate(tmp_path: Path) -> None:
+    """`nodes.links` (issue 23): what bounds a plausible busbw; NICs without a line rate say nothing."""
+    from acceptance.links import NodeLinks
+
+    assert load_profile_file(write(tmp_path, sim_data())).links == NodeLinks(3600.0, 8, 400.0)
+    data = copy.deepcopy(sim_data())
+    del data["nodes"]["links"]["nic_gbps"]
+    path = write(tmp_path, data)
+    with pytest.raises(ProfileError, match=rf"{re.escape(str(path))}:\d+: nodes\.links"):
+        load_profile_file(path)
+    del data["nodes"]["links"]
+    assert load_profile_file(write(tmp_path, data)).links is None

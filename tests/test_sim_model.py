@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import math
+import re
 from pathlib import Path
 
 import pytest
@@ -199,3 +201,20 @@ def test_bad_command_lines_print_the_reason_and_exit_2_instead_of_raising() -> N
     assert bad.exit_code == 2
     assert "datatype" in bad.stdout
     assert runner.run(["mpirun", "-np", "16", "-H", "nowhere:8", "all_reduce_perf"], {}, "x", []).exit_code == 2
+
+
+@pytest.mark.parametrize(
+    ("kind", "factor", "problem"),
+    [
+        ("nic-degraded@sim-node-02", math.inf, "factor must be a finite number > 0, not inf"),
+        ("nic-down@sim-node-02", math.nan, "factor must be a finite number > 0, not nan"),
+        ("spine-slow", 0, "factor must be a finite number > 0, not 0"),
+        ("leaf-uplink@sim-node-02", 3.0, "factor must be at most 1"),
+        ("gpu-throttle@sim-node-02", "fast", "factor must be a finite number > 0, not 'fast'"),
+    ],
+)
+def test_a_fault_factor_that_no_link_has_is_refused(kind: str, factor: object, problem: str) -> None:
+    """Issue 23: a factor of infinity made the simulated busbw 2,400x the baseline."""
+    with pytest.raises(UsageError, match=re.escape(problem)):
+        parse_fault(kind, build_cluster(16), {"factor": factor})
+    assert parse_fault("gpu-throttle@sim-node-02", build_cluster(16), {"factor": 1.5}).param("factor") == 1.5

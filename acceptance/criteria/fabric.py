@@ -17,10 +17,12 @@ from acceptance.criteria.parts import BaselinePart
 from acceptance.criteria.runfolder import RunFolder
 from acceptance.criteria.scheduler import Batch
 from acceptance.errors import UsageError
-from acceptance.judge.fabric import judge_fabric
+from acceptance.judge.fabric import implausible, judge_fabric
 from acceptance.judge.verdict import Status, Verdict
+from acceptance.links import NodeLinks, busbw_bound
 from acceptance.profile import Profile
 from acceptance.tools import nccl
+from acceptance.tools.nccl.checks import command_mismatch
 
 if TYPE_CHECKING:
     from acceptance.criteria.run import Run
@@ -106,6 +108,9 @@ class Fabric:
             return _died_before_header(name, capture, result)
         self._save_placement(name, result, run)
         conditions = dataclasses.replace(nccl.NcclConditions.of(run, test), image=result.image or None)
+        refused = refusal(name, run, test, ctx.profile.links, conditions.node_count, recording=ctx.baseline is None)
+        if refused is not None:
+            return refused
         if ctx.baseline is None:
             if run.status == "ok" and capture.status == "ok":
                 self.run.folder.write_part("nccl", name, {
@@ -121,7 +126,12 @@ class Fabric:
         reference = ctx.baseline.baseline.nccl_run(name)
         assert reference is not None
         verdict = judge_fabric(
-            run, conditions, nccl.NcclRun.from_json(reference), nccl.NcclConditions.from_json(recorded), ctx.margins
+            run,
+            conditions,
+            nccl.NcclRun.from_json(reference),
+            nccl.NcclConditions.from_json(recorded),
+            ctx.margins,
+            ctx.profile.links,
         )
         if notes:
             verdict = Verdict(verdict.status, verdict.subject, verdict.summary, verdict.figures,
@@ -139,6 +149,21 @@ class Fabric:
             for r in (placement[rank.rank],)
         ]  # fmt: skip
         self.run.evidence.placement(name, rows)
+
+
+def refusal(
+    name: str, run: nccl.NcclRun, test: nccl.NcclTest, links: NodeLinks | None, nodes: int | None, recording: bool
+) -> Verdict | None:
+    """FAIL for a run that is not what its command measures: its header's sweep is another command's, or (when
+    recording a baseline; the judge checks it itself) a busbw is more than the links can carry."""
+    mismatch = command_mismatch(run.params, test.sizes())
+    if mismatch is not None:
+        return Verdict(Status.FAIL, name, f"{name}: {mismatch}", {"status": run.status}, (mismatch,))
+    refused = implausible(name, run, busbw_bound(links, nodes)) if recording and run.status == "ok" else None
+    if refused is None:
+        return None
+    return Verdict(refused.status, refused.subject, f"{refused.summary}; not recordable as a baseline",
+                   refused.figures, refused.evidence)  # fmt: skip
 
 
 def _died_before_header(name: str, capture: nccl.NcclCapture, result: RunResult) -> Verdict:

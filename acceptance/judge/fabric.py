@@ -4,7 +4,8 @@ Order of the checks: today's run must be a clean, complete run (else FAIL quotin
 nccl-tests' and NCCL's own error lines); the conditions must be identical (else NOT
 COMPARABLE listing the differences); then, for every baseline size ≥ the agreed
 minimum, out-of-place busbw ≥ (1 − tolerance) × baseline; `#wrong` must be 0 in
-every row; a baseline size missing today fails by name.
+every row; a baseline size missing today fails by name. A busbw more than the nodes' links can
+carry (`acceptance.links`) is no measurement: the run fails naming the bound, before any comparison.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from collections.abc import Callable, Sequence
 import pandas as pd
 
 from acceptance.judge.verdict import Figure, Status, Verdict
+from acceptance.links import BusbwBound, NodeLinks, busbw_bound
 from acceptance.margins import BELOW, Margins
 from acceptance.tools.nccl import NcclConditions, NcclRow, NcclRun, fmt_bytes
 
@@ -26,6 +28,11 @@ def _pct(x: float) -> str:
     if text == "0":
         return "0%"
     return f"{MINUS if x < 0 else '+'}{text}%"
+
+
+def _value(busbw: float | None) -> str:
+    """A busbw as the tool printed it: `N/A` for none, `nan`/`inf`, or GB/s."""
+    return "N/A" if busbw is None else f"{busbw} GB/s"
 
 
 def _subject(run: NcclRun, conditions: NcclConditions) -> str:
@@ -50,9 +57,17 @@ def _labeler(rows: Sequence[NcclRow]) -> Callable[[NcclRow], str]:
 
 def _failed_run(subject: str, run: NcclRun) -> Verdict:
     errors = run.errors
-    status = Status.FAIL if run.status == "failed" else Status.ERROR
-    what = "failed" if run.status == "failed" else "is incomplete (no trailer: cut short or hung)"
-    first = next((e for e in errors if "Test " in e.text), errors[0] if errors else None)
+    damaged = next((e for e in errors if e.kind == "output"), None)
+    # a report printed whole but wrong inside (N/A where a measurement belongs, sizes off the sweep) fails:
+    # only a run that stopped (cut short, hung) is an error of the check
+    status = Status.FAIL if run.status == "failed" or damaged is not None else Status.ERROR
+    if run.status == "failed":
+        what = "failed"
+    elif damaged is not None:
+        what = "is incomplete (its report cannot be read whole)"
+    else:
+        what = "is incomplete (no trailer: cut short or hung)"
+    first = next((e for e in errors if "Test " in e.text), damaged or (errors[0] if errors else None))
     summary = f"{subject}: run {what}"
     if first is not None:
         summary += f" — line {first.line}: {first.text}"
@@ -67,13 +82,44 @@ def _failed_run(subject: str, run: NcclRun) -> Verdict:
     return Verdict(status, subject, summary, figures, tuple(str(e) for e in errors))
 
 
+def implausible(subject: str, run: NcclRun, bound: BusbwBound) -> Verdict | None:
+    """FAIL when any busbw of the run (either placement, any size) is more than the links can carry."""
+    label = _labeler(run.rows)
+    beyond = [
+        (row, place, half.busbw)
+        for row in run.rows
+        for place, half in (("out-of-place", row.oop), ("in-place", row.ip))
+        if half is not None and bound.exceeded_by(half.busbw)
+    ]
+    if not beyond:
+        return None
+    row, place, busbw = max(beyond, key=lambda b: b[2] or 0.0)
+    count = len(beyond)
+    summary = (
+        f"{subject}: busbw {busbw or 0.0:g} GB/s at {label(row)} ({place}) is more than the links can carry, "
+        f"{bound.gbytes_per_s:g} GB/s ({bound.how}): not a measurement"
+        + (f"; {count} results beyond it" if count > 1 else "")
+    )
+    figures: dict[str, Figure] = {
+        "unit": "GB/s",
+        "busbw_bound": bound.gbytes_per_s,
+        "implausible_results": count,
+        "implausible_size": row.size,
+        "implausible_busbw": busbw,
+    }
+    evidence = tuple(f"{label(r)} ({p}): busbw {b or 0.0:g} GB/s > {bound.gbytes_per_s:g} GB/s" for r, p, b in beyond)
+    return Verdict(Status.FAIL, subject, summary, figures, (f"bound: {bound.how}", *evidence))
+
+
 def judge_fabric(
     current: NcclRun,
     current_conditions: NcclConditions,
     reference: NcclRun,
     reference_conditions: NcclConditions,
     margins: Margins,
+    links: NodeLinks | None = None,
 ) -> Verdict:
+    """`links`: what the nodes' links carry (the profile's `nodes.links`): a busbw above it is refused."""
     subject = _subject(current, current_conditions)
     wrong_rows = [r for r in current.rows for h in (r.oop, r.ip) if h is not None and (h.wrong or 0) > 0]
     corrupt_only = (
@@ -84,6 +130,9 @@ def judge_fabric(
     )
     if current.status != "ok" and not corrupt_only:
         return _failed_run(subject, current)
+    refused = implausible(subject, current, busbw_bound(links, current_conditions.node_count))
+    if refused is not None:
+        return refused
     differences = current_conditions.differences(reference_conditions)
     if differences:
         more = f" (and {len(differences) - 1} more)" if len(differences) > 1 else ""
@@ -106,7 +155,7 @@ def _compare(subject: str, current: NcclRun, reference: NcclRun, margins: Margin
     records = []
     figures: dict[str, Figure] = {}
     missing: list[NcclRow] = []
-    unusable: list[tuple[NcclRow, float, float]] = []  # a measured or baseline busbw that is not a number
+    unusable: list[tuple[NcclRow, float | None, float | None]] = []  # a busbw that is N/A or not a number
     worst: tuple[float, NcclRow, float, float] | None = None
     for base in judged:
         row = now.get(base.key)
@@ -116,11 +165,12 @@ def _compare(subject: str, current: NcclRun, reference: NcclRun, margins: Margin
             records.append((base.size, math.nan, expected, math.nan, False))
             continue
         measured = row.oop.busbw if row.oop else None
-        if measured is None or expected is None or expected <= 0:
-            continue
-        if not (math.isfinite(measured) and math.isfinite(expected)):
+        if expected is not None and math.isfinite(expected) and expected <= 0:
+            continue  # one rank: nccl-tests' busbw is 0 by definition, nothing to compare
+        if measured is None or expected is None or not (math.isfinite(measured) and math.isfinite(expected)):
+            # N/A where a measurement belongs is never skipped: the size fails, naming the value
             unusable.append((base, measured, expected))
-            records.append((base.size, measured, expected, math.nan, False))
+            records.append((base.size, math.nan if measured is None else measured, expected, math.nan, False))
             continue
         ratio = measured / expected
         records.append((base.size, measured, expected, ratio, ratio >= floor))
@@ -177,10 +227,12 @@ def _compare(subject: str, current: NcclRun, reference: NcclRun, margins: Margin
         return Verdict(Status.FAIL, subject, summary, figures, tuple(evidence), table)
     if unusable:
         figures["unusable_sizes"] = len(unusable)
-        shown = "; ".join(f"{label(b)}: {m} GB/s now, {e} at handover" for b, m, e in unusable[:3])
+        shown = "; ".join(f"{label(b)}: {_value(m)} now, {_value(e)} at handover" for b, m, e in unusable[:3])
         plural = "s" if len(unusable) != 1 else ""
         summary = f"{subject}: busbw is not a number at {len(unusable)} size{plural} ({shown})"
-        evidence += [f"{label(b)}: busbw {m} GB/s now vs {e} at handover: not a measurement" for b, m, e in unusable]
+        evidence += [
+            f"{label(b)}: busbw {_value(m)} now vs {_value(e)} at handover: not a measurement" for b, m, e in unusable
+        ]
         return Verdict(Status.FAIL, subject, summary, figures, tuple(evidence), table)
     if missing:
         names = ", ".join(label(b) for b in missing[:3]) + (" …" if len(missing) > 3 else "")

@@ -41,6 +41,7 @@ Effects (each only on its target):
 
 from __future__ import annotations
 
+import math
 import random
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -76,6 +77,8 @@ DEFAULT_PARAMS: dict[str, dict[str, Any]] = {
     "nccl-version": {"version": "2.27.3"},
     "gpu-busy": {"pid": 48213, "process": "python3", "memory_mib": 71680},
 }
+#: faults whose `factor` scales the links' bandwidth (the others' scales a step time)
+BANDWIDTH_FAULTS = frozenset({"nic-degraded", "nic-down", "spine-slow", "leaf-uplink"})
 RESTORE_MODES = ("loss-jump", "step-off")
 XID_MODES = ("fail", "hang")
 
@@ -136,6 +139,14 @@ def _checked(fault: Fault, text: str, cluster: SimCluster) -> Fault:
         raise _usage(text, f"mode must be one of {RESTORE_MODES}", cluster)
     if fault.kind == "gpu-xid" and fault.param("mode") not in XID_MODES:
         raise _usage(text, f"mode must be one of {XID_MODES}", cluster)
+    if "factor" in DEFAULT_PARAMS.get(fault.kind, {}):
+        factor = fault.param("factor")
+        if isinstance(factor, bool) or not isinstance(factor, int | float) or not math.isfinite(factor) or factor <= 0:
+            raise _usage(text, f"factor must be a finite number > 0, not {factor!r}", cluster)
+        if fault.kind in BANDWIDTH_FAULTS and factor > 1:
+            raise _usage(
+                text, f"factor must be at most 1 (a fault slows the links, never speeds them): {factor!r}", cluster
+            )
     at_step = fault.param("at_step")
     if at_step is not None and (isinstance(at_step, bool) or not isinstance(at_step, int) or at_step < 2):
         raise _usage(text, f"at_step must be a training step >= 2, not {at_step!r}", cluster)

@@ -15,6 +15,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from acceptance.errors import ParseError
+from acceptance.tools.nccl.checks import Entry, sweep_problems, wrong_na_problem
 from acceptance.tools.nccl.names import collective_of, decode_nccl_code, normalize_collective
 from acceptance.tools.nccl.records import (
     NcclCapture,
@@ -99,6 +100,8 @@ def _bad_values(row: NcclRow) -> tuple[str, bool] | None:
         values.update(half.extras)
         for key, value in values.items():
             if value is None:
+                if key in ("time", "alg_bw", "bus_bw"):
+                    return f"{name}.{key} is null where a measurement belongs", False
                 continue
             if not math.isfinite(value):
                 return f"{name}.{key} is {value}", True
@@ -178,8 +181,10 @@ def _capture(doc: Mapping[str, Any], truncated: bool, source: str, collective: s
     kept: list[NcclRow] = []
     errors = [NcclError(1, str(e), kind="nccl") for e in doc.get("errors", []) if str(e).strip()]
     failed = malformed = False
+    read: list[NcclRow] = []  # every result, kept or not: the sweep's rows
     for i, result in enumerate(results):
         row = _row(result)
+        read.append(row)
         bad = _bad_values(row)
         if bad is None:
             kept.append(row)
@@ -188,6 +193,27 @@ def _capture(doc: Mapping[str, Any], truncated: bool, source: str, collective: s
         failed, malformed = failed or non_finite, malformed or not non_finite
         errors.append(NcclError(1, f"results[{i}] (size {row.size}): {what}", kind="output"))
     rows = tuple(kept)
+    entries = [
+        Entry(
+            i,
+            r.size,
+            r.type,
+            r.redop,
+            r.root,
+            r.oop is not None and r.oop.wrong is None,
+            r.ip is not None and r.ip.wrong is None,
+        )
+        for i, r in enumerate(read)
+    ]
+    validation = params.get("validation")
+    for entry in entries:
+        why = wrong_na_problem(entry, validation if isinstance(validation, int) else None, name)
+        if why is not None:
+            errors.append(NcclError(1, f"results[{entry.line}] (size {entry.size}): {why}", kind="output"))
+            malformed = True
+    for at, text in sweep_problems(entries, params, name, len(ranks) or None):
+        errors.append(NcclError(1, f"results[{at}]: {text}", kind="output"))
+        malformed = True
     oob_doc = doc.get("out_of_bounds")
     avg_doc = doc.get("average_bus_bandwidth")
     oob = int(oob_doc["count"]) if isinstance(oob_doc, Mapping) else None

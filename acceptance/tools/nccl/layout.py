@@ -169,12 +169,13 @@ def plain_row(tokens: list[str], line: int) -> NcclRow | None:
 
 
 #: a number `_value` reads that cannot overflow to inf (at most 30 digits before the point, an exponent of at
-#: most two digits), or N/A: a longer one takes the checked path
-_BOUNDED_NUMBER = r"(?:(?:\d{1,30}(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d\d?)?|N/A)"
+#: most two digits): a longer one takes the checked path
+_BOUNDED_NUMBER = r"(?:(?:\d{1,30}(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d\d?)?)"
+#: time, algbw and busbw are always numbers (an N/A there is a damaged row, read on the checked path)
 _CLEAN_HALF = rf" +{_BOUNDED_NUMBER} +{_BOUNDED_NUMBER} +{_BOUNDED_NUMBER} +(?:0|N/A)"
 #: a whole line (with its line end) that `plain_row` reads, clean: `size count type redop root` and two
-#: halves of `time algbw busbw #wrong` with `#wrong` 0 or N/A, blanks between them; the feed loop's test
-#: for rows it can keep as text and read later in one batch (`plain_rows`, `plain_rows_json`). Anything
+#: halves of `time algbw busbw #wrong` with `#wrong` 0 or N/A (nothing else N/A), blanks between them; the feed
+#: loop's test for rows it can keep as text and read later in one batch (`plain_rows`, `plain_rows_json`). Anything
 #: else (tabs, signs, letters, nan, a missing column, a non-zero `#wrong`) takes `plain_row`'s path.
 PLAIN_ROW_LINE = re.compile(
     rf"(?a: *\d+ +\d+ +[A-Za-z]\w* +[A-Za-z]\w* +-?\d+{_CLEAN_HALF}{_CLEAN_HALF} *)(?:\r\n|\r|\n)"

@@ -11,10 +11,19 @@ from __future__ import annotations
 
 from typing import Any
 
+from acceptance.tools.nccl.checks import (
+    Entry,
+    Sweep,
+    sweep_key,
+    sweep_of,
+    sweep_problems,
+    text_table_clean,
+    wrong_na_problem,
+)
 from acceptance.tools.nccl.infer import collective_candidates
 from acceptance.tools.nccl.layout import Layout, plain_rows
 from acceptance.tools.nccl.names import collective_of, decode_nccl_code
-from acceptance.tools.nccl.records import NcclError, NcclRank, NcclRow, NcclRun, RunStatus
+from acceptance.tools.nccl.records import NcclError, NcclHalf, NcclRank, NcclRow, NcclRun, RunStatus
 from acceptance.tools.nccl.rows import NcclRows
 
 MAX_ERRORS = 1000
@@ -23,8 +32,16 @@ MAX_ERRORS = 1000
 class ReportBuilder:
     """A report being read."""
 
-    def __init__(self, start: int, hint: str | None, nccl: tuple[str | None, str | None]) -> None:
+    def __init__(
+        self,
+        start: int,
+        hint: str | None,
+        nccl: tuple[str | None, str | None],
+        sweeps: dict[tuple[Any, ...], Sweep | None] | None = None,
+    ) -> None:
+        """`sweeps`: the sweeps of earlier reports of the capture, by `sweep_key` (shared, filled as read)."""
         self.start = start
+        self.sweeps = {} if sweeps is None else sweeps
         self.hint = hint
         self.version: str | None = None
         self.headers: int | None = None
@@ -38,6 +55,8 @@ class ReportBuilder:
         #: read as records by `flush` before any other row is added, otherwise when the run's rows are first read
         self.row_lines: list[str] = []
         self.row_numbers: list[int] = []
+        #: rows read but not handed on (N/A where a measurement belongs): still rows of the sweep
+        self.held: list[NcclRow] = []
         self.pending: tuple[tuple[int, int, str, str | None, int | None], int] | None = None
         self.oob: int | None = None
         self.avg: float | None = None
@@ -123,6 +142,77 @@ class ReportBuilder:
             self.rows = [r for r in self.rows if id(r) not in dropped]
         self.blank_redop = any(r.redop is None for r in self.rows)
 
+    def _entries(self) -> list[Entry]:
+        """What `checks` reads of every row: the records', then the text rows'."""
+        has_wrong = self.layout is not None and "#wrong" in self.layout.half
+        has_error = self.layout is not None and "error" in self.layout.half
+        entries = [
+            Entry(
+                r.line,
+                r.size,
+                r.type,
+                r.redop,
+                r.root,
+                _wrong_na(r.oop, has_wrong, has_error),
+                _wrong_na(r.ip, has_wrong, has_error),
+            )
+            for r in (*self.rows, *self.held)
+        ]
+        if self.row_lines:  # 13 tokens a line (`PLAIN_ROW_LINE`): all split at once, read a column at a time
+            tokens = " ".join(self.row_lines).split()
+            entries += map(
+                Entry,
+                self.row_numbers,
+                map(int, tokens[0::13]),
+                tokens[2::13],
+                tokens[3::13],
+                map(int, tokens[4::13]),
+                [t == "N/A" for t in tokens[8::13]],
+                [t == "N/A" for t in tokens[12::13]],
+            )
+        if self.held:
+            entries.sort(key=lambda e: e.line)
+        return entries
+
+    def _check_table(self, collective: str | None, params: dict[str, Any]) -> bool:
+        """Mark the run damaged where a `#wrong` N/A has no reason or the sizes leave the sweep.
+
+        Rows whose N/A has no reason are dropped (True then: `rows` holds every row left as a record).
+        """
+        if not (self.rows or self.row_lines or self.held):
+            return False
+        nranks = len(self.ranks) or None
+        if not (self.rows or self.held):  # most tables: text rows only, checked a column at a time
+            key = sweep_key(params)
+            if key not in self.sweeps:
+                self.sweeps[key] = sweep_of(params)
+            if text_table_clean(self.row_lines, params, collective, nranks, self.sweeps[key]):
+                return False
+        entries = self._entries()
+        validation = params.get("validation")
+        bad: set[int] = set()
+        if isinstance(validation, int) and validation:
+            for entry in entries:
+                if entry.oop_wrong_na or entry.ip_wrong_na:
+                    why = wrong_na_problem(entry, validation, collective)
+                    if why is not None:
+                        self.damaged(entry.line, f"{why} (size {entry.size}, {entry.type})")
+                        bad.add(entry.line)
+        some_ip_na = any(e.ip_wrong_na for e in entries)
+        # alltoall/sendrecv print an in-place N/A in every row, the others in none
+        if collective is None and not bad and validation and some_ip_na and not all(e.ip_wrong_na for e in entries):
+            for entry in entries:
+                if entry.ip_wrong_na:
+                    self.damaged(entry.line, f"#wrong is N/A in-place in this row only (size {entry.size})")
+                    bad.add(entry.line)
+        for line, text in sweep_problems(entries, params, collective, nranks):
+            self.damaged(line, text)
+        if not bad:
+            return False
+        self.flush()
+        self.rows = [r for r in self.rows if r.line not in bad]
+        return True
+
     def finish(self, caller_collective: str | None) -> NcclRun:
         self._check_blank_redop()
         self._check_wrong()
@@ -145,6 +235,8 @@ class ReportBuilder:
             elif len(allowed) == 1:
                 collective, origin = next(iter(allowed)), "inferred"
         params["collective_from"] = origin
+        if self._check_table(collective, params):
+            rows = NcclRows(self.rows)
         if self.headers is not None:
             params["nccl_headers"] = decode_nccl_code(self.headers)
         if self.layout is not None:
@@ -171,3 +263,12 @@ class ReportBuilder:
             errors=tuple(self.errors),
             lines=(self.start, self.last),
         )
+
+
+def _wrong_na(half: NcclHalf | None, has_wrong: bool, has_error: bool) -> bool:
+    """Whether a half prints N/A in its `#wrong` (or old `error`) column."""
+    if half is None:
+        return False
+    if has_wrong:
+        return half.wrong is None
+    return has_error and half.extras.get("error", 0.0) is None

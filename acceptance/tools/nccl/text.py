@@ -21,8 +21,10 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Callable, Iterable
+from typing import Any
 
 from acceptance.errors import ParseError
+from acceptance.tools.nccl.checks import Sweep, missing_measurement
 from acceptance.tools.nccl.failures import BOX_RULE, LAUNCHER, TEST, classify
 from acceptance.tools.nccl.layout import (
     PLAIN_ROW_LINE,
@@ -139,6 +141,7 @@ class TextParser:
         self.unended: tuple[str, int] | None = None
         self.want_version = True
         self.content = False  # a report with ranks or rows was read
+        self.sweeps: dict[tuple[Any, ...], Sweep | None] = {}  # each header's sweep, computed once per capture
 
     # -- driving ---------------------------------------------------------------------------
     def feed(self, lines: Iterable[str], first_line: int = 1) -> None:
@@ -431,6 +434,15 @@ class TextParser:
         if run.pending is not None and row.line != run.pending[1]:
             self._lose_pending(run)
         run.pending = None
+        missing = missing_measurement(row)
+        if missing is not None:
+            run.damaged(
+                row.line,
+                f"N/A where {missing} belongs at size {row.size} ({row.type}): nccl-tests prints N/A only in #wrong",
+            )
+            run.held.append(row)
+            run.last = number
+            return
         run.flush()
         run.rows.append(row)
         run.last = number
@@ -509,7 +521,7 @@ class TextParser:
     def _open(self, number: int) -> ReportBuilder:
         self._close()
         self.recognised = True
-        self.run = ReportBuilder(number, self.hint, self.nccl)
+        self.run = ReportBuilder(number, self.hint, self.nccl, self.sweeps)
         self.hint = None
         self.nccl = (None, None)
         self._refresh_want()
