@@ -19,7 +19,7 @@ from typing import BinaryIO
 
 from acceptance.errors import ParseError
 from acceptance.tools.trainlog import fast
-from acceptance.tools.trainlog.model import CANONICAL, Event, RankTimer, StepTable, TrainLog
+from acceptance.tools.trainlog.model import CANONICAL, Event, LineError, RankTimer, StepTable, TrainLog
 from acceptance.tools.trainlog.patterns import ANSI, DETECTORS, MEGATRON, TEXT_FORMATS, subformat
 from acceptance.tools.trainlog.struct import (
     STRUCT_FORMATS,
@@ -35,6 +35,7 @@ __all__ = [
     "FORMATS",
     "UNIT_TARGETS",
     "Event",
+    "LineError",
     "RankTimer",
     "StepTable",
     "TrainLog",

@@ -18,7 +18,7 @@ import contextlib
 import math
 from collections.abc import Collection, Iterable
 
-from acceptance.tools.trainlog.model import Event, RankTimer, StepTable, TrainLog
+from acceptance.tools.trainlog.model import Event, LineError, RankTimer, StepTable, TrainLog
 from acceptance.tools.trainlog.patterns import (
     ANSI,
     DS_RECORD,
@@ -64,6 +64,7 @@ class TextLogParser:
         self.events: list[Event] = []
         self.timers: list[RankTimer] = []
         self.notes: list[str] = []
+        self.errors: list[LineError] = []
         self._pending_resume: int | None = None  # index in events of a resume without a step
         self._carry: tuple[str, int | None, int] | None = None
         self._hf_ordinal = 0
@@ -97,8 +98,9 @@ class TextLogParser:
             if (not self.ended and self._fed > 1) or self._whole(raw):
                 self._line(raw, lineno)
             else:
-                shown = ANSI.sub("", raw).strip()[:100]
-                self.notes.append(f"line {lineno}: the log ends inside this line (no line end): dropped: {shown}")
+                text = ANSI.sub("", raw).strip()
+                self.notes.append(f"line {lineno}: the log ends inside this line (no line end): dropped: {text[:100]}")
+                self.errors.append(LineError(lineno, text[:500]))
         if self._carry is not None:
             text, rank, lineno = self._carry
             self._carry = None
@@ -113,6 +115,7 @@ class TextLogParser:
             events=tuple(self.events),
             timers=tuple(self.timers),
             notes=tuple(self.notes),
+            errors=tuple(self.errors),
         )
 
     def feed(self, raw: str, lineno: int) -> None:
@@ -162,6 +165,7 @@ class TextLogParser:
         """A line whose record cannot be read whole is dropped, and said so (at most MAX_NOTES times)."""
         self._unreadable_lines += 1
         if self._unreadable_lines <= MAX_NOTES:
+            self.errors.append(LineError(lineno, raw.strip()[:500]))
             self.notes.append(f"line {lineno}: unreadable record dropped ({exc}): {raw.strip()[:100]}")
         elif self._unreadable_lines == MAX_NOTES + 1:
             self.notes.append(f"line {lineno}: more unreadable records dropped (not listed)")
