@@ -95,7 +95,7 @@ def judge_loss(
             Status.INCONCLUSIVE, subject, "no steps after the restore in the log", figures, tuple(evidence), table
         )
 
-    findings = exact_checks(pre, post, point.step, policy.lr_rel_tol, policy.lr_override)
+    findings = exact_checks(point, pre, post, policy.lr_rel_tol, policy.lr_override)
     evidence.extend(f.text for f in findings if not f.fatal)
     fatal = [f for f in findings if f.fatal]
     if fatal:
