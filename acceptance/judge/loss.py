@@ -91,8 +91,14 @@ def judge_loss(
     shown = max(policy.trend_window, policy.check_steps, int(judged.max()) + 1 if judged.size else 0)
     table = loss_table(window, post.head(shown))
     if not len(post):
+        at = f" at step {point.step}" if point.step is not None else ""
         return Verdict(
-            Status.INCONCLUSIVE, subject, "no steps after the restore in the log", figures, tuple(evidence), table
+            Status.INCONCLUSIVE,
+            subject,
+            f"not enough steps: the log has no step after the restore{at} (none run or logged yet)",
+            figures,
+            tuple(evidence),
+            table,
         )
 
     findings = exact_checks(point, pre, post, policy.lr_rel_tol, policy.lr_override)

@@ -20,7 +20,7 @@ from typing import BinaryIO
 from acceptance.errors import ParseError
 from acceptance.tools.trainlog import fast
 from acceptance.tools.trainlog.model import CANONICAL, Event, LineError, RankTimer, StepTable, TrainLog
-from acceptance.tools.trainlog.patterns import ANSI, DETECTORS, MEGATRON, TEXT_FORMATS, subformat
+from acceptance.tools.trainlog.patterns import ANSI, DETECTORS, LOAD, MEGATRON, START_AT, TEXT_FORMATS, subformat
 from acceptance.tools.trainlog.struct import (
     STRUCT_FORMATS,
     UNIT_TARGETS,
@@ -92,10 +92,26 @@ def _with_newlines(lines: Iterable[str]) -> Iterator[str]:
         yield line if line.endswith("\n") else line + "\n"
 
 
+# The framework a checkpoint-load line names (LOAD's groups in order), for a log with no step yet.
+_LOAD_FORMATS = ("megatron-lm", "torchtitan", "hf-trainer-console", "deepspeed")
+
+
+def _resume_format(line: str) -> str | None:
+    """The format a checkpoint-load or `Training starts at step N` line belongs to, if any."""
+    m = LOAD.search(line)
+    if m:
+        return next(f for f, g in zip(_LOAD_FORMATS, m.groups(), strict=True) if g is not None)
+    return "torchtitan" if START_AT.search(line) else None
+
+
 def _detect(it: Iterator[str], source: str, columns: Mapping[str, str] | None) -> tuple[str, list[str]]:
-    """Read lines until one identifies the format; return it with the lines read so far."""
+    """Read lines until one identifies the format; return it with the lines read so far.
+
+    A log that loads a checkpoint but has no step line yet (a resumed run stopped or copied
+    before its first step) is of the format its load line names: a valid log without steps."""
     head: list[str] = []
     first: tuple[int, str] | None = None
+    resumed: str | None = None
     for raw in it:
         head.append(raw)
         line = ANSI.sub("", raw).strip() if "\x1b" in raw else raw.strip()
@@ -111,6 +127,10 @@ def _detect(it: Iterator[str], source: str, columns: Mapping[str, str] | None) -
                 if name == "megatron-straggler":
                     return _straggler_or_megatron(it, head)
                 return subformat(name, line), head
+        if resumed is None:
+            resumed = _resume_format(line)
+    if resumed is not None:
+        return resumed, head
     if first is None:
         raise ParseError(source, 0, "", EXPECTED + "; the input is empty")
     raise ParseError(source, first[0], first[1], EXPECTED)
