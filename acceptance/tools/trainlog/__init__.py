@@ -21,6 +21,7 @@ from acceptance.errors import ParseError
 from acceptance.tools.trainlog import fast
 from acceptance.tools.trainlog.model import CANONICAL, Event, LineError, RankTimer, StepTable, TrainLog
 from acceptance.tools.trainlog.patterns import ANSI, DETECTORS, LOAD, MEGATRON, START_AT, TEXT_FORMATS, subformat
+from acceptance.tools.trainlog.prefix import HEAD, common_prefix, strip_prefix
 from acceptance.tools.trainlog.struct import (
     STRUCT_FORMATS,
     UNIT_TARGETS,
@@ -41,6 +42,7 @@ __all__ = [
     "TrainLog",
     "bulk_usable",
     "detect",
+    "line_prefix",
     "parse",
     "parse_binary",
 ]
@@ -63,11 +65,12 @@ def parse(
     `format` forces a format (one of FORMATS) instead of detecting it; `columns` maps
     canonical column names (step, loss, step_time_s, step_time_ms, lr, ...) to the fields
     of a generic JSON-lines or CSV log; `keep` restricts the columns kept (memory).
+    A decoration on every line (markdown indentation or quoting, a comment marker) is taken off.
     Raises ParseError when nothing in the input is a recognised training-log record.
     """
     if format is not None and format not in FORMATS:
         raise ParseError(source, 0, format, "a format among " + ", ".join(FORMATS))
-    it = iter(lines)
+    it = _undecorated(lines)
     head: list[str] = []
     if format is None:
         format, head = _detect(it, source, columns)
@@ -85,6 +88,15 @@ def parse(
     if len(log) == 0 and not log.timers and not log.events:
         raise ParseError(source, 0, "", f"at least one {format} record")
     return log
+
+
+def _undecorated(lines: Iterable[str]) -> Iterator[str]:
+    """The lines without the decoration their first lines share."""
+    it = iter(lines)
+    first = list(itertools.islice(it, HEAD))
+    decoration = common_prefix(first)
+    rest = itertools.chain(first, it)
+    return strip_prefix(rest, decoration) if decoration else rest
 
 
 def _with_newlines(lines: Iterable[str]) -> Iterator[str]:
@@ -150,6 +162,8 @@ def _structured(line: str, columns: Mapping[str, str] | None) -> str | None:
         try:
             record = json.loads(line)
         except (json.JSONDecodeError, RecursionError):
+            if line.startswith(("{'", "{‘", "{’")):
+                return None  # a printed Python dict (HF Trainer console), not JSON
             return "json"  # a document spread over lines (trainer_state.json)
         if isinstance(record, dict) and (
             "log_history" in record or any(isinstance(v, dict) and "values" in v for v in record.values())
@@ -166,8 +180,14 @@ def _structured(line: str, columns: Mapping[str, str] | None) -> str | None:
 
 def detect(lines: Iterable[str], source: str = "<text>", columns: Mapping[str, str] | None = None) -> str:
     """The format of a log from its first lines (reads no further than it must); ParseError if none."""
-    format, _ = _detect(iter(lines), source, columns)
+    format, _ = _detect(_undecorated(lines), source, columns)
     return format
+
+
+def line_prefix(lines: Iterable[str]) -> str:
+    """The decoration every line of a log carries, from its first lines ("" when none): `parse`
+    takes it off; `parse_binary` reads only logs without one."""
+    return common_prefix(list(itertools.islice(lines, HEAD)))
 
 
 def bulk_usable(format: str, keep: Collection[str] | None) -> bool:

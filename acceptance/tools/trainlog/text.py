@@ -18,6 +18,7 @@ import contextlib
 import math
 from collections.abc import Collection, Iterable
 
+from acceptance.tools.trainlog.hfconsole import HfConsole
 from acceptance.tools.trainlog.model import Event, LineError, RankTimer, StepTable, TrainLog
 from acceptance.tools.trainlog.patterns import (
     ANSI,
@@ -28,7 +29,6 @@ from acceptance.tools.trainlog.patterns import (
     EVENT_HINT,
     FIELDS,
     HF_DICT,
-    HF_KV,
     KV,
     LOAD,
     MAX_JOIN,
@@ -67,7 +67,7 @@ class TextLogParser:
         self.errors: list[LineError] = []
         self._pending_resume: int | None = None  # index in events of a resume without a step
         self._carry: tuple[str, int | None, int] | None = None
-        self._hf_ordinal = 0
+        self._hf = HfConsole(self)
         self._ds_skipped = 0
         self._last_eval: int | None = None
         self._steps_since_resume = 0
@@ -86,7 +86,12 @@ class TextLogParser:
 
     def pending(self) -> bool:
         """Whether a record, a resume or a held-back line waits for the next line (no bulk input now)."""
-        return self._carry is not None or self._pending_resume is not None or self._unended is not None
+        return (
+            self._carry is not None
+            or self._pending_resume is not None
+            or self._unended is not None
+            or self._hf.pending is not None
+        )
 
     def count_steps(self, n: int) -> None:
         self._steps_since_resume += n
@@ -108,6 +113,7 @@ class TextLogParser:
                 self._record(text, rank, lineno, final=True)
             except (ValueError, OverflowError) as exc:
                 self._unreadable(lineno, text, exc)
+        self._hf.finish()
         return TrainLog(
             format=self.format,
             source=self.source,
@@ -157,7 +163,15 @@ class TextLogParser:
 
     def _line(self, raw: str, lineno: int) -> None:
         try:
-            self._read_line(raw, lineno)
+            body = raw.rstrip("\r\n")
+            if "\r" in body:  # tqdm's redrawn states, and whatever was printed after one, on one line
+                parts = body.split("\r")
+                for part in parts[:-1]:
+                    if part:
+                        self._read_line(part + "\n", lineno)
+                self._read_line(parts[-1] + raw[len(body) :], lineno)
+            else:
+                self._read_line(raw, lineno)
         except (ValueError, OverflowError) as exc:  # a number that does not read in a damaged line
             self._unreadable(lineno, raw, exc)
 
@@ -312,7 +326,7 @@ class TextLogParser:
         elif fmt == "deepspeed":
             self._deepspeed(line, rank, lineno)
         elif fmt == "hf-trainer-console":
-            self._hf(line, rank, lineno)
+            self._hf.line(line, rank, lineno)
 
     def _megatron(self, line: str, rank: int | None, lineno: int, joins: int, final: bool) -> None:
         starts = list(MEGATRON.finditer(line))
@@ -387,27 +401,15 @@ class TextLogParser:
             rate = m.group(3) or m.group(4)
             self.table.upsert(step, {"samples_per_s": float(rate)}, rank)
 
-    def _hf(self, line: str, rank: int | None, lineno: int) -> None:
-        for start in HF_DICT.finditer(line):
-            end = line.find("}", start.end())
-            kv = {
-                k: float(v.replace("Infinity", "inf"))
-                for k, v in HF_KV.findall(line[start.start() : end if end >= 0 else len(line)])
-            }
-            if "loss" in kv:
-                self._hf_ordinal += 1
-                step = int(kv["step"]) if "step" in kv else self._hf_ordinal
-                fields = {"loss": kv["loss"]}
-                for src, dst in (("learning_rate", "lr"), ("grad_norm", "grad_norm"), ("epoch", "epoch")):
-                    if src in kv:
-                        fields[dst] = kv[src]
-                self._emit(step, fields, rank, lineno)
-                if self._hf_ordinal == 1 and "step" not in kv:
-                    self.notes.append("printed dicts carry no step: steps are the dicts' ordinals")
-            elif "eval_loss" in kv:
-                self._event("eval", self.table.last_step, lineno)
-            elif "train_runtime" in kv:
-                self.notes.append(f"train_runtime {kv['train_runtime']} s (includes evaluation; not a step time)")
+    # ------------------------------------------------------------------ the HF console reader's sink
+    def emit(self, step: int, fields: dict[str, float], rank: int | None, lineno: int) -> None:
+        self._emit(step, fields, rank, lineno)
+
+    def event(self, kind: str, step: int | None, lineno: int) -> None:
+        self._event(kind, step, lineno)
+
+    def resumed(self) -> bool:
+        return any(e.type == "resume" for e in self.events)
 
 
 __all__ = ["TextLogParser"]
