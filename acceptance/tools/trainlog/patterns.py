@@ -10,7 +10,7 @@ PREFIX = re.compile(r"^\s*(?:>\s?)?(?:\[[A-Za-z_]*?(\d+)\]:|(\d+):\s|\[[Rr]ank\s
 # Record starts, one per format.
 MEGATRON = re.compile(r"iteration\s+(\d+)/\s*(\d+)\s*\|")
 NEMO2 = re.compile(r"Training epoch (\d+), iteration (\d+)/(\d+)\s*\|")
-TITAN = re.compile(r"step:\s*(\d+)\s+loss:\s*([-+\w.]+)")
+TITAN = re.compile(r"step:\s*(\d+)(?:/\d+\s*=\s*[\d.]+%)?\s+loss:\s*([-+\w.]+)")  # newer: `step: 640/644 = 99.3789%`
 NANOGPT = re.compile(r"iter (\d+): loss ([-+\w.]+), time ([\d.]+)ms")
 DS_STEP = re.compile(r"step=(\d+), skipped=(\d+), lr=\[([^\],]*)")
 DS_TIMER = re.compile(

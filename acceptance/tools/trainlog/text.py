@@ -246,7 +246,7 @@ class TextLogParser:
             self._event("start", None, lineno, line.strip()[:200])
             return
         m = SAVE.search(line)
-        if m and "Loading" not in line:
+        if m and "Loading" not in line and "Finished saving" not in line:  # torchtitan's done-line repeats the save
             groups = [g for g in m.groups() if g is not None]
             saved = int(groups[0]) if groups else self._save_step_guess()
             self._event("checkpoint_save", saved, lineno, line.strip()[:200])
