@@ -70,11 +70,22 @@ def parse(
     """
     if format is not None and format not in FORMATS:
         raise ParseError(source, 0, format, "a format among " + ", ".join(FORMATS))
-    it = _undecorated(lines)
+    rest = iter(lines)
+    first = list(itertools.islice(rest, HEAD))
+    decoration = common_prefix(first)
+    if decoration:
+        first = list(strip_prefix(first, decoration))
     head: list[str] = []
+    stripped = False
     if format is None:
-        format, head = _detect(it, source, columns)
-    stream: Iterator[str] = itertools.chain(head, it)
+        tail = strip_prefix(rest, decoration) if decoration else rest
+        format, head = _detect(itertools.chain(first, tail), source, columns)
+        if len(head) > len(first):  # detection read past the first lines: go on from where it stopped
+            first, rest, stripped = [], tail, True
+    if decoration and not stripped and (decoration.strip() or format not in TEXT_FORMATS):
+        rest = strip_prefix(rest, decoration)
+    # (blanks before every line change no record of a text format: those lines are read as they are)
+    stream: Iterator[str] = itertools.chain(head, first[len(head) :], rest)
     if format in ("hf-trainer-state", "megatron-golden-json") or format == "json":
         return parse_json_document("".join(_with_newlines(stream)), source, keep)
     if format == "jsonl":
@@ -95,8 +106,8 @@ def _undecorated(lines: Iterable[str]) -> Iterator[str]:
     it = iter(lines)
     first = list(itertools.islice(it, HEAD))
     decoration = common_prefix(first)
-    rest = itertools.chain(first, it)
-    return strip_prefix(rest, decoration) if decoration else rest
+    raw = itertools.chain(first, it)
+    return strip_prefix(raw, decoration) if decoration else raw
 
 
 def _with_newlines(lines: Iterable[str]) -> Iterator[str]:

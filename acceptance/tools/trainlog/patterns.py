@@ -69,7 +69,7 @@ EVENT_HINT = re.compile(
 # a resume without its step in the line (nanoGPT), or with it only in the checkpoint's name (Lightning, NeMo 2)
 RESUME_NOSTEP = re.compile(r"Resuming training from |Restored all states from the checkpoint at \S*?(?:step=(\d+))?")
 SKIP_LINE = re.compile(r"\[deep(?:speed|scale)\] (?:fp16 dynamic loss scale overflow|OVERFLOW)! Rank \d+ Skipping step")
-EVAL = re.compile(r"validation loss at iteration\s+(\d+)|^step (\d+): train loss [-\w.]+, val loss")
+EVAL = re.compile(r"validation loss at iteration\s+(\d+)|^\s*step (\d+): train loss [-\w.]+, val loss")
 #: how a whole record line of each text format ends (a cut last line does not end so)
 RECORD_END: dict[str, tuple[str, ...]] = {
     "megatron-lm": ("|",),
