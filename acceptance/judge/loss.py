@@ -1,8 +1,8 @@
 """Criterion 4: loss continuity after a restore.
 
-Exact checks first (../shared/docs/steptime-loss.md §4.2): the first step after the restore
-is the checkpoint step + 1 (on the log's grid), no gaps or repeats, no NaN/Inf, consumed
-samples and global batch size continuous, learning rate on its schedule, loss scale kept.
+Exact checks first: the first step after the restore is the checkpoint step + 1 (on the log's
+grid), no gaps or repeats, no NaN/Inf, no skipped iterations, consumed samples and global batch
+size continuous, the learning rate on the pre-incident schedule at every step, loss scale kept.
 Then robust z-scores of log(loss) after the restore against a Theil–Sen trend (vs log step)
 fitted to the last pre-incident points, scale 1.4826·MAD of the residuals: FAIL on any
 |z| > spike_z in the first `check_steps` points or |median z| > shift_z over the first
