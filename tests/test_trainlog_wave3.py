@@ -170,3 +170,24 @@ def test_the_bulk_reader_of_a_decorated_megatron_log_gives_the_same_records(
     for column, values in plain.columns.items():
         assert bulk.columns[column].tolist() == pytest.approx(values.tolist(), nan_ok=True), column
     assert bulk.events == plain.events
+
+
+@pytest.mark.parametrize("glue", ["\r", "", "\n"])
+def test_records_glued_to_tqdm_bars_are_read(glue: str) -> None:
+    """A data-loading bar redrawn with `\\r` and never ended: the next record lands on its line."""
+    bar = "Loading shards:  99%|█████████▉| 161/163 [01:15<00:00,  2.24it/s]"
+    record = (
+        " iteration       11/    1000 | consumed samples:           44 | elapsed time per iteration (ms): 1376.1 |"
+        " learning rate: 1.500E-04 | global batch size:     4 | lm loss: 2.247505E+01 | loss scale: 16384.0 |"
+        " number of skipped iterations:   0 | number of nan iterations:   0 |"
+    )
+    titan = (
+        "[rank0]:2025-04-01 00:25:47,084 - root - INFO - step: 12  loss:  6.2116  memory: 87.04GiB(93.48%)  "
+        "tps: 52,142  mfu: 3.09%"
+    )
+    frame = trainlog.parse([f"\r{bar}\r{bar}{glue}{record}\n"]).frame()
+    assert frame["step"].tolist() == [11]
+    assert frame["step_time_s"].tolist() == pytest.approx([1.3761])
+    assert frame["loss"].tolist() == pytest.approx([22.47505])
+    titan_frame = trainlog.parse([f"{bar}{glue}{titan}\n"]).frame()
+    assert (titan_frame["step"].tolist(), titan_frame["loss"].tolist()) == ([12], [6.2116])
