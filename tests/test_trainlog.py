@@ -188,7 +188,7 @@ def test_per_rank_records_that_differ_are_kept_with_their_rank():
             12.43661,
         ),
         ("deepspeed_engine.log", "deepspeed", 5, [("skip", 40)], "samples_per_s", 28.1),
-        ("hf_trainer_console.log", "hf-trainer-console", 3, [("eval", 3)], "loss", 2.4977),
+        ("hf_trainer_console.log", "hf-trainer-console", 3, [("eval", 12)], "loss", 2.4977),
         ("generic.csv", "csv", 20, [], "step_time_s", 0.251),
         ("lightning_metrics.csv", "lightning-csv", 12, [], "loss", 6.0),
     ],

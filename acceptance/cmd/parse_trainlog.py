@@ -8,6 +8,7 @@ whose caller keeps a few columns is opened in binary mode and handed to the bulk
 from __future__ import annotations
 
 import argparse
+import itertools
 import sys
 from collections.abc import Collection, Iterable, Mapping
 from pathlib import Path
@@ -33,11 +34,11 @@ def read_trainlog(
         return trainlog.parse(sys.stdin, "<stdin>", format, columns, keep=keep)
     try:
         if keep is not None:
-            found = format
-            if found is None:
-                with open(path, encoding="utf-8", errors="replace") as handle:
-                    found = trainlog.detect(handle, str(path), columns)
-            if trainlog.bulk_usable(found, keep):
+            with open(path, encoding="utf-8", errors="replace") as handle:
+                head = list(itertools.islice(handle, 64))
+                found = format or trainlog.detect(itertools.chain(head, handle), str(path), columns)
+            # blanks before every line change no Megatron record; another decoration is taken off by `parse`
+            if trainlog.bulk_usable(found, keep) and not trainlog.line_prefix(head).strip():
                 with open(path, "rb") as raw:
                     return trainlog.parse_binary(raw, str(path), found, keep=keep)
         with open(path, encoding="utf-8", errors="replace") as handle:

@@ -1,8 +1,8 @@
 """Criterion 4: loss continuity after a restore.
 
-Exact checks first (../shared/docs/steptime-loss.md §4.2): the first step after the restore
-is the checkpoint step + 1 (on the log's grid), no gaps or repeats, no NaN/Inf, consumed
-samples and global batch size continuous, learning rate on its schedule, loss scale kept.
+Exact checks first: the first step after the restore is the checkpoint step + 1 (on the log's
+grid), no gaps or repeats, no NaN/Inf, no skipped iterations, consumed samples and global batch
+size continuous, the learning rate on the pre-incident schedule at every step, loss scale kept.
 Then robust z-scores of log(loss) after the restore against a Theil–Sen trend (vs log step)
 fitted to the last pre-incident points, scale 1.4826·MAD of the residuals: FAIL on any
 |z| > spike_z in the first `check_steps` points or |median z| > shift_z over the first
@@ -91,11 +91,17 @@ def judge_loss(
     shown = max(policy.trend_window, policy.check_steps, int(judged.max()) + 1 if judged.size else 0)
     table = loss_table(window, post.head(shown))
     if not len(post):
+        at = f" at step {point.step}" if point.step is not None else ""
         return Verdict(
-            Status.INCONCLUSIVE, subject, "no steps after the restore in the log", figures, tuple(evidence), table
+            Status.INCONCLUSIVE,
+            subject,
+            f"not enough steps: the log has no step after the restore{at} (none run or logged yet)",
+            figures,
+            tuple(evidence),
+            table,
         )
 
-    findings = exact_checks(pre, post, point.step, policy.lr_rel_tol, policy.lr_override)
+    findings = exact_checks(point, pre, post, policy.lr_rel_tol, policy.lr_override)
     evidence.extend(f.text for f in findings if not f.fatal)
     fatal = [f for f in findings if f.fatal]
     if fatal:

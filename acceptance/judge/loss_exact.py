@@ -1,13 +1,16 @@
-"""Exact continuity checks of a restore: step grid, NaN/Inf, samples, batch size, LR, loss scale."""
+"""Exact continuity checks of a restore: step grid, NaN/Inf, skipped iterations, samples, batch
+size, loss scale, and the learning rate at every post-restore step against the pre-incident schedule."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import re
+from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
 
-from acceptance.tools.trainlog import TrainLog
+from acceptance.judge.loss_schedule import Schedule, lr_departure
+from acceptance.tools.trainlog import Event, TrainLog
 
 
 @dataclass(frozen=True)
@@ -21,12 +24,16 @@ class Finding:
 
 @dataclass(frozen=True)
 class RestorePoint:
-    """The checkpoint step restored (None when unknown) and the frames on each side of it."""
+    """The checkpoint step restored (None when unknown), the frames on each side of it, the
+    pre-incident learning-rate schedule (every step the pre-incident run logged, the steps past
+    the checkpoint included) and the skip events of the post-restore side."""
 
     step: int | None
     before: pd.DataFrame
     after: pd.DataFrame
     notes: tuple[str, ...]
+    schedule: Schedule = field(default_factory=Schedule.empty)
+    skips: tuple[Event, ...] = ()
 
 
 def restore_point(
@@ -42,6 +49,7 @@ def restore_point(
     pre_mask = np.ones(len(b_steps), dtype=bool)
     post_mask = np.ones(len(a_steps), dtype=bool)
     resumes = [e for e in after.events if e.type == "resume"]
+    skips = [e for e in after.events if e.type == "skip"]
     if resumes:
         matching = [e for e in resumes if restore_step is None or e.step == restore_step]
         chosen = matching[-1] if matching else resumes[-1]
@@ -50,6 +58,7 @@ def restore_point(
         if same:
             pre_mask &= seg < segment
         post_mask &= seg >= segment
+        skips = [e for e in skips if e.line > chosen.line]
         if restore_step is None and chosen.step is not None:
             restore_step = chosen.step
             notes.append(f"restore step {restore_step} from the log (line {chosen.line})")
@@ -57,6 +66,11 @@ def restore_point(
             notes.append(f"the log says it loaded step {chosen.step}; judged against the given {restore_step}")
     elif same and restore_step is not None:
         post_mask &= a_steps > restore_step
+        pre_mask &= b_steps <= restore_step  # one run: the steps past the restore are the post side
+        skips = [e for e in skips if e.step is not None and e.step > restore_step]
+    elif same:
+        skips = []  # no restore in the one log: nothing is post-restore
+    schedule = Schedule.of(before, pre_mask)
     if restore_step is None and post_mask.any():
         first = int(a_steps[post_mask][0])
         saves = [e.step for e in before.events if e.type == "checkpoint_save" and e.step is not None and e.step < first]
@@ -72,7 +86,7 @@ def restore_point(
         pre_idx = pre_idx[-pre_rows:]
     pre = before.frame(pre_idx).reset_index(drop=True)
     post = after.frame(np.flatnonzero(post_mask)).reset_index(drop=True)
-    return RestorePoint(restore_step, pre, post, tuple(notes))
+    return RestorePoint(restore_step, pre, post, tuple(notes), schedule, tuple(skips))
 
 
 def per_step(frame: pd.DataFrame) -> pd.DataFrame:
@@ -104,9 +118,11 @@ def _last(frame: pd.DataFrame, column: str) -> tuple[int, float] | None:
 
 
 def exact_checks(
-    pre: pd.DataFrame, post: pd.DataFrame, restore: int | None, lr_tol: float, lr_override: bool
+    point: RestorePoint, pre: pd.DataFrame, post: pd.DataFrame, lr_tol: float, lr_override: bool
 ) -> list[Finding]:
+    """The exact checks of the restore `point`, on its per-step frames `pre` and `post`."""
     out: list[Finding] = []
+    restore = point.step
     interval = _interval(pre, post)
     steps = post["step"].to_numpy(np.int64)
     if restore is not None:
@@ -148,9 +164,32 @@ def exact_checks(
         i = int(np.flatnonzero(bad)[0])
         loss = post["loss"].iloc[i] if "loss" in post else float("nan")
         out.append(Finding(int(steps[i]), f"NaN/Inf at step {steps[i]} after restore (loss {loss})"))
+    out.extend(_skipped(point.skips, restore))
     out.extend(_samples(pre, post, restore, interval))
-    out.extend(_schedule(pre, post, lr_tol, lr_override, interval))
+    out.extend(_schedule(point.schedule, pre, post, lr_tol, lr_override))
     return out
+
+
+_COUNT = re.compile(r"^(\d+) ")
+
+
+def _skipped(skips: tuple[Event, ...], restore: int | None) -> list[Finding]:
+    """Skipped iterations after the restore (fp16 loss-scale overflows the run skipped): a finding."""
+    if not skips:
+        return []
+    counts = [int(m.group(1)) if (m := _COUNT.match(e.detail)) else 1 for e in skips]
+    first = skips[0]
+    where = f"at step {first.step}" if first.step is not None else f"at line {first.line}"
+    after = f"the restore at step {restore}" if restore is not None else "the restore"
+    total = sum(counts)
+    more = f"; {total} in all over {len(skips)} reports" if len(skips) > 1 else ""
+    return [
+        Finding(
+            first.step,
+            f"{counts[0]} skipped iteration{'s' if counts[0] != 1 else ''} {where} after {after} "
+            f"(log line {first.line}: {first.detail}{more})",
+        )
+    ]
 
 
 def _samples(pre: pd.DataFrame, post: pd.DataFrame, restore: int | None, interval: int) -> list[Finding]:
@@ -205,28 +244,22 @@ def _samples(pre: pd.DataFrame, post: pd.DataFrame, restore: int | None, interva
     return out
 
 
-def _schedule(pre: pd.DataFrame, post: pd.DataFrame, lr_tol: float, lr_override: bool, interval: int) -> list[Finding]:
+def _schedule(
+    schedule: Schedule, pre: pd.DataFrame, post: pd.DataFrame, lr_tol: float, lr_override: bool
+) -> list[Finding]:
     out: list[Finding] = []
-    if "lr" in pre and "lr" in post:
-        ok_pre = pre[np.isfinite(pre["lr"].to_numpy(float))]
-        first = _first(post, "lr")
+    if "lr" in post and len(schedule):
         if lr_override:
             out.append(Finding(None, "learning-rate override declared: schedule continuity not checked", False))
-        elif len(ok_pre) >= 2 and first is not None:
-            (s1, l1), (s2, l2) = ((int(r.step), float(r.lr)) for r in ok_pre.tail(2).itertuples())
-            slope = (l2 - l1) / (s2 - s1) if s2 != s1 else 0.0
-            predicted = l2 + slope * (first[0] - s2)
-            scale = abs(predicted) or abs(l2) or 1.0
-            rel = abs(first[1] - predicted) / scale
-            steps_rel = abs(slope) * max(interval, 1) / (abs(l2) or 1.0)
-            if rel > lr_tol + 0.1 * steps_rel * max(1, (first[0] - s2) / max(interval, 1)):
-                out.append(
-                    Finding(
-                        first[0],
-                        f"learning rate {first[1]:.4g} at step {first[0]}, schedule gives {predicted:.4g} "
-                        f"({rel:.2%} off, tolerance {lr_tol:.2%})",
-                    )
-                )
+        else:
+            post_lr = post[np.isfinite(post["lr"].to_numpy(float))]
+            departure = lr_departure(
+                schedule, post_lr["step"].to_numpy(np.int64), post_lr["lr"].to_numpy(float), lr_tol
+            )
+            if departure.note:
+                out.append(Finding(None, departure.note, False))
+            if departure.step is not None:
+                out.append(Finding(departure.step, departure.text))
     scale_pre, scale_post = _last(pre, "loss_scale"), _first(post, "loss_scale")
     if scale_pre and scale_post and scale_pre[1] > 0 and not 0.5 <= scale_post[1] / scale_pre[1] <= 2:
         out.append(

@@ -19,8 +19,9 @@ from typing import BinaryIO
 
 from acceptance.errors import ParseError
 from acceptance.tools.trainlog import fast
-from acceptance.tools.trainlog.model import CANONICAL, Event, RankTimer, StepTable, TrainLog
-from acceptance.tools.trainlog.patterns import ANSI, DETECTORS, MEGATRON, TEXT_FORMATS, subformat
+from acceptance.tools.trainlog.model import CANONICAL, Event, LineError, RankTimer, StepTable, TrainLog
+from acceptance.tools.trainlog.patterns import ANSI, DETECTORS, LOAD, MEGATRON, START_AT, TEXT_FORMATS, subformat
+from acceptance.tools.trainlog.prefix import HEAD, common_prefix, strip_prefix
 from acceptance.tools.trainlog.struct import (
     STRUCT_FORMATS,
     UNIT_TARGETS,
@@ -35,11 +36,13 @@ __all__ = [
     "FORMATS",
     "UNIT_TARGETS",
     "Event",
+    "LineError",
     "RankTimer",
     "StepTable",
     "TrainLog",
     "bulk_usable",
     "detect",
+    "line_prefix",
     "parse",
     "parse_binary",
 ]
@@ -62,15 +65,27 @@ def parse(
     `format` forces a format (one of FORMATS) instead of detecting it; `columns` maps
     canonical column names (step, loss, step_time_s, step_time_ms, lr, ...) to the fields
     of a generic JSON-lines or CSV log; `keep` restricts the columns kept (memory).
+    A decoration on every line (markdown indentation or quoting, a comment marker) is taken off.
     Raises ParseError when nothing in the input is a recognised training-log record.
     """
     if format is not None and format not in FORMATS:
         raise ParseError(source, 0, format, "a format among " + ", ".join(FORMATS))
-    it = iter(lines)
+    rest = iter(lines)
+    first = list(itertools.islice(rest, HEAD))
+    decoration = common_prefix(first)
+    if decoration:
+        first = list(strip_prefix(first, decoration))
     head: list[str] = []
+    stripped = False
     if format is None:
-        format, head = _detect(it, source, columns)
-    stream: Iterator[str] = itertools.chain(head, it)
+        tail = strip_prefix(rest, decoration) if decoration else rest
+        format, head = _detect(itertools.chain(first, tail), source, columns)
+        if len(head) > len(first):  # detection read past the first lines: go on from where it stopped
+            first, rest, stripped = [], tail, True
+    if decoration and not stripped and (decoration.strip() or format not in TEXT_FORMATS):
+        rest = strip_prefix(rest, decoration)
+    # (blanks before every line change no record of a text format: those lines are read as they are)
+    stream: Iterator[str] = itertools.chain(head, first[len(head) :], rest)
     if format in ("hf-trainer-state", "megatron-golden-json") or format == "json":
         return parse_json_document("".join(_with_newlines(stream)), source, keep)
     if format == "jsonl":
@@ -86,15 +101,40 @@ def parse(
     return log
 
 
+def _undecorated(lines: Iterable[str]) -> Iterator[str]:
+    """The lines without the decoration their first lines share."""
+    it = iter(lines)
+    first = list(itertools.islice(it, HEAD))
+    decoration = common_prefix(first)
+    raw = itertools.chain(first, it)
+    return strip_prefix(raw, decoration) if decoration else raw
+
+
 def _with_newlines(lines: Iterable[str]) -> Iterator[str]:
     for line in lines:
         yield line if line.endswith("\n") else line + "\n"
 
 
+# The framework a checkpoint-load line names (LOAD's groups in order), for a log with no step yet.
+_LOAD_FORMATS = ("megatron-lm", "torchtitan", "hf-trainer-console", "deepspeed")
+
+
+def _resume_format(line: str) -> str | None:
+    """The format a checkpoint-load or `Training starts at step N` line belongs to, if any."""
+    m = LOAD.search(line)
+    if m:
+        return next(f for f, g in zip(_LOAD_FORMATS, m.groups(), strict=True) if g is not None)
+    return "torchtitan" if START_AT.search(line) else None
+
+
 def _detect(it: Iterator[str], source: str, columns: Mapping[str, str] | None) -> tuple[str, list[str]]:
-    """Read lines until one identifies the format; return it with the lines read so far."""
+    """Read lines until one identifies the format; return it with the lines read so far.
+
+    A log that loads a checkpoint but has no step line yet (a resumed run stopped or copied
+    before its first step) is of the format its load line names: a valid log without steps."""
     head: list[str] = []
     first: tuple[int, str] | None = None
+    resumed: str | None = None
     for raw in it:
         head.append(raw)
         line = ANSI.sub("", raw).strip() if "\x1b" in raw else raw.strip()
@@ -110,6 +150,10 @@ def _detect(it: Iterator[str], source: str, columns: Mapping[str, str] | None) -
                 if name == "megatron-straggler":
                     return _straggler_or_megatron(it, head)
                 return subformat(name, line), head
+        if resumed is None:
+            resumed = _resume_format(line)
+    if resumed is not None:
+        return resumed, head
     if first is None:
         raise ParseError(source, 0, "", EXPECTED + "; the input is empty")
     raise ParseError(source, first[0], first[1], EXPECTED)
@@ -129,6 +173,8 @@ def _structured(line: str, columns: Mapping[str, str] | None) -> str | None:
         try:
             record = json.loads(line)
         except (json.JSONDecodeError, RecursionError):
+            if line.startswith(("{'", "{‘", "{’")):
+                return None  # a printed Python dict (HF Trainer console), not JSON
             return "json"  # a document spread over lines (trainer_state.json)
         if isinstance(record, dict) and (
             "log_history" in record or any(isinstance(v, dict) and "values" in v for v in record.values())
@@ -145,8 +191,14 @@ def _structured(line: str, columns: Mapping[str, str] | None) -> str | None:
 
 def detect(lines: Iterable[str], source: str = "<text>", columns: Mapping[str, str] | None = None) -> str:
     """The format of a log from its first lines (reads no further than it must); ParseError if none."""
-    format, _ = _detect(iter(lines), source, columns)
+    format, _ = _detect(_undecorated(lines), source, columns)
     return format
+
+
+def line_prefix(lines: Iterable[str]) -> str:
+    """The decoration every line of a log carries, from its first lines ("" when none): `parse`
+    takes it off; `parse_binary` reads only logs without one."""
+    return common_prefix(list(itertools.islice(lines, HEAD)))
 
 
 def bulk_usable(format: str, keep: Collection[str] | None) -> bool:

@@ -90,12 +90,24 @@ class RankTimer:
 
 
 @dataclass(frozen=True)
+class LineError:
+    """A line the reader could not take whole (a last line cut mid-line, a damaged record): dropped, and said so."""
+
+    line: int
+    text: str
+
+    def to_json(self) -> dict[str, Any]:
+        return {"line": self.line, "text": self.text}
+
+
+@dataclass(frozen=True)
 class TrainLog:
     """One parsed training log.
 
     `columns` maps a column name to a numpy array (all the same length); missing values
     are NaN. `nan` is 1 where the log itself reported a NaN/Inf loss or NaN iterations,
-    never merely because a field was absent.
+    never merely because a field was absent. `errors` are the lines dropped because they
+    could not be read whole (the log is then `incomplete`).
     """
 
     format: str
@@ -104,6 +116,7 @@ class TrainLog:
     events: tuple[Event, ...] = ()
     timers: tuple[RankTimer, ...] = ()
     notes: tuple[str, ...] = ()
+    errors: tuple[LineError, ...] = ()
 
     def __len__(self) -> int:
         return len(self.columns["step"]) if "step" in self.columns else 0
@@ -136,8 +149,11 @@ class TrainLog:
         return tuple(e for e in self.events if e.type == kind)
 
     def status(self) -> str:
-        """`failed` when the log reports a NaN/Inf step, else `ok`."""
-        return "failed" if self.events_of("nan") else "ok"
+        """`failed` when the log reports a NaN/Inf step; `incomplete` when a line was dropped
+        because it could not be read whole (a last line cut mid-line); else `ok`."""
+        if self.events_of("nan"):
+            return "failed"
+        return "incomplete" if self.errors else "ok"
 
     def to_json(self) -> dict[str, Any]:
         """The stable document of DESIGN §4.3 (`acceptance parse trainlog`)."""
@@ -154,6 +170,7 @@ class TrainLog:
             "events": [e.to_json() for e in self.events],
             "timers": [t.to_json() for t in self.timers],
             "notes": list(self.notes),
+            "errors": [e.to_json() for e in self.errors],
         }
 
 

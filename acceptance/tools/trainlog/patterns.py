@@ -10,7 +10,7 @@ PREFIX = re.compile(r"^\s*(?:>\s?)?(?:\[[A-Za-z_]*?(\d+)\]:|(\d+):\s|\[[Rr]ank\s
 # Record starts, one per format.
 MEGATRON = re.compile(r"iteration\s+(\d+)/\s*(\d+)\s*\|")
 NEMO2 = re.compile(r"Training epoch (\d+), iteration (\d+)/(\d+)\s*\|")
-TITAN = re.compile(r"step:\s*(\d+)\s+loss:\s*([-+\w.]+)")
+TITAN = re.compile(r"step:\s*(\d+)(?:/\d+\s*=\s*[\d.]+%)?\s+loss:\s*([-+\w.]+)")  # newer: `step: 640/644 = 99.3789%`
 NANOGPT = re.compile(r"iter (\d+): loss ([-+\w.]+), time ([\d.]+)ms")
 DS_STEP = re.compile(r"step=(\d+), skipped=(\d+), lr=\[([^\],]*)")
 DS_TIMER = re.compile(
@@ -69,7 +69,7 @@ EVENT_HINT = re.compile(
 # a resume without its step in the line (nanoGPT), or with it only in the checkpoint's name (Lightning, NeMo 2)
 RESUME_NOSTEP = re.compile(r"Resuming training from |Restored all states from the checkpoint at \S*?(?:step=(\d+))?")
 SKIP_LINE = re.compile(r"\[deep(?:speed|scale)\] (?:fp16 dynamic loss scale overflow|OVERFLOW)! Rank \d+ Skipping step")
-EVAL = re.compile(r"validation loss at iteration\s+(\d+)|^step (\d+): train loss [-\w.]+, val loss")
+EVAL = re.compile(r"validation loss at iteration\s+(\d+)|^\s*step (\d+): train loss [-\w.]+, val loss")
 #: how a whole record line of each text format ends (a cut last line does not end so)
 RECORD_END: dict[str, tuple[str, ...]] = {
     "megatron-lm": ("|",),

@@ -15,7 +15,7 @@ from collections.abc import Collection, Iterable, Iterator, Mapping
 from typing import Any
 
 from acceptance.errors import ParseError
-from acceptance.tools.trainlog.model import CANONICAL, Event, StepTable, TrainLog
+from acceptance.tools.trainlog.model import CANONICAL, Event, LineError, StepTable, TrainLog
 
 STRUCT_FORMATS = ("hf-trainer-state", "megatron-golden-json", "lightning-csv", "jsonl", "csv")
 
@@ -109,8 +109,15 @@ def _fields(record: Mapping[str, Any], mapping: Mapping[str, tuple[str, float]])
     return fields
 
 
-def _finish(fmt: str, source: str, table: StepTable, events: list[Event], notes: list[str]) -> TrainLog:
-    return TrainLog(fmt, source, table.columns(), tuple(events), (), tuple(notes))
+def _finish(
+    fmt: str,
+    source: str,
+    table: StepTable,
+    events: list[Event],
+    notes: list[str],
+    errors: tuple[LineError, ...] = (),
+) -> TrainLog:
+    return TrainLog(fmt, source, table.columns(), tuple(events), (), tuple(notes), errors)
 
 
 def _whole_step(value: float) -> int:
@@ -234,6 +241,7 @@ def parse_jsonl(
     table = StepTable(keep)
     events: list[Event] = []
     notes: list[str] = []
+    errors: list[LineError] = []
     mapping: dict[str, tuple[str, float]] | None = None
     stream = _Lines(lines)
     for lineno, raw in enumerate(stream, start=first_line):
@@ -245,6 +253,7 @@ def parse_jsonl(
         except (json.JSONDecodeError, RecursionError) as exc:
             if stream.cut:
                 notes.append(_dropped(lineno, line))
+                errors.append(LineError(lineno, line[:500]))
                 break
             raise ParseError(source, lineno, line, "one JSON object per line") from exc
         if not isinstance(record, dict):
@@ -260,7 +269,7 @@ def parse_jsonl(
             _add(table, events, fields, lineno)
         except (ValueError, OverflowError) as exc:
             raise ParseError(source, lineno, line, f"a whole-number step ({exc})") from None
-    return _finish("jsonl", source, table, events, notes)
+    return _finish("jsonl", source, table, events, notes, tuple(errors))
 
 
 def _csv_rows(lines: Iterable[str], source: str, first_line: int) -> Iterator[list[str]]:
@@ -305,11 +314,13 @@ def parse_csv(
     events: list[Event] = []
     last_epoch_end: int | None = None
     dropped: list[str] = []
+    errors: list[LineError] = []
     for lineno, row in enumerate(rows, start=first_line + 1):
         if not row:
             continue
         if stream.cut:  # the last row, without its line end: its last number may be cut
             dropped.append(_dropped(lineno, ",".join(row)))
+            errors.append(LineError(lineno, ",".join(row)[:500]))
             break
         if len(row) != len(header):
             raise ParseError(source, lineno, ",".join(row), f"{len(header)} fields as in the header")
@@ -328,4 +339,4 @@ def parse_csv(
         except (ValueError, OverflowError) as exc:
             raise ParseError(source, lineno, ",".join(row), f"a whole-number step ({exc})") from None
     notes = ["step_time_s is epoch_time / steps in the epoch"] if epoch_time is not None else []
-    return _finish("lightning-csv" if lightning else "csv", source, table, events, notes + dropped)
+    return _finish("lightning-csv" if lightning else "csv", source, table, events, notes + dropped, tuple(errors))

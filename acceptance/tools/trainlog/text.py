@@ -18,7 +18,8 @@ import contextlib
 import math
 from collections.abc import Collection, Iterable
 
-from acceptance.tools.trainlog.model import Event, RankTimer, StepTable, TrainLog
+from acceptance.tools.trainlog.hfconsole import HfConsole
+from acceptance.tools.trainlog.model import Event, LineError, RankTimer, StepTable, TrainLog
 from acceptance.tools.trainlog.patterns import (
     ANSI,
     DS_RECORD,
@@ -28,7 +29,6 @@ from acceptance.tools.trainlog.patterns import (
     EVENT_HINT,
     FIELDS,
     HF_DICT,
-    HF_KV,
     KV,
     LOAD,
     MAX_JOIN,
@@ -64,9 +64,10 @@ class TextLogParser:
         self.events: list[Event] = []
         self.timers: list[RankTimer] = []
         self.notes: list[str] = []
+        self.errors: list[LineError] = []
         self._pending_resume: int | None = None  # index in events of a resume without a step
         self._carry: tuple[str, int | None, int] | None = None
-        self._hf_ordinal = 0
+        self._hf = HfConsole(self)
         self._ds_skipped = 0
         self._last_eval: int | None = None
         self._steps_since_resume = 0
@@ -85,7 +86,12 @@ class TextLogParser:
 
     def pending(self) -> bool:
         """Whether a record, a resume or a held-back line waits for the next line (no bulk input now)."""
-        return self._carry is not None or self._pending_resume is not None or self._unended is not None
+        return (
+            self._carry is not None
+            or self._pending_resume is not None
+            or self._unended is not None
+            or self._hf.pending is not None
+        )
 
     def count_steps(self, n: int) -> None:
         self._steps_since_resume += n
@@ -97,8 +103,9 @@ class TextLogParser:
             if (not self.ended and self._fed > 1) or self._whole(raw):
                 self._line(raw, lineno)
             else:
-                shown = ANSI.sub("", raw).strip()[:100]
-                self.notes.append(f"line {lineno}: the log ends inside this line (no line end): dropped: {shown}")
+                text = ANSI.sub("", raw).strip()
+                self.notes.append(f"line {lineno}: the log ends inside this line (no line end): dropped: {text[:100]}")
+                self.errors.append(LineError(lineno, text[:500]))
         if self._carry is not None:
             text, rank, lineno = self._carry
             self._carry = None
@@ -106,6 +113,7 @@ class TextLogParser:
                 self._record(text, rank, lineno, final=True)
             except (ValueError, OverflowError) as exc:
                 self._unreadable(lineno, text, exc)
+        self._hf.finish()
         return TrainLog(
             format=self.format,
             source=self.source,
@@ -113,6 +121,7 @@ class TextLogParser:
             events=tuple(self.events),
             timers=tuple(self.timers),
             notes=tuple(self.notes),
+            errors=tuple(self.errors),
         )
 
     def feed(self, raw: str, lineno: int) -> None:
@@ -154,7 +163,15 @@ class TextLogParser:
 
     def _line(self, raw: str, lineno: int) -> None:
         try:
-            self._read_line(raw, lineno)
+            body = raw.rstrip("\r\n")
+            if "\r" in body:  # tqdm's redrawn states, and whatever was printed after one, on one line
+                parts = body.split("\r")
+                for part in parts[:-1]:
+                    if part:
+                        self._read_line(part + "\n", lineno)
+                self._read_line(parts[-1] + raw[len(body) :], lineno)
+            else:
+                self._read_line(raw, lineno)
         except (ValueError, OverflowError) as exc:  # a number that does not read in a damaged line
             self._unreadable(lineno, raw, exc)
 
@@ -162,6 +179,7 @@ class TextLogParser:
         """A line whose record cannot be read whole is dropped, and said so (at most MAX_NOTES times)."""
         self._unreadable_lines += 1
         if self._unreadable_lines <= MAX_NOTES:
+            self.errors.append(LineError(lineno, raw.strip()[:500]))
             self.notes.append(f"line {lineno}: unreadable record dropped ({exc}): {raw.strip()[:100]}")
         elif self._unreadable_lines == MAX_NOTES + 1:
             self.notes.append(f"line {lineno}: more unreadable records dropped (not listed)")
@@ -228,7 +246,7 @@ class TextLogParser:
             self._event("start", None, lineno, line.strip()[:200])
             return
         m = SAVE.search(line)
-        if m and "Loading" not in line:
+        if m and "Loading" not in line and "Finished saving" not in line:  # torchtitan's done-line repeats the save
             groups = [g for g in m.groups() if g is not None]
             saved = int(groups[0]) if groups else self._save_step_guess()
             self._event("checkpoint_save", saved, lineno, line.strip()[:200])
@@ -308,7 +326,7 @@ class TextLogParser:
         elif fmt == "deepspeed":
             self._deepspeed(line, rank, lineno)
         elif fmt == "hf-trainer-console":
-            self._hf(line, rank, lineno)
+            self._hf.line(line, rank, lineno)
 
     def _megatron(self, line: str, rank: int | None, lineno: int, joins: int, final: bool) -> None:
         starts = list(MEGATRON.finditer(line))
@@ -383,27 +401,15 @@ class TextLogParser:
             rate = m.group(3) or m.group(4)
             self.table.upsert(step, {"samples_per_s": float(rate)}, rank)
 
-    def _hf(self, line: str, rank: int | None, lineno: int) -> None:
-        for start in HF_DICT.finditer(line):
-            end = line.find("}", start.end())
-            kv = {
-                k: float(v.replace("Infinity", "inf"))
-                for k, v in HF_KV.findall(line[start.start() : end if end >= 0 else len(line)])
-            }
-            if "loss" in kv:
-                self._hf_ordinal += 1
-                step = int(kv["step"]) if "step" in kv else self._hf_ordinal
-                fields = {"loss": kv["loss"]}
-                for src, dst in (("learning_rate", "lr"), ("grad_norm", "grad_norm"), ("epoch", "epoch")):
-                    if src in kv:
-                        fields[dst] = kv[src]
-                self._emit(step, fields, rank, lineno)
-                if self._hf_ordinal == 1 and "step" not in kv:
-                    self.notes.append("printed dicts carry no step: steps are the dicts' ordinals")
-            elif "eval_loss" in kv:
-                self._event("eval", self.table.last_step, lineno)
-            elif "train_runtime" in kv:
-                self.notes.append(f"train_runtime {kv['train_runtime']} s (includes evaluation; not a step time)")
+    # ------------------------------------------------------------------ the HF console reader's sink
+    def emit(self, step: int, fields: dict[str, float], rank: int | None, lineno: int) -> None:
+        self._emit(step, fields, rank, lineno)
+
+    def event(self, kind: str, step: int | None, lineno: int) -> None:
+        self._event(kind, step, lineno)
+
+    def resumed(self) -> bool:
+        return any(e.type == "resume" for e in self.events)
 
 
 __all__ = ["TextLogParser"]
