@@ -1,0 +1,376 @@
+"""Find credentials in text: by the name they are given, by the shape they are written in, by their form.
+
+Three layers, one list of finds (where in the text, what kind; never the value in a message):
+
+- provider forms, from the maintained plugins of `detect-secrets` (GitHub, AWS, Slack, JWT, private
+  keys, URLs with user:password, GitLab, Azure storage, Stripe, ...), plus Hugging Face tokens and
+  GitHub tokens of any length, which its plugins do not cover;
+- names: any part of an env, key or argument name that says credential (TOKEN, KEY, SECRET,
+  PASSWORD, PASSWD, PWD, PAT, CREDENTIAL, AUTH, COOKIE, SESSION, with `_`, `-`, `.` or camelCase
+  between the parts), extended by the keyword list of detect-secrets' `KeywordDetector`;
+- the shapes a named value is written in: ``NAME=value``, ``name: value``, ``"name": "value"``, a Python
+  dict repr ``{'NAME': 'value'}``, Megatron's argument dump ``name ........ value``, ``--flag value`` and
+  ``--flag=value``, an argv list in YAML or JSON (``- --flag`` then ``- value``), ``Bearer value``.
+
+No entropy rule is used: tool outputs are full of high-entropy strings that are not secrets (GPU UUIDs,
+PCI bus ids, sha256 digests, run ids, certificate authorities), and a credential with neither a name
+nor a provider's form is caught by its exact value when the profile holds it.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass
+from re import Pattern
+
+from detect_secrets.plugins.aws import AWSKeyDetector
+from detect_secrets.plugins.azure_storage_key import AzureStorageKeyDetector
+from detect_secrets.plugins.base import RegexBasedDetector
+from detect_secrets.plugins.basic_auth import BasicAuthDetector
+from detect_secrets.plugins.github_token import GitHubTokenDetector
+from detect_secrets.plugins.gitlab_token import GitLabTokenDetector
+from detect_secrets.plugins.jwt import JwtTokenDetector
+from detect_secrets.plugins.keyword import DENYLIST as KEYWORD_DENYLIST
+from detect_secrets.plugins.npm import NpmDetector
+from detect_secrets.plugins.openai import OpenAIDetector
+from detect_secrets.plugins.private_key import PrivateKeyDetector
+from detect_secrets.plugins.pypi_token import PypiTokenDetector
+from detect_secrets.plugins.sendgrid import SendGridDetector
+from detect_secrets.plugins.slack import SlackDetector
+from detect_secrets.plugins.square_oauth import SquareOAuthDetector
+from detect_secrets.plugins.stripe import StripeDetector
+from detect_secrets.plugins.twilio import TwilioKeyDetector
+
+REDACTED = "[REDACTED]"
+
+
+@dataclass(frozen=True)
+class Find:
+    """A credential-looking value at `start:end` of a text; `kind` names the rule (never the value)."""
+
+    start: int
+    end: int
+    kind: str
+
+    def line(self, text: str) -> int:
+        return text.count("\n", 0, self.start) + 1
+
+
+# ---------------------------------------------------------------------------------------------- names
+
+_PART = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|[0-9]+")
+# Parts that say credential wherever they stand (bare `token:` or `auth:` in a docker config too).
+_STRONG = frozenset(
+    [
+        "password",
+        "passwd",
+        "passphrase",
+        "passcode",
+        "secret",
+        "secrets",
+        "token",
+        "credential",
+        "credentials",
+        "cookie",
+        "cookies",
+        "authorization",
+        "auth",
+        "oauth",
+        "apikey",
+        "accesskey",
+        "secretkey",
+        "privatekey",
+        "authkey",
+        "authtoken",
+    ]
+)
+# Parts that say credential only after another part (`WANDB_KEY`, `GITHUB_PAT`; a bare `key:` is a label).
+_WEAK = frozenset({"key", "pat", "session", "pwd"})
+# What may follow a weak part and still name the value itself (`client-key-data`, `STORAGE_KEY_PRIMARY`).
+_VALUE_SUFFIX = frozenset({"data", "value", "b64", "base64", "pem", "id", "secret", "content", "primary", "secondary"})
+# A last part that names something about the credential, not the credential (`secretName`, `secretKeyRef`,
+# `HF_TOKEN_FILE`, `tokenPath`): its value is evidence.
+_NOT_THE_VALUE = frozenset(
+    [
+        "name",
+        "names",
+        "ref",
+        "path",
+        "file",
+        "dir",
+        "type",
+        "kind",
+        "length",
+        "len",
+        "count",
+        "size",
+        "ttl",
+        "timeout",
+        "expiry",
+        "expires",
+        "expiration",
+        "mode",
+        "format",
+        "enabled",
+        "required",
+        "namespace",
+        "source",
+        "field",
+        "prefix",
+        "suffix",
+        "version",
+        "policy",
+        "provider",
+        "method",
+        "env",
+        "uri",
+        "url",
+        "endpoint",
+        "header",
+        "location",
+        "mount",
+    ]
+)
+# A `key` after these is a lookup key, not a credential (`topologyKey`, `sort_key`, `label-key`).
+_LOOKUP = frozenset(
+    [
+        "topology",
+        "label",
+        "labels",
+        "sort",
+        "match",
+        "hash",
+        "partition",
+        "cache",
+        "lookup",
+        "routing",
+        "shard",
+        "index",
+        "field",
+        "group",
+        "map",
+    ]
+)
+_KEYWORD = re.compile("|".join(f"(?:{word})" for word in KEYWORD_DENYLIST))
+
+
+def name_parts(name: str) -> list[str]:
+    """`REDIS_PASSWORD_PRIMARY` → redis, password, primary; `automountServiceAccountToken` → ..., token."""
+    return [part.lower() for part in _PART.findall(name)]
+
+
+def is_secret_name(name: str) -> bool:
+    """Whether a mapping key, variable or argument name holds a credential."""
+    parts = name_parts(name.strip().lstrip("-"))
+    if not parts or parts[-1] in _NOT_THE_VALUE or "public" in parts or "pub" in parts:
+        return False
+    for i, part in enumerate(parts):
+        if part in _STRONG:
+            return True
+        if part in _WEAK and i > 0 and parts[i - 1] not in _LOOKUP and all(p in _VALUE_SUFFIX for p in parts[i + 1 :]):
+            return True
+    return len(parts) > 1 and bool(_KEYWORD.search("_".join(parts)))
+
+
+# ---------------------------------------------------------------------------------------------- values
+
+# A flag is never a credential (`automountServiceAccountToken: false`, Megatron's `hf_token .... None`);
+# a reference to one is not one either (`--hf-token $HF_TOKEN`, `{{ .Values.token }}`, `<token>`).
+_NOT_A_VALUE = re.compile(r"(?i)(?:true|false|null|none|~|\[REDACTED\].*|\$.*|\{\{.*|<[^<>]*>|\*+|[\"']{2})\Z")
+
+
+def is_plain_value(value: str) -> bool:
+    """A value that is not a credential whatever its name: a flag, null, a reference, already redacted."""
+    value = value.strip()
+    return not value or bool(_NOT_A_VALUE.match(value)) or REDACTED in value
+
+
+_NAME = r"[A-Za-z_][A-Za-z0-9_.-]*"
+_UNQUOTED = r"[^\s\"'<>,;|)}\]]+"
+_VALUE = r"(?P<v>\"[^\"\n]*\"|'[^'\n]*'|" + _UNQUOTED + ")"
+
+# NAME=value, --name=value (env dumps, argv, shell lines).
+_ASSIGNMENT = re.compile(r"(?<![\w.-])-{0,2}(?P<n>" + _NAME + r")=" + _VALUE)
+# "name": "value", 'name': 'value' (JSON, a Python dict repr), "name": 1234.
+_QUOTED_PAIR = re.compile(
+    r"(?P<q>[\"'])(?P<n>[^\"'\s:]{1,80})(?P=q)\s*:\s*(?P<v>\"(?:[^\"\\\n]|\\.)*\"|'(?:[^'\\\n]|\\.)*'|-?\d[\d.]*)"
+)
+# name: value (YAML, headers, log lines); the key at a line's start or after a separator.
+_COLON_PAIR = re.compile(r"(?<![\w.\"'-])(?P<n>" + _NAME + r")[ \t]*:[ \t]*(?P<v>\"[^\"\n]*\"|'[^'\n]*'|[^\s,;|}\]]+)")
+# Megatron's argument dump: `  hf_token ........................ hf_abc`.
+_DOTTED = re.compile(r"(?m)^[ \t]*(?P<n>" + _NAME + r")[ \t]+\.{3,}[ \t]+(?P<v>\S[^\n]*?)[ \t]*$")
+# --flag value (two tokens, on one line); the value is not itself a flag.
+_FLAG_VALUE = re.compile(
+    r"(?<![\w-])--?(?P<n>[A-Za-z][A-Za-z0-9_.-]*)[ \t]+(?P<v>\"[^\"\n]*\"|'[^'\n]*'|(?!-)[^\s\"']+)"
+)
+# An argv list: YAML `- --flag` then `- value`, JSON/Python `"--flag", "value"`.
+_YAML_ARGV = re.compile(
+    r"(?m)^(?P<i>[ \t]*)-[ \t]+[\"']?--?(?P<n>[A-Za-z][\w.-]*)[\"']?[ \t]*\r?\n(?P=i)-[ \t]+(?P<v>[^\n]*?)[ \t]*$"
+)
+_LIST_ARGV = re.compile(r"(?P<q>[\"'])--?(?P<n>[A-Za-z][\w.-]*)(?P=q)\s*,\s*(?P<v>\"[^\"\n]*\"|'[^'\n]*')")
+_XML_PROPERTY = re.compile(r'name="(?P<n>[^"]{1,80})"\s+value="(?P<v>[^"]*)"')
+_YAML_KEY = re.compile(
+    r"(?m)^[ \t]*(?:-[ \t]+)?[\"']?(?P<n>" + _NAME + r")[\"']?[ \t]*:[ \t]+(?P<v>[^\s#][^\n]*?)[ \t]*$"
+)
+
+_NAMED: tuple[tuple[Pattern[str], str], ...] = (
+    (_ASSIGNMENT, "a secret-named assignment {n}=…"),
+    (_QUOTED_PAIR, "a secret-named entry '{n}': …"),
+    (_YAML_KEY, "a secret-named key {n}: …"),
+    (_COLON_PAIR, "a secret-named key {n}: …"),
+    (_DOTTED, "a secret-named argument in an argument dump ({n} ....)"),
+    (_FLAG_VALUE, "a secret-named argument --{n} …"),
+    (_YAML_ARGV, "a secret-named argument --{n} … (argv list)"),
+    (_LIST_ARGV, "a secret-named argument --{n} … (argv list)"),
+    (_XML_PROPERTY, "a secret-named property {n}"),
+)
+
+_AUTH_HEADER = re.compile(r"(?i)\b(?:bearer|basic)[ \t]+(?P<v>(?!\[REDACTED\])[A-Za-z0-9._~+/=-]{8,})")
+_PEM_BODY = re.compile(r"-----BEGIN (?P<k>[A-Z0-9 ]*PRIVATE KEY)-----(?P<v>(?:(?!-----END).)+)", re.DOTALL)
+_URL_USERINFO = re.compile(r"(?i)\b[a-z][a-z0-9+.-]*://[^/\s:@]+:(?P<v>(?!\[REDACTED\])[^/\s@]+)@")
+# Token forms detect-secrets' plugins miss: Hugging Face, GitHub tokens of any length, fine-grained PATs.
+_EXTRA_FORMS: tuple[tuple[Pattern[str], str], ...] = (
+    (re.compile(r"(?<![A-Za-z0-9_])hf_[A-Za-z0-9]{20,}"), "Hugging Face token"),
+    (re.compile(r"(?<![A-Za-z0-9_])(?:gh[pousr]_[A-Za-z0-9_]{20,}|github_pat_[A-Za-z0-9_]{20,})"), "GitHub Token"),
+    (re.compile(r"(?<![A-Za-z0-9])(?:AKIA|ASIA|ABIA|ACCA)[0-9A-Z]{12,}(?![A-Za-z0-9])"), "AWS Access Key"),
+)
+_PLUGINS: tuple[type[RegexBasedDetector], ...] = (
+    AWSKeyDetector,
+    AzureStorageKeyDetector,
+    BasicAuthDetector,
+    GitHubTokenDetector,
+    GitLabTokenDetector,
+    JwtTokenDetector,
+    NpmDetector,
+    OpenAIDetector,
+    PrivateKeyDetector,
+    PypiTokenDetector,
+    SendGridDetector,
+    SlackDetector,
+    SquareOAuthDetector,
+    StripeDetector,
+    TwilioKeyDetector,
+)
+_TOKEN_CHARS = re.compile(r"[A-Za-z0-9_\-+/=.]*")
+
+
+def _provider_forms() -> tuple[tuple[Pattern[str], str], ...]:
+    forms: list[tuple[Pattern[str], str]] = []
+    for plugin in _PLUGINS:
+        denylist: list[Pattern[str]] = list(plugin.denylist)  # type: ignore[call-overload]
+        forms += [(regex, f"{plugin.secret_type} (detect-secrets {plugin.__name__})") for regex in denylist]
+    return (*forms, *_EXTRA_FORMS)
+
+
+_FORMS = _provider_forms()
+# Every name rule and provider form needs one of these (in the lower-cased text): a line with none of
+# them is not searched. Finding them is a handful of C-speed substring scans, not a regex per position.
+_HINTS = (
+    *("pass", "pwd", "secret", "token", "key", "credential", "auth", "cookie", "session", "contrase"),
+    *("_pat", "-pat", ".pat", "bearer", "basic", "://", "private key", "putty", "aws", "xox", "eyj", "hf_"),
+    *("ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat", "glpat-", "gldt-", "glft-", "glsoat-", "glrt-"),
+    *("glcbt-", "glimt-", "glptt-", "glagent-", "gloas-", "gr1348941", "sk-", "pypi-", "sg.", "sq0csp"),
+    *("k_live", "akia", "asia", "abia", "acca", "a3t", "accountkey"),
+)
+_CASED_HINTS = ("Pat", "AC", "SK")  # camelCase `githubPat`; Twilio's AC.../SK... keys
+
+
+def _blocks(text: str) -> list[tuple[int, int]]:
+    """The stretches of `text` worth searching: each line holding a hint, and the line after it."""
+    low = text.lower()
+    starts: set[int] = set()
+    for hints, hay in ((_HINTS, low), (_CASED_HINTS, text)):
+        for hint in hints:
+            at = hay.find(hint)
+            while at != -1:
+                starts.add(hay.rfind("\n", 0, at) + 1)
+                next_line = hay.find("\n", at)
+                at = -1 if next_line == -1 else hay.find(hint, next_line + 1)
+    blocks: list[tuple[int, int]] = []
+    for start in sorted(starts):
+        end = text.find("\n", start)
+        end = len(text) if end == -1 else text.find("\n", end + 1)
+        end = len(text) if end == -1 else end
+        if blocks and start <= blocks[-1][1] + 1:
+            blocks[-1] = (blocks[-1][0], max(end, blocks[-1][1]))
+        else:
+            blocks.append((start, end))
+    return blocks
+
+
+def _value_span(match: re.Match[str]) -> tuple[int, int]:
+    start, end = match.span("v")
+    value = match.group("v")
+    if len(value) >= 2 and value[0] == value[-1] and value[0] in "\"'":
+        return start + 1, end - 1
+    return start, end
+
+
+def _named(text: str, start: int, end: int) -> Iterator[Find]:
+    for regex, kind in _NAMED:
+        for match in regex.finditer(text, start, end):
+            name = match.group("n")
+            if not is_secret_name(name):
+                continue
+            begin, stop = _value_span(match)
+            value = text[begin:stop]
+            if text.startswith(REDACTED, begin) or value.lower() in ("bearer", "basic"):
+                continue
+            if begin < stop and not is_plain_value(value):
+                yield Find(begin, stop, kind.format(n=name))
+
+
+def _pem(text: str) -> Iterator[Find]:
+    if "PRIVATE KEY-----" not in text:
+        return
+    for match in _PEM_BODY.finditer(text):
+        body = match.group("v")
+        if body.strip() and REDACTED not in body:
+            yield Find(*match.span("v"), f"a PEM {match.group('k')} block")
+
+
+def _forms(text: str, start: int, end: int) -> Iterator[Find]:
+    for match in _AUTH_HEADER.finditer(text, start, end):
+        yield Find(*match.span("v"), "an Authorization header's credential")
+    for match in _URL_USERINFO.finditer(text, start, end):
+        yield Find(*match.span("v"), "a URL with user:password")
+    for regex, kind in _FORMS:
+        for match in regex.finditer(text, start, end):
+            if "PRIVATE KEY" in match.group(0) or "PuTTY" in match.group(0):
+                continue  # the PEM rule covers the block, and knows when it was already redacted
+            group = match.lastindex if match.lastindex else 0
+            begin, stop = match.span(group)
+            # a plugin's regex may stop short of the token's end (JWT's signature): redact to the end
+            tail = _TOKEN_CHARS.match(text, stop)
+            stop = tail.end() if tail else stop
+            if begin < stop and REDACTED not in text[begin:stop]:
+                yield Find(begin, stop, kind)
+
+
+def find_credentials(text: str) -> list[Find]:
+    """Every credential-looking value in `text`, in order; overlapping finds merged (the first kind kept)."""
+    found = list(_pem(text))
+    for start, end in _blocks(text):
+        found += [*_named(text, start, end), *_forms(text, start, end)]
+    finds = sorted(found, key=lambda f: (f.start, -f.end))
+    merged: list[Find] = []
+    for find in finds:
+        if merged and find.start < merged[-1].end:
+            last = merged[-1]
+            if find.end > last.end:
+                merged[-1] = Find(last.start, find.end, last.kind)
+            continue
+        merged.append(find)
+    return merged
+
+
+def redact(text: str, finds: list[Find]) -> str:
+    """`text` with each find's span replaced by ``[REDACTED]``."""
+    out: list[str] = []
+    at = 0
+    for find in finds:
+        out += [text[at : find.start], REDACTED]
+        at = find.end
+    out.append(text[at:])
+    return "".join(out)
