@@ -130,6 +130,7 @@ _NOT_THE_VALUE = frozenset(
         "header",
         "location",
         "mount",
+        *("seconds", "secs", "ms", "minutes", "hours", "days", "loss", "rate", "limit", "limits", "usage", "budget"),
     ]
 )
 # A `key` after these is a lookup key, not a credential (`topologyKey`, `sort_key`, `label-key`).
@@ -175,9 +176,12 @@ def is_secret_name(name: str) -> bool:
 
 # ---------------------------------------------------------------------------------------------- values
 
-# A flag is never a credential (`automountServiceAccountToken: false`, Megatron's `hf_token .... None`);
-# a reference to one is not one either (`--hf-token $HF_TOKEN`, `{{ .Values.token }}`, `<token>`).
-_NOT_A_VALUE = re.compile(r"(?i)(?:true|false|null|none|~|\[REDACTED\].*|\$.*|\{\{.*|<[^<>]*>|\*+|[\"']{2})\Z")
+# A flag is never a credential (`automountServiceAccountToken: false`, Megatron's `hf_token .... None`),
+# nor a measurement (`3.1525`; an integer may be a PIN); a reference to one is not one either
+# (`--hf-token $HF_TOKEN`, `{{ .Values.token }}`, `<token>`).
+_NOT_A_VALUE = re.compile(
+    r"(?i)(?:true|false|null|none|~|\[REDACTED\].*|\$.*|\{\{.*|<[^<>]*>|\*+|[\"']{2}|-?\d+\.\d+(?:e[+-]?\d+)?)\Z"
+)
 
 
 def is_plain_value(value: str) -> bool:
@@ -317,6 +321,8 @@ def _named(text: str, start: int, end: int) -> Iterator[Find]:
             value = text[begin:stop]
             if text.startswith(REDACTED, begin) or value.lower() in ("bearer", "basic"):
                 continue
+            if regex is _COLON_PAIR and value.isalpha() and value.islower() and not name.isupper():
+                continue  # prose: "may require authorization: server message"; YAML keys start a line
             if begin < stop and not is_plain_value(value):
                 yield Find(begin, stop, kind.format(n=name))
 
