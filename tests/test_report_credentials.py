@@ -36,6 +36,7 @@ def key(tmp_path: Path) -> Path:
     subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", "ops@example", "-f", str(path)], check=True)
     return path
 
+
 # issue 23.3: planted in kube.env / smoke.env (and the smoke argv), these reached 38 of 225 files
 PLANTED_ENV = {
     "REDIS_PASSWORD_PRIMARY": "redisPlanted-9f8e7d6c5b",

@@ -20,7 +20,9 @@ nor a provider's form is caught by its exact value when the profile holds it.
 from __future__ import annotations
 
 import re
+from bisect import bisect_right
 from collections.abc import Iterator
+from functools import lru_cache
 from dataclasses import dataclass
 from re import Pattern
 
@@ -161,6 +163,7 @@ def name_parts(name: str) -> list[str]:
     return [part.lower() for part in _PART.findall(name)]
 
 
+@lru_cache(maxsize=8192)  # a pure function of the name; a report asks it of the same keys again and again
 def is_secret_name(name: str) -> bool:
     """Whether a mapping key, variable or argument name holds a credential."""
     parts = name_parts(name.strip().lstrip("-"))
@@ -280,9 +283,15 @@ _HINTS = (
 _CASED_HINTS = ("Pat", "AC", "SK")  # camelCase `githubPat`; Twilio's AC.../SK... keys
 
 
+_ANY_HINT = re.compile("|".join(re.escape(hint) for hint in _HINTS))
+_ANY_CASED_HINT = re.compile("|".join(_CASED_HINTS))
+
+
 def _blocks(text: str) -> list[tuple[int, int]]:
     """The stretches of `text` worth searching: each line holding a hint, and the line after it."""
     low = text.lower()
+    if len(text) < 4096 and not _ANY_HINT.search(low) and not _ANY_CASED_HINT.search(text):
+        return []  # most strings of a document (scrub_obj) hold none
     starts: set[int] = set()
     for hints, hay in ((_HINTS, low), (_CASED_HINTS, text)):
         for hint in hints:
@@ -354,12 +363,27 @@ def _forms(text: str, start: int, end: int) -> Iterator[Find]:
                 yield Find(begin, stop, kind)
 
 
+def _candidates(text: str) -> Iterator[Find]:
+    """The name and form rules over the hinted lines only, joined into one text (one regex pass each)."""
+    blocks = _blocks(text)
+    if not blocks:
+        return
+    joined = "\n".join(text[start:end] for start, end in blocks)
+    at: list[int] = []  # where each block starts in `joined`
+    pos = 0
+    for start, end in blocks:
+        at.append(pos)
+        pos += end - start + 1
+    for find in (*_named(joined, 0, len(joined)), *_forms(joined, 0, len(joined))):
+        i = bisect_right(at, find.start) - 1
+        start, end = blocks[i]
+        begin = start + find.start - at[i]
+        yield Find(begin, min(start + find.end - at[i], end), find.kind)
+
+
 def find_credentials(text: str) -> list[Find]:
     """Every credential-looking value in `text`, in order; overlapping finds merged (the first kind kept)."""
-    found = list(_pem(text))
-    for start, end in _blocks(text):
-        found += [*_named(text, start, end), *_forms(text, start, end)]
-    finds = sorted(found, key=lambda f: (f.start, -f.end))
+    finds = sorted([*_pem(text), *_candidates(text)], key=lambda f: (f.start, -f.end))
     merged: list[Find] = []
     for find in finds:
         if merged and find.start < merged[-1].end:
