@@ -72,7 +72,8 @@ def test_each_log_form_is_scrubbed(form: str) -> None:
     line, secret = LOG_FORMS[form]
     scrubbed = scrub_text(f"step 1 loss 2.3\n{line}\nstep 2 loss 2.2\n")
     assert secret not in scrubbed
-    assert REDACTED in scrubbed and "step 2 loss 2.2" in scrubbed
+    assert REDACTED in scrubbed
+    assert "step 2 loss 2.2" in scrubbed
     assert find_credentials(scrubbed) == []  # what scrubbing leaves, the scan before signing accepts
 
 
@@ -95,7 +96,8 @@ def test_argv_lists_and_env_references() -> None:
     argv = ["python", "train.py", "--hf-token", ARGV_TOKEN, "--seed", "1"]
     assert scrub_obj({"command": argv})["command"] == ["python", "train.py", "--hf-token", REDACTED, "--seed", "1"]
     as_yaml = yaml.safe_dump({"command": argv})
-    assert ARGV_TOKEN not in scrub_text(as_yaml) and "--seed" in scrub_text(as_yaml)
+    assert ARGV_TOKEN not in scrub_text(as_yaml)
+    assert "--seed" in scrub_text(as_yaml)
     assert ARGV_TOKEN not in scrub_text(json.dumps(argv, indent=2))
     ref = {"HF_TOKEN": {"valueFrom": {"secretKeyRef": {"name": "hf", "key": "token"}}}}
     assert scrub_obj(ref) == ref  # a reference to a Secret is evidence, not a credential
@@ -178,7 +180,8 @@ def test_planted_env_and_argv_forms_reach_no_file_of_a_report(pytester: pytest.P
     assert not leaked
     assert "not signed" not in run.result.stdout.str()
     smoke = (run.report_dir / "manifests" / "training" / "smoke.yaml").read_text()
-    assert "--hf-token" in smoke and REDACTED in smoke
+    assert "--hf-token" in smoke
+    assert REDACTED in smoke
 
 
 # ---------------------------------------------------------------------------------- through a bundle
@@ -229,12 +232,14 @@ def test_a_folder_that_still_holds_a_credential_is_not_signed(tmp_path: Path, ke
     result = finalize(folder, None, ReportData(), SignOptions(key=key))
     assert result.refused is not None
     assert "outputs/tool.log:2: GitHub Token" in result.refused
-    assert GHP not in result.refused and not any(GHP in p for p in result.problems)
+    assert GHP not in result.refused
+    assert not any(GHP in p for p in result.problems)
     assert not result.signing.signed
     assert not (folder.path / "MANIFEST.json.sig").exists()
     assert (folder.path / "outputs" / "tool.log").read_text().count(GHP) == 1  # named, not silently changed
     manifest = json.loads((folder.path / "MANIFEST.json").read_text())
-    assert manifest["signing"]["signed"] is False and "outputs/tool.log:2" in manifest["signing"]["reason"]
+    assert manifest["signing"]["signed"] is False
+    assert "outputs/tool.log:2" in manifest["signing"]["reason"]
 
 
 def test_allow_unredacted_lets_a_named_file_through_and_the_manifest_says_so(tmp_path: Path, key: Path) -> None:
@@ -268,7 +273,9 @@ def test_the_bundle_command_refuses_to_sign_and_exits_non_zero(
     err = capsys.readouterr().err
     assert status == 1
     name = next(p.name for p in (out / "evidence" / "inputs").iterdir() if GHP in p.read_text())
-    assert f"evidence/inputs/{name}:" in err and "GitHub Token" in err and GHP not in err
+    assert f"evidence/inputs/{name}:" in err
+    assert "GitHub Token" in err
+    assert GHP not in err
     assert not out.with_name(out.name + ".tar.gz").exists()  # no archive to attach
     status, out = _bundle(tmp_path / "again", log, "--allow-unredacted", f"evidence/inputs/{name}")
     assert status == 0

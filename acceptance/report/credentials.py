@@ -22,8 +22,8 @@ from __future__ import annotations
 import re
 from bisect import bisect_right
 from collections.abc import Iterator
-from functools import lru_cache
 from dataclasses import dataclass
+from functools import lru_cache
 from re import Pattern
 
 from detect_secrets.plugins.aws import AWSKeyDetector
@@ -42,7 +42,6 @@ from detect_secrets.plugins.sendgrid import SendGridDetector
 from detect_secrets.plugins.slack import SlackDetector
 from detect_secrets.plugins.square_oauth import SquareOAuthDetector
 from detect_secrets.plugins.stripe import StripeDetector
-from detect_secrets.plugins.twilio import TwilioKeyDetector
 
 REDACTED = "[REDACTED]"
 
@@ -257,7 +256,6 @@ _PLUGINS: tuple[type[RegexBasedDetector], ...] = (
     SlackDetector,
     SquareOAuthDetector,
     StripeDetector,
-    TwilioKeyDetector,
 )
 _TOKEN_CHARS = re.compile(r"[A-Za-z0-9_\-+/=.]*")
 
@@ -274,13 +272,29 @@ _FORMS = _provider_forms()
 # Every name rule and provider form needs one of these (in the lower-cased text): a line with none of
 # them is not searched. Finding them is a handful of C-speed substring scans, not a regex per position.
 _HINTS = (
-    *("pass", "pwd", "secret", "token", "key", "credential", "auth", "cookie", "session", "contrase"),
+    *(
+        "passw",
+        "passp",
+        "passc",
+        "_pass",
+        "pass_",
+        "-pass",
+        "pwd",
+        "secret",
+        "token",
+        "key",
+        "credential",
+        "auth",
+        "cookie",
+        "session",
+        "contrase",
+    ),
     *("_pat", "-pat", ".pat", "bearer", "basic", "://", "private key", "putty", "aws", "xox", "eyj", "hf_"),
     *("ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat", "glpat-", "gldt-", "glft-", "glsoat-", "glrt-"),
     *("glcbt-", "glimt-", "glptt-", "glagent-", "gloas-", "gr1348941", "sk-", "pypi-", "sg.", "sq0csp"),
     *("k_live", "akia", "asia", "abia", "acca", "a3t", "accountkey"),
 )
-_CASED_HINTS = ("Pat", "AC", "SK")  # camelCase `githubPat`; Twilio's AC.../SK... keys
+_CASED_HINTS = ("Pat",)  # camelCase `githubPat`
 
 
 _ANY_HINT = re.compile("|".join(re.escape(hint) for hint in _HINTS))

@@ -31,6 +31,7 @@ __all__ = [
 _SECRET_KEY_LINE = re.compile(
     r"""(?i)^(?P<indent>[ \t]*(?:-[ \t]+)?)(?P<key>["']?(?P<name>[A-Za-z_][A-Za-z0-9_.-]*)["']?[ \t]*:)(?P<value>.*)$"""
 )
+_BLOCK_SCALAR = re.compile(r":[ \t]*[|>]")
 _PEM_PRIVATE = re.compile(
     r"-----BEGIN ([A-Z0-9 ]*PRIVATE KEY)-----.*?(?:-----END \1-----|\Z)",
     re.DOTALL,
@@ -63,7 +64,8 @@ def _scrub_yaml_lines(text: str) -> str:
 def scrub_text(text: str) -> str:
     """Return `text` with every credential we recognise replaced by ``[REDACTED]``."""
     text = _PEM_PRIVATE.sub(lambda m: f"-----BEGIN {m.group(1)}----- {REDACTED} -----END {m.group(1)}-----", text)
-    text = _scrub_yaml_lines(text)
+    if _BLOCK_SCALAR.search(text):  # single-line keys are the span rules' work; only `name: |` blocks need lines
+        text = _scrub_yaml_lines(text)
     return redact(text, find_credentials(text))
 
 
