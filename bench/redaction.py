@@ -2,6 +2,7 @@
 
     python bench/redaction.py              # 128 nodes x 8 GPUs
     python bench/redaction.py --nodes 16 128
+    python bench/redaction.py --suite      # also: the whole simulated suite at 128 nodes, its report as written
 
 The report: per node the simulator's ``dcgmi diag -r 3 -j`` output, its result JSON and a pod manifest
 (as criterion 1 writes them), the 128-node torchrun smoke log, then `finalize` (report-data.json, the
@@ -9,6 +10,8 @@ HTML page with its heatmap, the manifest, the scan). The bundle: `write_bundle` 
 that log (inputs, bundle.json, bundle.md, the step plot, manifest, scan, archive). Measured: the wall
 time of writing each, and within it the time spent in `scrub_text`/`scrub_obj` (redaction as files are
 written) and `scan_folder` (the last scan before signing); prints the share (goal: under 10%).
+With ``--suite``: the simulated suite at that size, in this process, with every `ReportFolder.add_*` and
+`finalize` timed (the report as the run writes it) against the redaction inside them.
 """
 
 from __future__ import annotations
@@ -47,15 +50,17 @@ class Clock:
         return timed
 
 
-def instrument() -> Clock:
+def instrument() -> tuple[Clock, Clock]:
+    """Clocks around redaction as files are written (scrub_text, scrub_obj) and the scan before signing."""
     from acceptance.report import bundle, finalize, folder, manifest, secrets
 
-    clock = Clock()
+    scrub, scan = Clock(), Clock()
+    originals = {name: getattr(secrets, name) for name in ("scrub_text", "scrub_obj", "scan_folder")}
     for module in (secrets, folder, manifest, finalize, bundle):
-        for name in ("scrub_text", "scrub_obj", "scan_folder"):
+        for name, original in originals.items():
             if hasattr(module, name):
-                setattr(module, name, clock.wrap(getattr(secrets, name)))
-    return clock
+                setattr(module, name, (scan if name == "scan_folder" else scrub).wrap(original))
+    return scrub, scan
 
 
 def smoke_log(nodes: int) -> tuple[str, Any]:
@@ -136,36 +141,84 @@ def write_bundle_of(root: Path, nodes: int, log: str, runner: Any) -> float:
     return time.perf_counter() - start
 
 
+def suite(nodes: int, scrub: Clock, scan: Clock) -> dict[str, Any]:
+    import pytest
+    import yaml
+
+    from acceptance.report import finalize as finalize_module
+    from acceptance.report import session
+    from acceptance.report.folder import ReportFolder
+    from bench.suite_scale import profile
+    from tests.report_scale import node_names
+
+    write = Clock()
+    for name in ("add_text", "add_json", "add_yaml", "add_file"):
+        setattr(ReportFolder, name, write.wrap(getattr(ReportFolder, name)))
+    session.finalize = write.wrap(finalize_module.finalize)  # type: ignore[attr-defined]
+    with tempfile.TemporaryDirectory() as tmp:
+        baselines = profile(Path(tmp), nodes)
+        agreement = baselines / "scale" / "cluster.yaml"
+        data = yaml.safe_load(agreement.read_text())
+        data["nodes"]["names"] = node_names(nodes)  # the simulator's names at this size
+        agreement.write_text(yaml.safe_dump(data, sort_keys=False))
+        report = Path(tmp) / "report"
+        scrub.seconds = scan.seconds = 0.0
+        start = time.perf_counter()
+        argv = [str(Path(__file__).resolve().parents[1] / "acceptance"), "--cluster=scale", f"--baselines-dir={baselines}",
+                f"--report-dir={report}", "--record-baseline", "--no-sign", "-q", "-p", "no:cacheprovider", "--assert=plain"]  # fmt: skip
+        status = pytest.main(argv)
+        wall = time.perf_counter() - start
+        files = [p for p in report.rglob("*") if p.is_file()]
+        mib = sum(p.stat().st_size for p in files) / 2**20
+    return {
+        "suite_nodes": nodes,
+        "exit": int(status),
+        "wall_s": round(wall, 1),
+        "report_files": len(files),
+        "report_mib": round(mib, 1),
+        "report_write_s": round(write.seconds, 2),
+        "scrub_s": round(scrub.seconds, 2),
+        "scan_s": round(scan.seconds, 2),
+        "redact_share": f"{(scrub.seconds + scan.seconds) / max(write.seconds, 1e-9):.1%}",
+    }
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--nodes", type=int, nargs="+", default=[128])
+    parser.add_argument("--suite", action="store_true", help="also run the simulated suite at each size")
     args = parser.parse_args()
-    clock = instrument()
+    scrub, scan = instrument()
     for nodes in args.nodes:
         log, runner = smoke_log(nodes)
         with tempfile.TemporaryDirectory() as tmp:
-            clock.seconds = 0.0
+            scrub.seconds = scan.seconds = 0.0
             report_s = write_report(Path(tmp), nodes, log, runner)
-            report_redact = clock.seconds
+            report_scrub, report_scan = scrub.seconds, scan.seconds
             report_mib = sum(p.stat().st_size for p in Path(tmp).rglob("*") if p.is_file()) / 2**20
-            clock.seconds = 0.0
+            scrub.seconds = scan.seconds = 0.0
             bundle_s = write_bundle_of(Path(tmp), nodes, log, runner)
-            bundle_redact = clock.seconds
-        total, redact = report_s + bundle_s, report_redact + bundle_redact
+            bundle_scrub, bundle_scan = scrub.seconds, scan.seconds
+        total = report_s + bundle_s
+        redact = report_scrub + report_scan + bundle_scrub + bundle_scan
         print(
             json.dumps(
                 {
                     "nodes": nodes,
                     "report_mib": round(report_mib, 1),
                     "report_write_s": round(report_s, 2),
-                    "report_redact_s": round(report_redact, 2),
+                    "report_scrub_s": round(report_scrub, 2),
+                    "report_scan_s": round(report_scan, 2),
                     "bundle_write_s": round(bundle_s, 2),
-                    "bundle_redact_s": round(bundle_redact, 2),
+                    "bundle_scrub_s": round(bundle_scrub, 2),
+                    "bundle_scan_s": round(bundle_scan, 2),
                     "redact_share": f"{redact / total:.1%}",
                 }
             ),
             flush=True,
         )
+    for nodes in args.nodes if args.suite else []:
+        print(json.dumps(suite(nodes, scrub, scan)), flush=True)
 
 
 if __name__ == "__main__":

@@ -260,15 +260,20 @@ def test_allow_unredacted_lets_a_named_file_through_and_the_manifest_says_so(tmp
 def test_the_bundle_command_refuses_to_sign_and_exits_non_zero(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """A writer that did not scrub (scrubbing switched off here): the scan before signing still stops it."""
-    import acceptance.report.folder as folder_module
+    """A writer that wrote around the scrubbing (as a tool copying its own file in would): the scan stops it."""
+    from acceptance.report.folder import ReportFolder
     from tests.incident_logs import write
+
+    def raw_add_text(self: ReportFolder, relpath: str, text: str) -> Path:
+        target = self._target(relpath)
+        target.write_text(text, encoding="utf-8")
+        return target
 
     (tmp_path / "logs").mkdir()
     logs = write(tmp_path / "logs", only=("xid",))
     log = Path(logs["xid"])
     log.write_text(log.read_text() + f"cloning with {GHP} done\n")
-    monkeypatch.setattr(folder_module, "scrub_text", lambda text: text)
+    monkeypatch.setattr(ReportFolder, "add_text", raw_add_text)
     status, out = _bundle(tmp_path, log)
     err = capsys.readouterr().err
     assert status == 1

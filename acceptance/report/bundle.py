@@ -166,7 +166,7 @@ def write_bundle(
     markdown = out.add_text("bundle.md", render.to_markdown(bundle, files))
     scan = FolderScan()
     try:
-        scan = scan_folder(folder, secrets or {}, allow_unredacted)
+        scan = scan_folder(folder, secrets or {}, allow_unredacted, scrubbed=out.scrubbed)
     except OSError as exc:
         problems.append(f"the bundle folder cannot be scanned for credentials ({exc})")
     problems += [f"secret found in {f}" for f in scan.redacted]

@@ -272,53 +272,68 @@ _FORMS = _provider_forms()
 # Every name rule and provider form needs one of these (in the lower-cased text): a line with none of
 # them is not searched. Finding them is a handful of C-speed substring scans, not a regex per position.
 _HINTS = (
-    *(
-        "passw",
-        "passp",
-        "passc",
-        "_pass",
-        "pass_",
-        "-pass",
-        "pwd",
-        "secret",
-        "token",
-        "key",
-        "credential",
-        "auth",
-        "cookie",
-        "session",
-        "contrase",
-    ),
-    *("_pat", "-pat", ".pat", "bearer", "basic", "://", "private key", "putty", "aws", "xox", "eyj", "hf_"),
-    *("ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat", "glpat-", "gldt-", "glft-", "glsoat-", "glrt-"),
-    *("glcbt-", "glimt-", "glptt-", "glagent-", "gloas-", "gr1348941", "sk-", "pypi-", "sg.", "sq0csp"),
-    *("k_live", "akia", "asia", "abia", "acca", "a3t", "accountkey"),
+    *("passw", "passp", "passc", "_pass", "pass_", "-pass", "pwd", "secret", "token", "key", "creden", "auth"),
+    *("cookie", "session", "contrase", "_pat", "-pat", ".pat", "bearer", "basic", "://", "putty", "aws", "xox"),
+    *("eyj", "hf_", "gr1348941", "sk-", "pypi-", "sg.", "sq0csp", "k_live"),
 )
-_CASED_HINTS = ("Pat",)  # camelCase `githubPat`
-
-
+# Families with a common literal prefix: one regex pass each, in the text as written.
+_CASED_HINTS = (
+    re.compile(r"Pat"),  # camelCase `githubPat`
+    re.compile(r"gh[pousr]_"),
+    re.compile(r"gl(?:pat|dt|ft|soat|rt|cbt|imt|ptt|agent|oas)-"),
+    re.compile(r"A(?:KIA|SIA|BIA|CCA|3T)"),
+)
 _ANY_HINT = re.compile("|".join(re.escape(hint) for hint in _HINTS))
-_ANY_CASED_HINT = re.compile("|".join(_CASED_HINTS))
+_ANY_CASED_HINT = re.compile("|".join(regex.pattern for regex in _CASED_HINTS))
+
+
+_LONG_LINE = 4096  # a longer line (a one-line junit, an HTML page) is searched around each hint only
+_BEFORE, _AFTER = 512, 2048  # the window around a hint, widened to the nearest delimiter on each side
+_DELIMITER = re.compile(r"[\s\"'<>]")
+
+
+def _window(text: str, at: int, line_start: int, line_end: int) -> tuple[int, int]:
+    """Around a hint in a long line: from the delimiter before `at - _BEFORE` to the one after `at + _AFTER`,
+    so that no name or value is cut."""
+    start = max(line_start, at - _BEFORE)
+    if start > line_start:
+        start = max(line_start, *(text.rfind(ch, line_start, start) + 1 for ch in " \t\"'<>"))
+    end = min(line_end, at + _AFTER)
+    if end < line_end:
+        found = _DELIMITER.search(text, end, line_end)
+        end = found.start() if found else line_end
+    return start, end
+
+
+def _hit_block(text: str, at: int) -> tuple[tuple[int, int], int]:
+    """The stretch to search for a hint at `at`, and where to look for the next hit of the same hint."""
+    line_start = text.rfind("\n", 0, at) + 1
+    line_end = text.find("\n", at)
+    line_end = len(text) if line_end == -1 else line_end
+    if line_end - line_start > _LONG_LINE:
+        return _window(text, at, line_start, line_end), at + 1
+    after = text.find("\n", line_end + 1) if line_end < len(text) else -1  # and the line after it (argv lists)
+    after = len(text) if after == -1 or after - line_end > _LONG_LINE else after
+    return (line_start, after), line_end + 1
 
 
 def _blocks(text: str) -> list[tuple[int, int]]:
-    """The stretches of `text` worth searching: each line holding a hint, and the line after it."""
+    """The stretches of `text` worth searching: each line holding a hint and the line after it (around the
+    hint in a long line)."""
     low = text.lower()
     if len(text) < 4096 and not _ANY_HINT.search(low) and not _ANY_CASED_HINT.search(text):
         return []  # most strings of a document (scrub_obj) hold none
-    starts: set[int] = set()
-    for hints, hay in ((_HINTS, low), (_CASED_HINTS, text)):
-        for hint in hints:
-            at = hay.find(hint)
-            while at != -1:
-                starts.add(hay.rfind("\n", 0, at) + 1)
-                next_line = hay.find("\n", at)
-                at = -1 if next_line == -1 else hay.find(hint, next_line + 1)
+    found: list[tuple[int, int]] = []
+    for hint in _HINTS:
+        at = low.find(hint)
+        while at != -1:
+            block, resume = _hit_block(text, at)
+            found.append(block)
+            at = low.find(hint, resume)
+    for regex in _CASED_HINTS:
+        found += [_hit_block(text, match.start())[0] for match in regex.finditer(text)]
     blocks: list[tuple[int, int]] = []
-    for start in sorted(starts):
-        end = text.find("\n", start)
-        end = len(text) if end == -1 else text.find("\n", end + 1)
-        end = len(text) if end == -1 else end
+    for start, end in sorted(found):
         if blocks and start <= blocks[-1][1] + 1:
             blocks[-1] = (blocks[-1][0], max(end, blocks[-1][1]))
         else:

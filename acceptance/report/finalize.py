@@ -8,6 +8,7 @@ and the run's exit status is never changed by reporting.
 
 from __future__ import annotations
 
+import hashlib
 import shutil
 import subprocess
 from collections.abc import Mapping, Sequence
@@ -113,7 +114,10 @@ def finalize(
     # 2. The scan before signing: known values redacted, credential-looking values refuse the signature.
     scan = FolderScan()
     try:
-        scan = scan_folder(folder.path, secrets or {}, allow_unredacted)
+        scrubbed = dict(folder.scrubbed)
+        if junit_copy is not None and junit_copy.is_file():  # scrubbed in place above
+            scrubbed[junit_copy.name] = hashlib.sha256(junit_copy.read_bytes()).hexdigest()
+        scan = scan_folder(folder.path, secrets or {}, allow_unredacted, scrubbed=scrubbed)
     except OSError as exc:
         problems.append(f"report folder {folder.path}: cannot be scanned for credentials ({exc})")
     problems += [f"secret found in {f}" for f in scan.redacted]

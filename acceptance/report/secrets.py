@@ -8,6 +8,7 @@ stays (so a reader sees that a secret was there), the value becomes ``[REDACTED]
 
 from __future__ import annotations
 
+import hashlib
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -189,7 +190,7 @@ def scan_text(text: str) -> list[tuple[int, str]]:
 
 
 def scan_folder(
-    folder: Path, secrets: Mapping[str, str], allow: Sequence[str] = (), *, extra: Sequence[Path] = ()
+    folder: Path, secrets: Mapping[str, str], allow: Sequence[str] = (), *, scrubbed: Mapping[str, str] | None = None
 ) -> FolderScan:
     """The last line of defence before signing, over every file under `folder` (and `extra` files).
 
@@ -197,14 +198,15 @@ def scan_folder(
     whatever wrote the file. Then every text file is searched for values that look like credentials
     (by name, shape or provider form, see `acceptance.report.credentials`); those are not changed but
     listed, and a folder that holds one is not signed unless `allow` names its file (a path relative to
-    the folder, or absolute).
+    the folder, or absolute). `scrubbed` (relative path → sha256, `ReportFolder.scrubbed`) names files
+    written through `scrub_text`, whose output holds no find: unchanged since, they are not searched again.
     """
     redacted: list[str] = []
     remaining: list[Unredacted] = []
     wanted = _redactable(secrets)
     paths = sorted(p for p in folder.rglob("*") if p.is_file() and not p.is_symlink())
-    for path in [*paths, *extra]:
-        rel = path.relative_to(folder).as_posix() if path.is_relative_to(folder) else path.name
+    for path in paths:
+        rel = path.relative_to(folder).as_posix()
         raw = path.read_bytes()
         names = [n for n, v in wanted.items() if v.encode() in raw]
         if names:
@@ -212,6 +214,8 @@ def scan_folder(
                 raw = raw.replace(wanted[name].encode(), REDACTED.encode())
             path.write_bytes(raw)
             redacted.append(f"{rel}: the value of {', '.join(names)} (redacted)")
+        elif scrubbed and rel in scrubbed and scrubbed[rel] == hashlib.sha256(raw).hexdigest():
+            continue
         try:
             text = raw.decode("utf-8")
         except UnicodeDecodeError:
