@@ -164,8 +164,9 @@ def suite(nodes: int, scrub: Clock, scan: Clock) -> dict[str, Any]:
         report = Path(tmp) / "report"
         scrub.seconds = scan.seconds = 0.0
         start = time.perf_counter()
-        argv = [str(Path(__file__).resolve().parents[1] / "acceptance"), "--cluster=scale", f"--baselines-dir={baselines}",
-                f"--report-dir={report}", "--record-baseline", "--no-sign", "-q", "-p", "no:cacheprovider", "--assert=plain"]  # fmt: skip
+        suite_dir = str(Path(__file__).resolve().parents[1] / "acceptance")
+        argv = [suite_dir, "--cluster=scale", f"--baselines-dir={baselines}", f"--report-dir={report}",
+                "--record-baseline", "--no-sign", "-q", "-p", "no:cacheprovider", "--assert=plain"]  # fmt: skip
         status = pytest.main(argv)
         wall = time.perf_counter() - start
         files = [p for p in report.rglob("*") if p.is_file()]
