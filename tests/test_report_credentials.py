@@ -287,3 +287,37 @@ def test_the_bundle_command_refuses_to_sign_and_exits_non_zero(
     assert out.with_name(out.name + ".tar.gz").exists()
     manifest = json.loads((out / "MANIFEST.json").read_text())
     assert any(name in item for item in manifest["signing"]["unredacted_allowed"])
+
+
+PLANT_PLUGIN = f"""
+import pytest
+from pathlib import Path
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_sessionfinish(session):
+    folder = Path(session.config.getoption("report_dir"))
+    (folder / "outputs").mkdir(parents=True, exist_ok=True)
+    (folder / "outputs" / "copied.log").write_text("uploaded with {GHP}\\n")
+"""
+
+
+def test_a_run_whose_report_still_holds_a_credential_fails_unless_the_file_is_allowed(
+    pytester: pytest.Pytester,
+) -> None:
+    """`pytest acceptance/ ...`: a tool's file copied in raw at the end; the scan refuses, the run fails."""
+    from tests.suite_run import run_suite
+
+    pytester.makepyfile(plantraw=PLANT_PLUGIN)
+    run = run_suite(pytester, "-p", "plantraw", "-k", "test_node_set_ready")
+    out = run.result.stdout.str()
+    assert run.result.ret != 0, out[-2000:]
+    assert "outputs/copied.log:1: GitHub Token" in out
+    assert GHP not in out
+    assert not (run.report_dir / "MANIFEST.json.sig").exists()
+    allowed = run_suite(
+        pytester, "-p", "plantraw", "-k", "test_node_set_ready", "--allow-unredacted=outputs/copied.log"
+    )
+    assert allowed.result.ret == 0, allowed.result.stdout.str()[-2000:]
+    manifest = json.loads((allowed.report_dir / "MANIFEST.json").read_text())
+    assert manifest["signing"]["unredacted_allowed"][0].startswith("outputs/copied.log:1: GitHub Token")

@@ -279,6 +279,7 @@ _HINTS = (
 # Families with a common literal prefix: one regex pass each, in the text as written.
 _CASED_HINTS = (
     re.compile(r"Pat"),  # camelCase `githubPat`
+    re.compile(r"Pass(?<=[A-Za-z0-9]Pass)"),  # camelCase `dbPass`, not DCGM's "Pass"
     re.compile(r"gh[pousr]_"),
     re.compile(r"gl(?:pat|dt|ft|soat|rt|cbt|imt|ptt|agent|oas)-"),
     re.compile(r"A(?:KIA|SIA|BIA|CCA|3T)"),
@@ -317,12 +318,19 @@ def _hit_block(text: str, at: int) -> tuple[tuple[int, int], int]:
     return (line_start, after), line_end + 1
 
 
+def may_hold_credentials(text: str) -> bool:
+    """False when `text` holds no hint at all: no rule can find anything in it (most strings of a document)."""
+    if len(text) >= 4096:
+        return True  # the hint search below costs as much as the full one
+    return bool(_ANY_HINT.search(text.lower()) or _ANY_CASED_HINT.search(text) or "PRIVATE" in text)
+
+
 def _blocks(text: str) -> list[tuple[int, int]]:
     """The stretches of `text` worth searching: each line holding a hint and the line after it (around the
     hint in a long line)."""
+    if not may_hold_credentials(text):
+        return []
     low = text.lower()
-    if len(text) < 4096 and not _ANY_HINT.search(low) and not _ANY_CASED_HINT.search(text):
-        return []  # most strings of a document (scrub_obj) hold none
     found: list[tuple[int, int]] = []
     for hint in _HINTS:
         at = low.find(hint)

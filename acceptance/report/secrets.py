@@ -15,7 +15,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from acceptance.report.credentials import REDACTED, find_credentials, is_plain_value, is_secret_name, redact
+from acceptance.report.credentials import (
+    REDACTED,
+    find_credentials,
+    is_plain_value,
+    is_secret_name,
+    may_hold_credentials,
+    redact,
+)
 
 __all__ = [
     "REDACTED",
@@ -64,6 +71,8 @@ def _scrub_yaml_lines(text: str) -> str:
 
 def scrub_text(text: str) -> str:
     """Return `text` with every credential we recognise replaced by ``[REDACTED]``."""
+    if not may_hold_credentials(text):
+        return text
     text = _PEM_PRIVATE.sub(lambda m: f"-----BEGIN {m.group(1)}----- {REDACTED} -----END {m.group(1)}-----", text)
     if _BLOCK_SCALAR.search(text):  # single-line keys are the span rules' work; only `name: |` blocks need lines
         text = _scrub_yaml_lines(text)
