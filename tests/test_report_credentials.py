@@ -15,6 +15,8 @@ from pathlib import Path
 
 import pytest
 import yaml
+from hypothesis import assume, given, settings
+from hypothesis import strategies as st
 
 from acceptance.cli import main
 from acceptance.report.credentials import find_credentials, is_secret_name
@@ -251,6 +253,10 @@ def test_allow_unredacted_lets_a_named_file_through_and_the_manifest_says_so(tmp
     [allowed] = manifest["signing"]["unredacted_allowed"]
     assert allowed.startswith("outputs/tool.log:2: GitHub Token")
     assert allowed.endswith("(let through with --allow-unredacted)")
+    from acceptance.report.verify import verify
+
+    said = "\n".join(verify(folder.path).lines())
+    assert "let through with --allow-unredacted: outputs/tool.log:2: GitHub Token" in said
     other = finalize(
         _folder_with_a_raw_token(tmp_path / "2"), None, ReportData(), SignOptions(key=key), allow_unredacted=["x"]
     )
@@ -321,3 +327,26 @@ def test_a_run_whose_report_still_holds_a_credential_fails_unless_the_file_is_al
     assert allowed.result.ret == 0, allowed.result.stdout.str()[-2000:]
     manifest = json.loads((allowed.report_dir / "MANIFEST.json").read_text())
     assert manifest["signing"]["unredacted_allowed"][0].startswith("outputs/copied.log:1: GitHub Token")
+
+
+_names = st.sampled_from(
+    ["REDIS_PASSWORD_PRIMARY", "WANDB_KEY", "GITHUB_PAT", "hf_token", "dbPass", "x-api-key", "auth"]
+)
+_values = st.text(
+    alphabet="abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-/+=", min_size=6, max_size=30
+)
+_shapes = st.sampled_from(
+    ["{n}={v}", "{n}: {v}", "'{n}': '{v}'", '"{n}": "{v}"', "  {n} ........ {v}", "--{n} {v}", "--{n}={v}",
+     "- --{n}\n- {v}", '["--{n}", "{v}"]', "Authorization: Bearer {v}", "https://u:{v}@h/x", "{n}: |\n  {v}\nnext: 1"]
+)  # fmt: skip
+
+
+@settings(max_examples=300, deadline=None)
+@given(before=st.text(max_size=80), after=st.text(max_size=80), name=_names, value=_values, shape=_shapes)
+def test_what_scrubbing_leaves_the_scan_accepts(before: str, after: str, name: str, value: str, shape: str) -> None:
+    """The last scan trusts files written through scrub_text: its output must hold no find."""
+    assume(not value.startswith("-"))
+    text = f"{before}\n{shape.format(n=name, v=value)}\n{after}"
+    scrubbed = scrub_text(text)
+    assert find_credentials(scrubbed) == []
+    assert value not in scrubbed.replace(before, "").replace(after, "")
