@@ -79,6 +79,9 @@ def scrub_text(text: str) -> str:
     return redact(text, find_credentials(text))
 
 
+_SHORTEST_FIND = 4  # `pwd=x` is the shortest text a rule can find anything in
+
+
 def _argv_flag(item: Any) -> bool:
     """`--hf-token` (the value follows as the next item); `--hf-token=x` is scrubbed as text."""
     return isinstance(item, str) and item.startswith("-") and "=" not in item and is_secret_name(item.lstrip("-"))
@@ -120,7 +123,9 @@ def scrub_obj(obj: Any) -> Any:
                 out[i] = REDACTED
         return out
     if isinstance(obj, str):
-        return scrub_text(obj)
+        # too short for `name=value` or a provider's token; a short value under a secret's name or after a
+        # secret-named flag is redacted above, by the key or the list
+        return scrub_text(obj) if len(obj) > _SHORTEST_FIND else obj
     return obj
 
 
