@@ -107,6 +107,58 @@ def test_argv_lists_and_env_references() -> None:
     assert scrub_text(kept) == kept
 
 
+JWT = "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiJhY2NlcHRhbmNlIn0.c2lnbmF0dXJlLXBsYW50ZWQtaGVyZQ"
+PROVIDER_FORMS = {
+    "GitHub": "ghp_" + "Z" * 36,
+    "GitHub fine-grained": "github_pat_" + "11ABCDEFG0" * 4,
+    "AWS": "AKIAIOSFODNN7EXAMPLE",
+    "Hugging Face": "hf_" + "q" * 34,
+    "Slack": "xoxb-123456789012-1234567890123-" + "a" * 24,
+    "JWT": JWT,
+    "GitLab": "glpat-" + "x" * 20,
+}
+
+
+@pytest.mark.parametrize("provider", sorted(PROVIDER_FORMS))
+def test_provider_token_forms_are_found_bare(provider: str) -> None:
+    token = PROVIDER_FORMS[provider]
+    text = f"2026-12-01T00:00:00Z worker-3 said {token} and went on\n"
+    assert token not in scrub_text(text)
+    assert [text[f.start : f.end] for f in find_credentials(text)] == [token]
+
+
+def test_pem_blocks_and_url_passwords() -> None:
+    pem = "-----BEGIN RSA PRIVATE KEY-----\nMIIEowIBAAKCAQEAplanted\n-----END RSA PRIVATE KEY-----\n"
+    assert "MIIEowIBAAKCAQEAplanted" not in scrub_text(pem)
+    url = "pulling from https://robot:S3cr3tPlanted@registry.example/v2/ ok"
+    assert "S3cr3tPlanted" not in scrub_text(url)
+    assert "https://robot:[REDACTED]@registry.example" in scrub_text(url)
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "GPU 0: NVIDIA H200 (UUID: GPU-5f2a9c1e-8b3d-4e7f-a0c2-1d9e8f7a6b5c)",
+        "    Bus Id                                : 00000000:1B:00.0",
+        "image: nvcr.io/nvidia/pytorch@sha256:4f2c9a1e8b3d4e7fa0c21d9e8f7a6b5c4f2c9a1e8b3d4e7fa0c21d9e8f7a6b5c",
+        "run id ra-20261201001500-3f9a, report 20261201T001500Z",
+        '"sha256": "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08"',
+        "  uid: 6c1e4b2a-9d8f-4e3c-b7a1-0f2e3d4c5b6a",
+        "NCCL INFO NET/IB : Using [0]mlx5_0:1/IB [1]mlx5_1:1/IB ; OOB ib0:10.0.0.1<0>",
+        "step 300 | per_token_loss: 3.1525 | tokens_per_sec: 41234 | max_tokens: 4096",
+        "  tokenizer_type .................................. GPT2BPETokenizer",
+        "  apply_query_key_layer_scaling ................... True",
+        "  hf_token ........................................ None",
+        "topologyKey: kubernetes.io/hostname",
+        "secretName: nccl-env",
+        "    TokenExpirationSeconds:  3607",
+    ],
+)
+def test_tool_outputs_are_not_credentials(line: str) -> None:
+    assert find_credentials(line) == []
+    assert scrub_text(line) == line
+
+
 # ---------------------------------------------------------------------------------- false positives
 
 
