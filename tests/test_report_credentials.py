@@ -152,6 +152,8 @@ def test_pem_blocks_and_url_passwords() -> None:
         "topologyKey: kubernetes.io/hostname",
         "secretName: nccl-env",
         "    TokenExpirationSeconds:  3607",
+        "running the basic connectivity test on 16 nodes",
+        "        mountPath: /dev/shm",
     ],
 )
 def test_tool_outputs_are_not_credentials(line: str) -> None:
@@ -398,6 +400,7 @@ _shapes = st.sampled_from(
 def test_what_scrubbing_leaves_the_scan_accepts(before: str, after: str, name: str, value: str, shape: str) -> None:
     """The last scan trusts files written through scrub_text: its output must hold no find."""
     assume(not value.startswith("-"))
+    assume("://" not in shape or "/" not in value)  # a "/" ends a URL's user:password (it is sent %2F)
     text = f"{before}\n{shape.format(n=name, v=value)}\n{after}"
     scrubbed = scrub_text(text)
     assert find_credentials(scrubbed) == []

@@ -270,7 +270,7 @@ def _provider_forms() -> tuple[tuple[Pattern[str], str], ...]:
 
 _FORMS = _provider_forms()
 # Every name rule and provider form needs one of these (in the lower-cased text): a line with none of
-# them is not searched. Finding them is a handful of C-speed substring scans, not a regex per position.
+# them is not searched. Finding them is one literal search per hint, not every rule at every position.
 _HINTS = (
     *("passw", "passp", "passc", "_pass", "pass_", "-pass", "pwd", "secret", "token", "key", "creden", "auth"),
     *("cookie", "session", "contrase", "_pat", "-pat", ".pat", "bearer", "basic", "://", "putty", "aws", "xox"),
@@ -278,7 +278,7 @@ _HINTS = (
 )
 # Families with a common literal prefix: one regex pass each, in the text as written.
 _CASED_HINTS = (
-    re.compile(r"Pat"),  # camelCase `githubPat`
+    re.compile(r"Pat(?![a-z])"),  # camelCase `githubPat`, not `mountPath`
     re.compile(r"Pass(?<=[A-Za-z0-9]Pass)"),  # camelCase `dbPass`, not DCGM's "Pass"
     re.compile(r"gh[pousr]_"),
     re.compile(r"gl(?:pat|dt|ft|soat|rt|cbt|imt|ptt|agent|oas)-"),
@@ -385,7 +385,8 @@ def _pem(text: str) -> Iterator[Find]:
 
 def _forms(text: str, start: int, end: int) -> Iterator[Find]:
     for match in _AUTH_HEADER.finditer(text, start, end):
-        yield Find(*match.span("v"), "an Authorization header's credential")
+        if not match.group("v").isalpha() or not match.group("v").islower():  # "basic connectivity test" is prose
+            yield Find(*match.span("v"), "an Authorization header's credential")
     for match in _URL_USERINFO.finditer(text, start, end):
         yield Find(*match.span("v"), "a URL with user:password")
     for regex, kind in _FORMS:
