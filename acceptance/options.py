@@ -79,6 +79,15 @@ OPTIONS: tuple[Option, ...] = (
     ),
     Option("--no-sign", "no_sign", "write an unsigned report", kind="bool", default=False),
     Option(
+        "--allow-unredacted",
+        "allow_unredacted",
+        "sign the report although this file of it (relative to the report folder; repeatable) holds a value "
+        "that looks like a credential (a false positive); the report's manifest says so",
+        kind="list",
+        default=(),
+        metavar="FILE",
+    ),
+    Option(
         "--allow-unsigned-baseline",
         "allow_unsigned_baseline",
         "judge with a baseline that is not signed by the profile's allowed signers (labs only; the report says so)",

@@ -79,6 +79,7 @@ def pytest_configure(config: pytest.Config) -> None:
         reporting = ReportingPlugin(
             config, session.report_folder, sign, session.provenance(), simulated=session.simulated,
             started_utc=session.context.started, secrets=session.context.profile.secret_values(),
+            allow_unredacted=tuple(settings["allow_unredacted"].value),
         )  # fmt: skip
         config.pluginmanager.register(reporting, "recovery-acceptance-report")
         if session.context.baseline is not None:

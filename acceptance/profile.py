@@ -152,7 +152,8 @@ class Profile:
         raise UsageError(f"{self.path}: no nccl test named {name!r} (have: {', '.join(self.test_names)})")
 
     def secret_values(self) -> dict[str, str]:
-        """Credentials written in clear in the profile (env entries with a secret's name): name → value.
+        """Credentials written in clear in the profile: env entries with a secret's name and the values of
+        secret-named flags in the commands (``--hf-token VALUE``): name → value.
 
         A report is searched for these before it is signed. The recommended way keeps them
         out of the profile: ``NAME: {valueFrom: {secretKeyRef: {name: ..., key: ...}}}``.
@@ -164,12 +165,23 @@ class Profile:
             envs.append(self.ssh.env)
         if self.smoke is not None:
             envs.append(self.smoke.env)
-        return {
+        found = {
             name: str(value)
             for env in envs
             for name, value in env.items()
             if is_secret_name(name) and isinstance(value, str | int) and str(value)
         }
+        argvs = [t.args for t in self.nccl_tests]
+        if self.smoke is not None:
+            argvs += [self.smoke.command, self.smoke.pre_incident_command or ()]
+        for argv in argvs:  # `--hf-token VALUE` and `--hf-token=VALUE` in a command line
+            for flag, value in zip(argv, [*argv[1:], ""], strict=True):
+                name, eq, inline = flag.partition("=")
+                if flag.startswith("-") and is_secret_name(name.lstrip("-")):
+                    picked = inline if eq else value
+                    if picked and not picked.startswith("-"):
+                        found[name.lstrip("-")] = picked
+        return found
 
     @property
     def test_names(self) -> tuple[str, ...]:

@@ -2,14 +2,16 @@
 
     acceptance bundle --cluster NAME --job-logs PATH... [--job LABEL_SELECTOR [--namespace NS]]
                       [--evidence [HOST=]PATH...] [--around TIME] [--ticket ID] [--out DIR]
-                      [--sign-key KEY | --no-sign] [--json]
+                      [--sign-key KEY | --no-sign] [--allow-unredacted FILE] [--json]
 
 Every field is derived from the evidence (see `acceptance.incident`): the job's logs (files or
 folders; on Kubernetes also the pods of ``--job``), evidence files (kernel logs, ``nvidia-smi -q``,
 ``kubectl describe`` pastes; ``HOST=PATH`` says whose), the cluster (node conditions and events of
 the affected nodes, on Kubernetes), the profile (provider identifiers, severity levels), the latest
 baseline and the latest signed acceptance report (change log). Exit 0 when the bundle was written
-(even with fields missing: it says which), 2 for a usage error.
+(even with fields missing: it says which), 1 when it was not signed because a file still holds a value
+that looks like a credential (it says which file and line; ``--allow-unredacted FILE`` for a false
+positive), 2 for a usage error.
 """
 
 from __future__ import annotations
@@ -65,6 +67,15 @@ def register(subparsers: Any) -> None:
     sign = parser.add_mutually_exclusive_group()
     sign.add_argument("--sign-key", type=Path, metavar="KEY", help="SSH key to sign with (default: the ssh-agent)")
     sign.add_argument("--no-sign", action="store_true", help="write the bundle unsigned")
+    parser.add_argument(
+        "--allow-unredacted",
+        action="append",
+        default=[],
+        metavar="FILE",
+        help="sign the bundle although this file of it (relative to the bundle folder, e.g. "
+        "evidence/inputs/01-train.log) holds a value that looks like a credential (a false positive); "
+        "the manifest says so",
+    )
     parser.add_argument("--json", action="store_true", help="print bundle.json on standard output")
     parser.set_defaults(func=_run)
 
@@ -234,7 +245,15 @@ def _run(args: argparse.Namespace) -> int:
             {"name": n.name, "ready": n.ready, "conditions": dict(n.conditions), "allocatable_gpus": n.allocatable_gpus}
             for n in inventory.nodes
         ]
-    written = write_bundle(bundle, folder, [(i.label, i.text) for i in gathered.inputs], cluster_files, sign)
+    written = write_bundle(
+        bundle,
+        folder,
+        [(i.label, i.text) for i in gathered.inputs],
+        cluster_files,
+        sign,
+        secrets=profile.secret_values(),
+        allow_unredacted=args.allow_unredacted,
+    )
     if args.json:
         json.dump(json.loads(written.document.read_text(encoding="utf-8")), sys.stdout, indent=2)
         sys.stdout.write("\n")
@@ -247,6 +266,9 @@ def _run(args: argparse.Namespace) -> int:
     )
     for line in written.lines():
         print(line, file=stream)
+    if written.refused:
+        print(f"acceptance bundle: the bundle holds credential-looking values: {written.refused}", file=sys.stderr)
+        return 1
     return 0
 
 

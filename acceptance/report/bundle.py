@@ -29,6 +29,7 @@ from acceptance.incident.markdown import markdown as to_markdown
 from acceptance.incident.model import Bundle
 from acceptance.report.folder import ReportFolder
 from acceptance.report.manifest import build_manifest, write_manifest
+from acceptance.report.secrets import FolderScan, scan_folder
 from acceptance.report.sign import SignOptions, SignOutcome, sign_files
 from acceptance.report.verify import bundle_schema_problems
 
@@ -44,6 +45,7 @@ class Written:
     document: Path
     signing: SignOutcome
     problems: tuple[str, ...] = ()
+    refused: str | None = None  # why nothing was signed: the folder still holds credential-looking values
 
     def lines(self) -> list[str]:
         out = [f"bundle folder: {self.folder}", f"paste-ready message: {self.markdown}"]
@@ -132,8 +134,16 @@ def write_bundle(
     texts: Sequence[tuple[str, str]],
     cluster_files: Mapping[str, Any],
     sign: SignOptions,
+    *,
+    secrets: Mapping[str, str] | None = None,
+    allow_unredacted: Sequence[str] = (),
 ) -> Written:
-    """Write the bundle folder, its manifest and archive, signed; `texts` are (name, raw text) of the inputs."""
+    """Write the bundle folder, its manifest and archive, signed; `texts` are (name, raw text) of the inputs.
+
+    Every text is scrubbed as it is written; then the folder is scanned (`secrets.scan_folder`): the
+    profile's known `secrets` values are redacted, and a folder that still holds a credential-looking
+    value is neither signed nor archived unless `allow_unredacted` names the file (relative to the folder).
+    """
     if folder.exists() and any(folder.iterdir()):
         raise UsageError(f"--out {folder}: the folder exists and is not empty (a bundle is never overwritten)")
     out = ReportFolder.at(folder)
@@ -155,13 +165,23 @@ def write_bundle(
         (folder / STEPS_PLOT).write_bytes(plot)
     document_path = out.add_json("bundle.json", document)
     markdown = out.add_text("bundle.md", to_markdown(bundle, files))
-    outcome = sign_files([document_path], sign)
+    scan = FolderScan()
+    try:
+        scan = scan_folder(folder, secrets or {}, allow_unredacted, scrubbed=out.scrubbed)
+    except OSError as exc:
+        problems.append(f"the bundle folder cannot be scanned for credentials ({exc})")
+    problems += [f"secret found in {f}" for f in scan.redacted]
+    problems += [f"credential-looking value left in {u.describe()}" for u in scan.remaining]
+    refused = scan.refusal()
+    outcome = SignOutcome(problem=refused) if refused else sign_files([document_path], sign)
     can_sign = outcome.signed
     signing: dict[str, object] = (
         {"signed": True, "signer": outcome.signer, "fingerprint": outcome.fingerprint}
         if can_sign
         else {"signed": False, "reason": outcome.describe().removeprefix("unsigned: ")}
     )
+    if scan.allowed:
+        signing["unredacted_allowed"] = [u.describe() for u in scan.allowed]
     provenance = {
         "kind": "incident-bundle",
         "cluster": bundle.cluster.name,
@@ -181,9 +201,10 @@ def write_bundle(
         outcome = SignOutcome((*outcome.signatures, *more.signatures), more.fingerprint, more.signer, more.problem)
     archive: Path | None = None
     try:
-        archive = _archive(folder)
-        if can_sign:
-            sign_files([archive], sign)
+        if refused is None:  # an archive is what gets attached: none is made of a folder that holds a credential
+            archive = _archive(folder)
+            if can_sign:
+                sign_files([archive], sign)
     except OSError as exc:
         problems.append(f"archive: {exc}")
-    return Written(folder, archive, markdown, document_path, outcome, tuple(problems))
+    return Written(folder, archive, markdown, document_path, outcome, tuple(problems), refused)

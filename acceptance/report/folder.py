@@ -6,9 +6,10 @@ Default location `reports/<cluster>/<UTC start>/`; every text artifact goes thro
 
 from __future__ import annotations
 
+import hashlib
 import json
 import shutil
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path, PurePosixPath
 from typing import Any
@@ -26,9 +27,14 @@ def folder_name(started_utc: datetime) -> str:
 
 @dataclass(frozen=True)
 class ReportFolder:
-    """A folder of evidence; paths given to `add_*` are relative to it."""
+    """A folder of evidence; paths given to `add_*` are relative to it.
+
+    `scrubbed` maps each file this object wrote through `scrub_text` to the sha256 of the bytes it
+    wrote: the scan before signing need not search those again while they are unchanged.
+    """
 
     path: Path
+    scrubbed: dict[str, str] = field(default_factory=dict, compare=False, repr=False)
 
     @classmethod
     def create(cls, root: Path, cluster: str, started_utc: datetime) -> ReportFolder:
@@ -84,7 +90,9 @@ class ReportFolder:
 
     def add_text(self, relpath: str | Path, text: str) -> Path:
         target = self._target(relpath)
-        target.write_text(scrub_text(text), encoding="utf-8")
+        data = scrub_text(text).encode("utf-8")
+        target.write_bytes(data)
+        self.scrubbed[target.relative_to(self.path).as_posix()] = hashlib.sha256(data).hexdigest()
         return target
 
     def add_json(self, relpath: str | Path, obj: Any) -> Path:

@@ -8,46 +8,42 @@ stays (so a reader sees that a secret was there), the value becomes ``[REDACTED]
 
 from __future__ import annotations
 
+import hashlib
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-REDACTED = "[REDACTED]"
-
-# Names whose values are credentials, in YAML/JSON keys and KEY=VALUE assignments.
-_SECRET_NAME = (
-    r"(?:[A-Za-z0-9_.-]*(?:token|password|passwd|passphrase|secret|api[_-]?key|apikey|"
-    r"secret[_-]?access[_-]?key|access[_-]?key(?:[_-]?id)?|secret[_-]?key|auth[_-]?key|signing[_-]?key|"
-    r"private[_-]?key|client-key-data|client_key_data|credentials?|authorization))"
+from acceptance.report.credentials import (
+    REDACTED,
+    find_credentials,
+    is_plain_value,
+    is_secret_name,
+    may_hold_credentials,
+    redact,
 )
-_SECRET_KEY_RE = re.compile(_SECRET_NAME + r"\Z", re.IGNORECASE)
-# A flag is never a credential (`automountServiceAccountToken: false` must survive in the evidence);
-# a number may be (a PIN), so numbers are still redacted.
-_NOT_A_SECRET = r"(?:true|false|null|~)(?![^\s,;|\]}])"
-_PLAIN_VALUE = re.compile(r"(?i)" + _NOT_A_SECRET + r"\s*(?:#.*)?\Z")
 
+__all__ = [
+    "REDACTED",
+    "FolderScan",
+    "Unredacted",
+    "is_secret_name",
+    "redact_values",
+    "scan_folder",
+    "scan_text",
+    "scrub_obj",
+    "scrub_text",
+]
+
+_SECRET_KEY_LINE = re.compile(
+    r"""(?i)^(?P<indent>[ \t]*(?:-[ \t]+)?)(?P<key>["']?(?P<name>[A-Za-z_][A-Za-z0-9_.-]*)["']?[ \t]*:)(?P<value>.*)$"""
+)
+_BLOCK_SCALAR = re.compile(r":[ \t]*[|>]")
 _PEM_PRIVATE = re.compile(
     r"-----BEGIN ([A-Z0-9 ]*PRIVATE KEY)-----.*?(?:-----END \1-----|\Z)",
     re.DOTALL,
 )
-_BEARER = re.compile(r"(?i)\b(bearer|basic)(\s+)[A-Za-z0-9._~+/=-]{8,}")
-_JWT = re.compile(r"\beyJ[A-Za-z0-9_-]{5,}\.[A-Za-z0-9_-]{5,}\.[A-Za-z0-9_-]{5,}")
-_URL_CREDENTIALS = re.compile(r"(?i)\b([a-z][a-z0-9+.-]*://)([^/\s:@]+):([^/\s@]+)@")
-_JSON_PAIR = re.compile(r'(?i)("' + _SECRET_NAME + r'"\s*:\s*)"(?:[^"\\]|\\.)*"')
-_ASSIGNMENT = re.compile(r"(?i)\b(" + _SECRET_NAME + r")=(?!" + _NOT_A_SECRET + r")(\"[^\"]*\"|'[^']*'|\S+)")
-_INLINE_PAIR = re.compile(
-    r"(?i)(?<![\w-])(" + _SECRET_NAME + r")(\s*:[ \t]*)(?!\[REDACTED\])(?!" + _NOT_A_SECRET + r")([^\s<>\"',;|]+)"
-)
-_XML_PROPERTY = re.compile(r'(?i)(name="' + _SECRET_NAME + r'"\s+value=")[^"]*(")')
-_YAML_KEY = re.compile(
-    r"""(?i)^(?P<indent>[ \t]*(?:-[ \t]+)?)(?P<key>["']?""" + _SECRET_NAME + r"""["']?[ \t]*:)(?P<value>.*)$"""
-)
-
-
-def is_secret_name(name: str) -> bool:
-    """Whether a mapping key or variable name holds a credential."""
-    return bool(_SECRET_KEY_RE.match(name.strip()))
 
 
 def _scrub_yaml_lines(text: str) -> str:
@@ -61,12 +57,12 @@ def _scrub_yaml_lines(text: str) -> str:
             if not stripped or len(line) - len(line.lstrip()) > skip_deeper_than:
                 continue
             skip_deeper_than = None
-        match = _YAML_KEY.match(line.rstrip("\r\n"))
-        if match:
+        match = _SECRET_KEY_LINE.match(line.rstrip("\r\n"))
+        if match and is_secret_name(match.group("name")):
             value = match.group("value").strip()
             if value.startswith(("|", ">")):
                 skip_deeper_than = len(match.group("indent"))
-            if value and REDACTED not in value and not _PLAIN_VALUE.match(value):
+            if value and not is_plain_value(value.split("#", 1)[0]) and not value.startswith(("{", "[")):
                 newline = line[len(line.rstrip("\r\n")) :]
                 line = f"{match.group('indent')}{match.group('key')} {REDACTED}{newline}"
         out.append(line)
@@ -75,21 +71,28 @@ def _scrub_yaml_lines(text: str) -> str:
 
 def scrub_text(text: str) -> str:
     """Return `text` with every credential we recognise replaced by ``[REDACTED]``."""
+    if not may_hold_credentials(text):
+        return text
     text = _PEM_PRIVATE.sub(lambda m: f"-----BEGIN {m.group(1)}----- {REDACTED} -----END {m.group(1)}-----", text)
-    text = _JSON_PAIR.sub(lambda m: f'{m.group(1)}"{REDACTED}"', text)
-    text = _scrub_yaml_lines(text)
-    text = _INLINE_PAIR.sub(lambda m: f"{m.group(1)}{m.group(2)}{REDACTED}", text)
-    text = _XML_PROPERTY.sub(lambda m: f"{m.group(1)}{REDACTED}{m.group(2)}", text)
-    text = _ASSIGNMENT.sub(lambda m: f"{m.group(1)}={REDACTED}", text)
-    text = _BEARER.sub(lambda m: f"{m.group(1)}{m.group(2)}{REDACTED}", text)
-    text = _JWT.sub(REDACTED, text)
-    return _URL_CREDENTIALS.sub(lambda m: f"{m.group(1)}{m.group(2)}:{REDACTED}@", text)
+    if _BLOCK_SCALAR.search(text):  # single-line keys are the span rules' work; only `name: |` blocks need lines
+        text = _scrub_yaml_lines(text)
+    return redact(text, find_credentials(text))
+
+
+_SHORTEST_FIND = 4  # `pwd=x` is the shortest text a rule can find anything in
+
+
+def _argv_flag(item: Any) -> bool:
+    """`--hf-token` (the value follows as the next item); `--hf-token=x` is scrubbed as text."""
+    return isinstance(item, str) and item.startswith("-") and "=" not in item and is_secret_name(item.lstrip("-"))
 
 
 def scrub_obj(obj: Any) -> Any:
     """A copy of JSON-like data with secret-named values redacted and every string scrubbed.
 
-    A ``{name: X, value: V}`` pair (a Kubernetes env entry) is redacted by X, the entry's name.
+    A ``{name: X, value: V}`` pair (a Kubernetes env entry) is redacted by X, the entry's name; in a
+    list (an argv), the item after a secret-named flag (``["--hf-token", V]``) is redacted. A mapping
+    under a secret's name (``HF_TOKEN: {valueFrom: {secretKeyRef: ...}}``) is a reference, kept and scrubbed.
     """
     if isinstance(obj, Mapping):
         name = obj.get("name")
@@ -100,16 +103,29 @@ def scrub_obj(obj: Any) -> Any:
                 REDACTED
                 if isinstance(key, str)
                 and is_secret_name(key)
-                and value not in (None, "")
+                and isinstance(value, str | int | float)
                 and not isinstance(value, bool)
+                and not (isinstance(value, str) and is_plain_value(value))
                 else scrub_obj(value)
             )
             for key, value in obj.items()
         }
     if isinstance(obj, list | tuple):
-        return [scrub_obj(item) for item in obj]
+        out = [scrub_obj(item) for item in obj]
+        for i in range(1, len(obj)):
+            item = obj[i]
+            if (
+                _argv_flag(obj[i - 1])
+                and isinstance(item, str)
+                and not item.startswith("-")
+                and not is_plain_value(item)
+            ):
+                out[i] = REDACTED
+        return out
     if isinstance(obj, str):
-        return scrub_text(obj)
+        # too short for `name=value` or a provider's token; a short value under a secret's name or after a
+        # secret-named flag is redacted above, by the key or the list
+        return scrub_text(obj) if len(obj) > _SHORTEST_FIND else obj
     return obj
 
 
@@ -131,23 +147,93 @@ def redact_values(text: str, secrets: Mapping[str, str]) -> tuple[str, list[str]
     return text, found
 
 
-def scan_folder(folder: Path, secrets: Mapping[str, str]) -> list[str]:
-    """Redact, in every file under `folder`, the values of `secrets` (name → value); what was found where.
+@dataclass(frozen=True)
+class Unredacted:
+    """A credential-looking value still in a file of a folder about to be signed (never the value itself)."""
 
-    The last line of defence before signing: whatever wrote a file, a value the profile
-    holds as a secret does not leave in a report.
+    path: str
+    line: int
+    kind: str
+    allowed: bool = False
+
+    def describe(self) -> str:
+        allowed = " (let through with --allow-unredacted)" if self.allowed else ""
+        return f"{self.path}:{self.line}: {self.kind}{allowed}"
+
+
+@dataclass(frozen=True)
+class FolderScan:
+    """What the last scan before signing did: known values redacted, credential-looking values left."""
+
+    redacted: tuple[str, ...] = ()
+    remaining: tuple[Unredacted, ...] = ()
+
+    @property
+    def refused(self) -> tuple[Unredacted, ...]:
+        """The finds that keep the folder from being signed (those no --allow-unredacted names)."""
+        return tuple(u for u in self.remaining if not u.allowed)
+
+    @property
+    def allowed(self) -> tuple[Unredacted, ...]:
+        return tuple(u for u in self.remaining if u.allowed)
+
+    def refusal(self) -> str | None:
+        """Why the folder is not signed, or None; says where and what, never the value."""
+        refused = self.refused
+        if not refused:
+            return None
+        files = sorted({u.path for u in refused})
+        shown = "; ".join(u.describe() for u in refused[:5]) + ("; ..." if len(refused) > 5 else "")
+        return (
+            f"refused to sign: {len(refused)} credential-looking value(s) remain in {len(files)} file(s) ({shown}); "
+            "remove them, or name a false positive with --allow-unredacted FILE"
+        )
+
+
+def _allowed(rel: str, path: Path, allow: Sequence[str]) -> bool:
+    for item in allow:
+        named = Path(item)
+        if item.replace("\\", "/").strip("/") == rel or (named.is_absolute() and named.resolve() == path.resolve()):
+            return True
+    return False
+
+
+def scan_text(text: str) -> list[tuple[int, str]]:
+    """(line, kind) of each credential-looking value in `text`."""
+    return [(find.line(text), find.kind) for find in find_credentials(text)]
+
+
+def scan_folder(
+    folder: Path, secrets: Mapping[str, str], allow: Sequence[str] = (), *, scrubbed: Mapping[str, str] | None = None
+) -> FolderScan:
+    """The last line of defence before signing, over every file under `folder` (and `extra` files).
+
+    The values of `secrets` (name → value, the profile's credentials) are redacted wherever they are,
+    whatever wrote the file. Then every text file is searched for values that look like credentials
+    (by name, shape or provider form, see `acceptance.report.credentials`); those are not changed but
+    listed, and a folder that holds one is not signed unless `allow` names its file (a path relative to
+    the folder, or absolute). `scrubbed` (relative path → sha256, `ReportFolder.scrubbed`) names files
+    written through `scrub_text`, whose output holds no find: unchanged since, they are not searched again.
     """
-    found: list[str] = []
+    redacted: list[str] = []
+    remaining: list[Unredacted] = []
     wanted = _redactable(secrets)
-    if not wanted:
-        return found
-    for path in sorted(p for p in folder.rglob("*") if p.is_file() and not p.is_symlink()):
+    paths = sorted(p for p in folder.rglob("*") if p.is_file() and not p.is_symlink())
+    for path in paths:
+        rel = path.relative_to(folder).as_posix()
         raw = path.read_bytes()
         names = [n for n, v in wanted.items() if v.encode() in raw]
-        if not names:
+        if names:
+            for name in names:
+                raw = raw.replace(wanted[name].encode(), REDACTED.encode())
+            path.write_bytes(raw)
+            redacted.append(f"{rel}: the value of {', '.join(names)} (redacted)")
+        elif scrubbed and rel in scrubbed and scrubbed[rel] == hashlib.sha256(raw).hexdigest():
             continue
-        for name in names:
-            raw = raw.replace(wanted[name].encode(), REDACTED.encode())
-        path.write_bytes(raw)
-        found.append(f"{path.relative_to(folder).as_posix()}: the value of {', '.join(names)} (redacted)")
-    return found
+        try:
+            text = raw.decode("utf-8")
+        except UnicodeDecodeError:
+            continue  # an image or an archive: only exact values are searched for in bytes
+        allowed = _allowed(rel, path, allow)
+        remaining += [Unredacted(rel, line, kind, allowed) for line, kind in scan_text(text)]
+    return FolderScan(tuple(redacted), tuple(remaining))

@@ -20,7 +20,7 @@ Hook order (why each hook is where it is):
 
 from __future__ import annotations
 
-from collections.abc import Generator, Mapping
+from collections.abc import Generator, Mapping, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -78,6 +78,7 @@ class ReportingPlugin:
         started_utc: datetime | None = None,
         junit_name: str | None = "junit.xml",
         secrets: Mapping[str, str] | None = None,
+        allow_unredacted: Sequence[str] = (),
     ) -> None:
         """`junit_name`: without `--junitxml`, pytest writes this file in the report folder (None: no junit)."""
         self.config = config
@@ -91,6 +92,7 @@ class ReportingPlugin:
         }
         self.simulated = simulated
         self.secrets = dict(secrets or {})
+        self.allow_unredacted = tuple(allow_unredacted)
         self.recorder = ReportRecorder()
         self.result: FinalizeResult | None = None
         self.error: str | None = None
@@ -119,11 +121,24 @@ class ReportingPlugin:
         outcome = yield  # LogXML.pytest_sessionfinish writes the junit file here
         try:
             data = self.recorder.data(self.provenance, simulated=self.simulated)
-            self.result = finalize(self.folder, junit_path(self.config), data, self.sign, secrets=self.secrets)
+            self.result = finalize(
+                self.folder,
+                junit_path(self.config),
+                data,
+                self.sign,
+                secrets=self.secrets,
+                allow_unredacted=self.allow_unredacted,
+            )
         except Exception as exc:  # reporting must never change the run's outcome
             self.error = f"the report could not be completed: {exc!r}"
         asked = self.sign.enabled and self.sign.key is not None
-        if asked and (self.result is None or not self.result.signing.signed):
+        if self.result is not None and self.result.refused is not None:
+            self.error = (
+                f"the report holds credential-looking values and is NOT signed; the run fails: {self.result.refused}"
+            )
+            if session.exitstatus == 0:
+                session.exitstatus = pytest.ExitCode.TESTS_FAILED
+        elif asked and (self.result is None or not self.result.signing.signed):
             why = self.result.signing.problem if self.result is not None else self.error
             self.error = f"the report is NOT signed although --sign-key was given: {why}; the run fails"
             if session.exitstatus == 0:
