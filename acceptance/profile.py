@@ -3,7 +3,8 @@
 A profile says how to reach a cluster (backend ``kube``, ``ssh`` or ``sim``) and what
 both sides agreed: node set, GPUs per node, DCGM level, the nccl-tests commands,
 margins, the smoke job, the provider's identifiers of the cluster (``provider:``) and the
-severity levels with their clocks (``severity:``, read by `acceptance.incident.severity`).
+severity levels with their clocks (``severity:``, read by `acceptance.incident.severity`), counted in
+the agreed coverage hours (``coverage:``, `acceptance.agreement.coverage`; 24x7 when absent).
 Every problem found while loading names the file, the line,
 the path inside the document, what was found and what was expected.
 """
@@ -19,6 +20,8 @@ from pathlib import Path
 from typing import Any
 
 from acceptance import schemas
+from acceptance.agreement.coverage import Coverage, CoverageError
+from acceptance.agreement.coverage import parse as parse_coverage
 from acceptance.clusters.base import EnvValue
 from acceptance.errors import ParseError, ProfileError, UsageError
 from acceptance.margins import Margins
@@ -142,6 +145,7 @@ class Profile:
     localize: LocalizeSettings = field(default_factory=LocalizeSettings)
     recurrence: Mapping[str, Any] = field(default_factory=dict)  # criterion 5's rules and job sources
     prometheus: Mapping[str, Any] = field(default_factory=dict)  # where criterion 5 reads metrics
+    coverage: Coverage = field(default_factory=Coverage)  # when the severity clocks run (default 24x7)
 
     def nccl_test(self, name: str) -> NcclTestSpec:
         for test in self.nccl_tests:
@@ -319,6 +323,12 @@ def _build(doc: Document) -> Profile:
             return default
         return seconds
 
+    try:
+        coverage = parse_coverage(data.get("coverage"))
+    except CoverageError as exc:
+        bad(list(exc.where), exc.found, exc.expected)
+        coverage = Coverage()
+
     tests: list[NcclTestSpec] = []
     for i, raw in enumerate(data["nccl"]["tests"]):
         args = _strings(raw["args"])
@@ -425,6 +435,7 @@ def _build(doc: Document) -> Profile:
         localize=localize,
         recurrence=dict(data.get("recurrence", {})),
         prometheus=dict(data.get("prometheus", {})),
+        coverage=coverage,
     )
 
 
