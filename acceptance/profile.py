@@ -146,6 +146,8 @@ class Profile:
     recurrence: Mapping[str, Any] = field(default_factory=dict)  # criterion 5's rules and job sources
     prometheus: Mapping[str, Any] = field(default_factory=dict)  # where criterion 5 reads metrics
     coverage: Coverage = field(default_factory=Coverage)  # when the severity clocks run (default 24x7)
+    agreement: Mapping[str, Any] = field(default_factory=dict)  # billing, responsibility, exclusions, ...
+    coverage_stated: bool = False  # the profile says coverage: itself (absent: 24x7 by default)
 
     def nccl_test(self, name: str) -> NcclTestSpec:
         for test in self.nccl_tests:
@@ -436,6 +438,8 @@ def _build(doc: Document) -> Profile:
         recurrence=dict(data.get("recurrence", {})),
         prometheus=dict(data.get("prometheus", {})),
         coverage=coverage,
+        agreement=dict(data.get("agreement") or {}),
+        coverage_stated="coverage" in data,
     )
 
 
