@@ -225,3 +225,35 @@ def test_bundle_md_names_the_coverage_hours_only_when_there_are_some() -> None:
         "coverage, the clocks count from 2026-11-30 07:00:00 UTC"
     ]
     assert _calendar(severity(_policy(Coverage()), "down", "no steps", saturday)) == []
+
+
+def test_a_bundle_of_a_profile_with_coverage_counts_its_clocks_in_it(tmp_path: Path) -> None:
+    """End to end: `acceptance bundle` on the sim agreement with coverage hours; bundle.json valid and dated in them."""
+    import json
+    import shutil
+
+    from acceptance import schemas
+    from acceptance.cli import main
+    from acceptance.incident.clocks import parse_utc
+    from tests.incident_logs import write
+
+    root = Path(__file__).resolve().parents[1]
+    folder = tmp_path / "baselines" / "sim"
+    shutil.copytree(root / "baselines" / "sim", folder)
+    profile = folder / "cluster.yaml"
+    profile.write_text(profile.read_text() + 'coverage: {hours: "Mon-Fri 08:00-18:00", tz: Europe/Berlin}\n')
+    (tmp_path / "logs").mkdir()
+    logs = write(tmp_path / "logs")
+    out = tmp_path / "bundle"
+    args = ["bundle", "--cluster", "sim", "--baselines-dir", str(tmp_path / "baselines")]
+    args += ["--reports-dir", str(tmp_path / "reports"), "--out", str(out), "--job-logs", str(logs["xid"])]
+    assert main(args) == 0
+    doc = json.loads((out / "bundle.json").read_text())
+    assert list(schemas.problems("bundle", doc)) == []
+    created = parse_utc(doc["created_utc"])
+    for clock in doc["severity"]["clocks"]:
+        assert clock["calendar"] == "Mon-Fri 08:00-18:00 Europe/Berlin"
+        end = deadline(created, clock["target_s"], parse(OFFICE))
+        assert parse_utc(clock["deadline_utc"]) == end.at_utc
+        assert clock["start_outside_coverage"] is end.start_outside_coverage
+    assert "clocks count coverage hours only: Mon-Fri 08:00-18:00 Europe/Berlin" in (out / "bundle.md").read_text()
