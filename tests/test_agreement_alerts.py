@@ -203,6 +203,30 @@ def test_hardware_counters_fire_above_the_agreed_limits_only(tmp_path: Path) -> 
     promtool(tmp_path, a, series, checks)
 
 
+@needs_promtool
+def test_ecc_dbe_nvlink_rates_and_a_hang_fire_as_criterion_5_counts_them(tmp_path: Path) -> None:
+    a = inputs()
+    doc = as_document(a)
+    calm = {**GPU3, "gpu": "5", "UUID": "GPU-5"}
+    series = [
+        gpu_series("DCGM_FI_DEV_ECC_DBE_VOL_TOTAL", "0x40 1x40"),  # one double-bit error at 615 s
+        gpu_series("DCGM_FI_DEV_ECC_DBE_VOL_TOTAL", "3x80", calm),  # errors from before: no increase
+        gpu_series("DCGM_FI_DEV_NVLINK_CRC_FLIT_ERROR_COUNT_TOTAL", "0+30x80"),  # 120 a minute: above 100
+        gpu_series("DCGM_FI_DEV_NVLINK_CRC_FLIT_ERROR_COUNT_TOTAL", "0+20x80", calm),  # 80 a minute
+        {"series": 'job_steps_completed_total{job="gpt"}', "values": "0+12x120 1440x200"},  # stuck from 1800 s
+    ]
+    checks = [
+        {"eval_time": "600s", "alertname": "GpuEccDbe", "exp_alerts": []},
+        {"eval_time": "615s", "alertname": "GpuEccDbe", "exp_alerts": [expected(doc, "GpuEccDbe", GPU3)]},
+        {"eval_time": "900s", "alertname": "GpuNvlinkCrcFlit", "exp_alerts": [expected(doc, "GpuNvlinkCrcFlit", GPU3)]},
+        {"eval_time": "3585s", "alertname": "JobHang", "exp_alerts": []},
+        {"eval_time": "3600s", "alertname": "JobHang", "exp_alerts": [expected(doc, "JobHang", {})]},
+        *quiet("JobHang", range(60, 3585, 300)),
+    ]
+    promtool(tmp_path, a, series, checks)
+    assert rule(doc, "JobHang")["labels"]["severity"] == "down"
+
+
 def test_every_rule_names_its_level_and_carries_that_level_s_respond_clock() -> None:
     doc = as_document(inputs())
     respond = {"down": "15m", "degraded": "30m", "node_out": "1h"}

@@ -152,7 +152,10 @@ def _hang(a: AlertInputs) -> AlertRule | None:
     if not a.progress:
         return None
     r = a.rules
-    expr = f"changes(({a.progress})[{_seconds(r.hang_s)}:{_seconds(a.interval_s)}]) == 0"
+    # the counter unchanged at every point from the hang time ago to now; 1 ms more than the hang time keeps
+    # the point at its start whether the range is closed (Prometheus 2) or left-open (Prometheus 3)
+    span = f"{round(r.hang_s * 1000) + 1}ms:{_seconds(a.interval_s)}"
+    expr = f"changes(({a.progress})[{span}]) == 0"
     rule = f"a step at least every {format_duration(r.hang_s)}"
     return AlertRule("JobHang", expr, 0, HANG_LEVEL, "hang", f"no step for {format_duration(r.hang_s)}", rule)
 
