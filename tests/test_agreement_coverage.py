@@ -99,6 +99,8 @@ def test_start_outside_coverage_counts_from_the_next_opening() -> None:
         ({"hours": "Mon-Fry 08:00-18:00", "tz": "Europe/Berlin"}, "coverage.hours", "Mon..Sun"),
         ({"hours": "Mon-Fri 08:00-18:00"}, "coverage.tz", "IANA time zone"),
         ({"hours": "Mon-Fri 08:00-18:00", "tz": "Europe/Berlinn"}, "coverage.tz", "tz database"),
+        ({"hours": "Mon-Fri 08:00-18:00", "tz": "Europe"}, "coverage.tz", "tz database"),
+        ({"hours": "Mon-Fri 08:00-18:00", "tz": "x" * 5000}, "coverage.tz", "tz database"),
         ({**OFFICE, "holidays": ["25.12.2026"]}, "coverage.holidays[0]", "YYYY-MM-DD"),
         ({**OFFICE, "timezone": "x"}, "coverage.timezone", "hours, tz and holidays"),
     ],
@@ -257,3 +259,10 @@ def test_a_bundle_of_a_profile_with_coverage_counts_its_clocks_in_it(tmp_path: P
         assert parse_utc(clock["deadline_utc"]) == end.at_utc
         assert clock["start_outside_coverage"] is end.start_outside_coverage
     assert "clocks count coverage hours only: Mon-Fri 08:00-18:00 Europe/Berlin" in (out / "bundle.md").read_text()
+
+
+def test_a_clock_that_cannot_end_in_the_covered_time_is_a_clear_error() -> None:
+    one_minute_a_week = parse({"hours": "Sun 00:00-00:01", "tz": "UTC"})
+    assert deadline(datetime(2026, 12, 1), 60.0, one_minute_a_week).at_utc == datetime(2026, 12, 6, 0, 1)
+    with pytest.raises(ProfileError, match="widen the coverage hours"):
+        deadline(datetime(2026, 12, 1), 365 * 24 * H, one_minute_a_week)

@@ -22,7 +22,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, time, timedelta
 from typing import Any
-from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError, available_timezones
+
+from acceptance.errors import ProfileError
 
 DAYS = ("Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun")
 ALWAYS = "24x7"
@@ -136,7 +138,10 @@ def deadline(start: datetime, duration_s: float, coverage: Coverage) -> Deadline
             return Deadline(_like(begin + remaining, start), coverage.describe(), outside, _like(first, start))
         remaining -= span[1] - begin
         cursor = span[1]
-    raise ValueError(f"no covered time within {MAX_SEARCH_DAYS} days of {start} under {coverage.describe()}")
+    raise ProfileError(
+        f"coverage {coverage.describe()}: a clock of {duration_s / 3600:g} h started {start} does not end within "
+        f"{MAX_SEARCH_DAYS} days of covered time; widen the coverage hours or shorten the clock"
+    )
 
 
 def _minutes(text: str, where: tuple[str | int, ...], value: str) -> int:
@@ -176,7 +181,7 @@ def parse(raw: Any) -> Coverage:
         return Coverage()
     if not isinstance(raw, Mapping):
         raise CoverageError((), repr(raw), FORM)
-    unknown = sorted(set(raw) - {"hours", "tz", "holidays"})
+    unknown = sorted(str(k) for k in set(raw) - {"hours", "tz", "holidays"})
     if unknown:
         raise CoverageError((str(unknown[0]),), "an unknown key", "hours, tz and holidays")
     hours = raw.get("hours")
@@ -195,12 +200,13 @@ def parse(raw: Any) -> Coverage:
     tz = raw.get("tz")
     if not isinstance(tz, str) or not tz.strip():
         raise CoverageError(("tz",), repr(tz), "an IANA time zone such as Europe/Berlin (hours are local to it)")
+    known = "an IANA time zone known to the tz database, such as Europe/Berlin"
+    if tz not in available_timezones():
+        raise CoverageError(("tz",), repr(tz[:80]), known)
     try:
         ZoneInfo(tz)
-    except (ZoneInfoNotFoundError, ValueError):
-        raise CoverageError(
-            ("tz",), repr(tz), "an IANA time zone known to the tz database, such as Europe/Berlin"
-        ) from None
+    except (ZoneInfoNotFoundError, ValueError, OSError):
+        raise CoverageError(("tz",), repr(tz[:80]), known) from None
     listed = raw.get("holidays") or []
     if not isinstance(listed, list):
         raise CoverageError(("holidays",), repr(listed), "a list of dates YYYY-MM-DD")
