@@ -142,12 +142,12 @@ class Profile:
     allowed_signers: Path | None = None
     provider: Mapping[str, str] = field(default_factory=dict)
     severity: Mapping[str, Any] = field(default_factory=dict)
-    localize: LocalizeSettings = field(default_factory=LocalizeSettings)
-    recurrence: Mapping[str, Any] = field(default_factory=dict)  # criterion 5's rules and job sources
-    prometheus: Mapping[str, Any] = field(default_factory=dict)  # where criterion 5 reads metrics
     coverage: Coverage = field(default_factory=Coverage)  # when the severity clocks run (default 24x7)
     agreement: Mapping[str, Any] = field(default_factory=dict)  # billing, responsibility, exclusions, ...
     coverage_stated: bool = False  # the profile says coverage: itself (absent: 24x7 by default)
+    localize: LocalizeSettings = field(default_factory=LocalizeSettings)
+    recurrence: Mapping[str, Any] = field(default_factory=dict)  # criterion 5's rules and job sources
+    prometheus: Mapping[str, Any] = field(default_factory=dict)  # where criterion 5 reads metrics
 
     def nccl_test(self, name: str) -> NcclTestSpec:
         for test in self.nccl_tests:
@@ -434,12 +434,12 @@ def _build(doc: Document) -> Profile:
         allowed_signers=_relative(doc.path, data.get("allowed_signers")),
         provider={str(k): str(v) for k, v in (data.get("provider") or {}).items()},
         severity=dict(data.get("severity") or {}),
-        localize=localize,
-        recurrence=dict(data.get("recurrence", {})),
-        prometheus=dict(data.get("prometheus", {})),
         coverage=coverage,
         agreement=dict(data.get("agreement") or {}),
         coverage_stated="coverage" in data,
+        localize=localize,
+        recurrence=dict(data.get("recurrence", {})),
+        prometheus=dict(data.get("prometheus", {})),
     )
 
 
