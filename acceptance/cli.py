@@ -35,6 +35,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "sim": ("acceptance.cmd.sim", "the simulated H200 cluster (run a tool on it)"),
     "cleanup": ("acceptance.cmd.cleanup", "delete cluster objects that earlier runs left behind"),
     "localize": ("acceptance.cmd.localize", "find the bad node, link or switch of a cluster's fabric"),
+    "agreement": (
+        "acceptance.cmd.agreement",
+        "the agreement as Markdown and HTML, and the provider's Prometheus alerting rules",
+    ),
 }
 COMMAND_MODULES: tuple[str, ...] = tuple(module for module, _ in COMMANDS.values())
 

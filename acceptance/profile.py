@@ -3,7 +3,8 @@
 A profile says how to reach a cluster (backend ``kube``, ``ssh`` or ``sim``) and what
 both sides agreed: node set, GPUs per node, DCGM level, the nccl-tests commands,
 margins, the smoke job, the provider's identifiers of the cluster (``provider:``) and the
-severity levels with their clocks (``severity:``, read by `acceptance.incident.severity`).
+severity levels with their clocks (``severity:``, read by `acceptance.incident.severity`), counted in
+the agreed coverage hours (``coverage:``, `acceptance.agreement.coverage`; 24x7 when absent).
 Every problem found while loading names the file, the line,
 the path inside the document, what was found and what was expected.
 """
@@ -19,6 +20,8 @@ from pathlib import Path
 from typing import Any
 
 from acceptance import schemas
+from acceptance.agreement.coverage import Coverage, CoverageError
+from acceptance.agreement.coverage import parse as parse_coverage
 from acceptance.clusters.base import EnvValue
 from acceptance.errors import ParseError, ProfileError, UsageError
 from acceptance.links import NodeLinks
@@ -140,6 +143,9 @@ class Profile:
     allowed_signers: Path | None = None
     provider: Mapping[str, str] = field(default_factory=dict)
     severity: Mapping[str, Any] = field(default_factory=dict)
+    coverage: Coverage = field(default_factory=Coverage)  # when the severity clocks run (default 24x7)
+    agreement: Mapping[str, Any] = field(default_factory=dict)  # billing, responsibility, exclusions, ...
+    coverage_stated: bool = False  # the profile says coverage: itself (absent: 24x7 by default)
     localize: LocalizeSettings = field(default_factory=LocalizeSettings)
     recurrence: Mapping[str, Any] = field(default_factory=dict)  # criterion 5's rules and job sources
     prometheus: Mapping[str, Any] = field(default_factory=dict)  # where criterion 5 reads metrics
@@ -333,6 +339,12 @@ def _build(doc: Document) -> Profile:
             return default
         return seconds
 
+    try:
+        coverage = parse_coverage(data.get("coverage"))
+    except CoverageError as exc:
+        bad(list(exc.where), exc.found, exc.expected)
+        coverage = Coverage()
+
     tests: list[NcclTestSpec] = []
     for i, raw in enumerate(data["nccl"]["tests"]):
         args = _strings(raw["args"])
@@ -436,6 +448,9 @@ def _build(doc: Document) -> Profile:
         allowed_signers=_relative(doc.path, data.get("allowed_signers")),
         provider={str(k): str(v) for k, v in (data.get("provider") or {}).items()},
         severity=dict(data.get("severity") or {}),
+        coverage=coverage,
+        agreement=dict(data.get("agreement") or {}),
+        coverage_stated="coverage" in data,
         localize=localize,
         recurrence=dict(data.get("recurrence", {})),
         prometheus=dict(data.get("prometheus", {})),

@@ -185,7 +185,7 @@ def _run(args: argparse.Namespace) -> int:
             provider=profile.provider,
             full_size=full,
             full_size_from=str(baseline.path) if baseline else "",
-            policy=SeverityPolicy.from_profile(profile.severity),
+            policy=SeverityPolicy.from_profile(profile.severity, profile.coverage),
             ticket=args.ticket,
             harness_version=__version__,
             simulated=profile.backend == "sim"

@@ -9,7 +9,9 @@ Both take the bundle as its ``bundle.json`` document and the UTC time of the pas
     result.properties()  # [("incident.resolved_utc", ...), ("incident.resolve_after_bundle_s", ...), ...]
 
 `restoration` compares with the level's ``restore`` clock, `resolution` with its ``resolve`` clock
-(``met`` is None when the profile stated no such clock for the level). Pure: no clock of its own.
+(``met`` is None when the profile stated no such clock for the level). The deadline is the one the
+bundle states, counted in the agreed coverage hours when the bundle was made (its ``calendar``; 24x7,
+plain wall-clock time, for a bundle that names none). Pure: no clock of its own.
 """
 
 from __future__ import annotations
@@ -45,6 +47,9 @@ class ClockResult:
     bundle_utc: datetime
     target_s: float | None
     met: bool | None
+    stated_deadline_utc: datetime | None = None  # the bundle's deadline, counted in its calendar
+    calendar: str = "24x7"
+    start_outside_coverage: bool = False
 
     @property
     def after_bundle_s(self) -> float:
@@ -52,7 +57,16 @@ class ClockResult:
 
     @property
     def deadline_utc(self) -> datetime | None:
-        return self.bundle_utc + timedelta(seconds=self.target_s) if self.target_s is not None else None
+        if self.target_s is None:
+            return None
+        return self.stated_deadline_utc or self.bundle_utc + timedelta(seconds=self.target_s)
+
+    def calendar_words(self) -> str:
+        """Nothing for 24x7 (plain wall-clock time), else the coverage hours the deadline was counted in."""
+        if self.calendar == "24x7":
+            return ""
+        late = "; the bundle was made outside coverage" if self.start_outside_coverage else ""
+        return f" in coverage hours {self.calendar}{late}"
 
     def line(self) -> str:
         ticket = f" {self.ticket}" if self.ticket else ""
@@ -64,7 +78,8 @@ class ClockResult:
         else:
             outcome = "met" if self.met else "MISSED"
             verdict = (
-                f"{self.clock} clock {format_duration(self.target_s)} (deadline {deadline:%Y-%m-%d %H:%M:%S} UTC): "
+                f"{self.clock} clock {format_duration(self.target_s)}{self.calendar_words()} "
+                f"(deadline {deadline:%Y-%m-%d %H:%M:%S} UTC): "
             )
             verdict += outcome
         return f"incident{ticket} {WORDS[self.clock]} at {self.at_utc:%Y-%m-%d %H:%M:%S} UTC, {when}; {verdict}"
@@ -83,6 +98,8 @@ class ClockResult:
             out += [
                 (f"{prefix}.{self.clock}_clock_s", f"{self.target_s:.0f}"),
                 (f"{prefix}.{self.clock}_deadline_utc", self.deadline_utc.isoformat() + "Z"),
+                (f"{prefix}.{self.clock}_calendar", self.calendar),
+                (f"{prefix}.{self.clock}_start_outside_coverage", "true" if self.start_outside_coverage else "false"),
                 (f"{prefix}.{self.clock}_clock_met", "true" if self.met else "false"),
             ]
         return out
@@ -91,10 +108,19 @@ class ClockResult:
 def _result(clock: str, bundle: Mapping[str, Any], passed_at: datetime) -> ClockResult:
     created = parse_utc(str(bundle.get("created_utc")), "creation time")
     severity = bundle.get("severity") or {}
-    target = next((float(c["target_s"]) for c in severity.get("clocks") or () if c.get("name") == clock), None)
+    stated = next((c for c in severity.get("clocks") or () if c.get("name") == clock), None)
+    target = float(stated["target_s"]) if stated is not None else None
     at = _naive_utc(passed_at)
-    met = None if target is None else (at - created).total_seconds() <= target
-    return ClockResult(clock, bundle.get("ticket"), severity.get("level"), at, created, target, met)
+    if stated is None or target is None:
+        return ClockResult(clock, bundle.get("ticket"), severity.get("level"), at, created, None, None)
+    calendar = str(stated.get("calendar") or "24x7")
+    end = parse_utc(str(stated["deadline_utc"]), "deadline") if stated.get("deadline_utc") else None
+    if end is None or calendar == "24x7":
+        end = created + timedelta(seconds=target)  # plain wall-clock time, as it always was
+    outside = bool(stated.get("start_outside_coverage"))
+    return ClockResult(
+        clock, bundle.get("ticket"), severity.get("level"), at, created, target, at <= end, end, calendar, outside
+    )
 
 
 def restoration(bundle: Mapping[str, Any], passed_at: datetime) -> ClockResult:

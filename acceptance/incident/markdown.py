@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from acceptance.incident.model import LEVEL_TITLES, Bundle, NcclGroup
+from acceptance.incident.model import LEVEL_TITLES, Bundle, NcclGroup, Severity
 from acceptance.incident.render import ranges, short
 from acceptance.units import format_duration
 
@@ -29,6 +29,17 @@ def _group_line(g: NcclGroup) -> str:
     return f"{when} — **{g.kind}**, {who}{where}: `{text}`{note}"
 
 
+def _calendar(s: Severity) -> list[str]:
+    """The clocks' calendar, when they count coverage hours (24x7 is plain wall-clock time: nothing to add)."""
+    if not s.clocks or all(c.calendar == "24x7" for c in s.clocks):
+        return []
+    line = f"- clocks count coverage hours only: {s.clocks[0].calendar}"
+    late = next((c for c in s.clocks if c.start_outside_coverage and c.counted_from_utc), None)
+    if late is not None:
+        line += f"; the bundle was made outside coverage, the clocks count from {short(late.counted_from_utc)}"
+    return [line]
+
+
 def markdown(b: Bundle, files: Mapping[str, str | None]) -> str:
     s = b.severity
     ids = ", ".join(f"{k.replace('_', ' ')} {v}" for k, v in b.cluster.provider.items())
@@ -40,6 +51,7 @@ def markdown(b: Bundle, files: Mapping[str, str | None]) -> str:
         out.append(f"**Severity proposed: {s.level}** ({LEVEL_TITLES[s.level]}): {s.reason}.")
         for c in s.clocks:
             out.append(f"- {c.name} within {format_duration(c.target_s)}: by **{short(c.deadline_utc)}**")
+        out += _calendar(s)
         if s.joins:
             out.append(f"- joins from the provider: {', '.join(s.joins)}")
         if s.escalate_to:

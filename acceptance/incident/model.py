@@ -195,6 +195,9 @@ class Clock:
     name: str  # "respond" | "restore" | "resolve"
     target_s: float
     deadline_utc: datetime
+    calendar: str = "24x7"  # the calendar the deadline was counted in (the agreed coverage hours)
+    start_outside_coverage: bool = False
+    counted_from_utc: datetime | None = None  # the first covered instant at or after the clock's start
 
 
 @dataclass(frozen=True)
@@ -206,6 +209,7 @@ class Severity:
     escalate_to: str | None = None
     escalate_at_utc: datetime | None = None
     rule: str = ""
+    calendar: str = "24x7"  # the calendar of every deadline here, escalation included
 
 
 @dataclass(frozen=True)

@@ -154,6 +154,9 @@ def to_json(b: Bundle, files: Mapping[str, str | None]) -> dict[str, Any]:
                     "target_s": c.target_s,
                     "target": format_duration(c.target_s),
                     "deadline_utc": iso(c.deadline_utc),
+                    "calendar": c.calendar,
+                    "start_outside_coverage": c.start_outside_coverage,
+                    "counted_from_utc": iso(c.counted_from_utc),
                 }
                 for c in s.clocks
             ],

@@ -12,16 +12,19 @@ Each level has two clocks — ``respond`` (time to first engineering response) a
 (target time to restore capacity) — and optionally ``resolve`` (time to close the incident, which
 criterion 5's pass does), ``joins`` (who joins from the provider) and ``escalate_after`` (when an
 unrestored incident moves up one level). The profile's older top-level ``ack`` and ``resolve`` are
-the defaults of every level's ``respond`` and ``restore``. Clocks start when the bundle is made.
+the defaults of every level's ``respond`` and ``restore``. Clocks start when the bundle is made and
+count only the agreed coverage hours (profile ``coverage:``, `acceptance.agreement.coverage`; 24x7,
+i.e. plain wall-clock time, when absent); every deadline carries the calendar it was counted in.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta
+from datetime import datetime
 from typing import Any
 
+from acceptance.agreement.coverage import Coverage, deadline
 from acceptance.incident.model import LEVEL_TITLES, LEVELS, Clock, Severity, Window
 from acceptance.units import format_duration, parse_duration
 
@@ -56,10 +59,12 @@ class DegradedRule:
 class SeverityPolicy:
     levels: Mapping[str, LevelPolicy] = field(default_factory=dict)
     degraded: DegradedRule = field(default_factory=DegradedRule)
+    coverage: Coverage = field(default_factory=Coverage)
 
     @classmethod
-    def from_profile(cls, raw: Mapping[str, Any] | None) -> SeverityPolicy:
-        """From the profile's validated ``severity:`` mapping (None: no agreement on severity)."""
+    def from_profile(cls, raw: Mapping[str, Any] | None, coverage: Coverage | None = None) -> SeverityPolicy:
+        """From the profile's validated ``severity:`` mapping (None: no agreement on severity) and its
+        parsed ``coverage:`` (None: 24x7)."""
         raw = raw or {}
 
         def seconds(value: Any) -> float | None:
@@ -90,7 +95,7 @@ class SeverityPolicy:
             if rule
             else DegradedRule()
         )
-        return cls(levels, degraded)
+        return cls(levels, degraded, coverage or Coverage())
 
 
 @dataclass(frozen=True)
@@ -138,21 +143,30 @@ def propose(impact: Impact, rule: DegradedRule) -> tuple[str | None, str]:
 def severity(policy: SeverityPolicy, level: str | None, reason: str, opened: datetime) -> Severity:
     """The proposed level with its clocks (deadlines from `opened`), who joins and the escalation."""
     if level is None:
-        return Severity(None, reason, rule=policy.degraded.describe())
+        return Severity(None, reason, rule=policy.degraded.describe(), calendar=policy.coverage.describe())
     found = policy.levels.get(level)
     if found is None:
         return Severity(
-            level, reason + f"; the profile states no clocks for level {level!r}", rule=policy.degraded.describe()
+            level,
+            reason + f"; the profile states no clocks for level {level!r}",
+            rule=policy.degraded.describe(),
+            calendar=policy.coverage.describe(),
         )
+    calendar = policy.coverage.describe()
     clocks = tuple(
-        Clock(name, seconds, opened + timedelta(seconds=seconds))
+        _clock(name, seconds, opened, policy.coverage)
         for name, seconds in (("respond", found.respond_s), ("restore", found.restore_s), ("resolve", found.resolve_s))
         if seconds is not None
     )
     index = LEVELS.index(level)
     up = LEVELS[index - 1] if index > 0 else None
-    at = opened + timedelta(seconds=found.escalate_after_s) if found.escalate_after_s and up else None
-    return Severity(level, reason, clocks, found.joins, up if at else None, at, policy.degraded.describe())
+    at = deadline(opened, found.escalate_after_s, policy.coverage).at_utc if found.escalate_after_s and up else None
+    return Severity(level, reason, clocks, found.joins, up if at else None, at, policy.degraded.describe(), calendar)
+
+
+def _clock(name: str, seconds: float, opened: datetime, coverage: Coverage) -> Clock:
+    end = deadline(opened, seconds, coverage)
+    return Clock(name, seconds, end.at_utc, end.calendar, end.start_outside_coverage, end.counted_from_utc)
 
 
 def title(level: str | None) -> str:
