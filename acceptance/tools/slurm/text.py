@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-_PREFIX = re.compile(r"^[ \t]*(?:[#>][ \t]?)*")
+_PREFIX = re.compile(r"^(?:[ \t]*[#>])*[ \t]*")
 _PREFIX_ONLY = re.compile(r"^[\s#>]*$")
 _COMMANDS = (
     r"(?:sudo\s+)?(?:sinfo|squeue|scontrol|sacct|srun|sbatch|salloc|scancel|sacctmgr|sstat|journalctl|systemctl)\b"
