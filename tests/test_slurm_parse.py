@@ -483,3 +483,27 @@ def test_hostlist_and_state_words() -> None:
     assert state.down
     assert slurm.node_state("Nodes") is None
     assert re.fullmatch("\\w+", str(slurm.node_state("idle")))
+
+
+def test_real_srun_scancel_and_task_exit_lines() -> None:
+    # with one slurmd per node name, slurmstepd signs its lines "slurmstepd-NODE: error: ..."
+    cancelled = facts_events(fixture("srun-stderr-scancel-step-cancelled-22.05.8.txt"))
+    assert cancelled[0][:2] == ("step_aborted", 1)
+    assert cancelled[1] == ("cancelled", 2, "1", "0", "sim-node-01", "2026-12-02T13:47:53", None)
+    exits = slurm.step_events(fixture("srun-stderr-task-exit-code-22.05.8.txt"))
+    assert [(e.kind, e.node, e.exit_code) for e in exits] == [("task_exit", "sim-node-01", 3),
+                                                               ("task_exit", "sim-node-02", 3)]  # fmt: skip
+    terminated = slurm.step_events(fixture("srun-stderr-scancel-step-cancelled-22.05.8.txt"))[2:]
+    assert [(e.node, e.cause) for e in terminated] == [("sim-node-01", "Terminated"), ("sim-node-02", "Terminated")]
+
+
+def test_real_slurmctld_log_fresh_state() -> None:
+    lines, problems = slurm.parse_log(fixture("slurmctld-log-fresh-state-22.05.8.log"))
+    assert problems == ()
+    assert lines[0].text == "slurmctld version 22.05.8 started on cluster sim-slurm"
+    errors = [x.text for x in lines if x.level == "error"]
+    assert (
+        "Could not open node state file /tmp/acceptance-slurm-XXXX/state/node_state: No such file or directory"
+        in errors
+    )
+    assert any("can not load PMIx library" in e for e in errors)

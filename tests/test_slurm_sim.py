@@ -126,6 +126,18 @@ def test_srun_two_nodes_eight_gpus_each(cluster: daemons.SimSlurm, run_id: str) 
 
 @pytest.mark.slow
 @needs_slurm
+def test_mpi_launch_without_pmix(cluster: daemons.SimSlurm, run_id: str) -> None:
+    tag = [f"--job-name=ra-{run_id}", f"--comment={run_id}", "--time=1"]
+    pmi2 = cluster.run(["srun", "-N2", "--mpi=pmi2", *tag, "bash", "-c", "echo $SLURMD_NODENAME:$PMI_RANK"]).stdout
+    assert sorted(x.split(":")[1] for x in pmi2.split()) == ["0", "1"]
+    assert len({x.split(":")[0] for x in pmi2.split()}) == 2
+    mpi = cluster.run(["salloc", "-N2", *tag, "mpirun", "--allow-run-as-root", "-np", "2", "--map-by", "node",
+                       "bash", "-c", "echo $SLURMD_NODENAME"], timeout_s=90).stdout  # fmt: skip
+    assert len(set(mpi.split())) == 2
+
+
+@pytest.mark.slow
+@needs_slurm
 def test_sbatch_named_and_bounded_then_scancel(cluster: daemons.SimSlurm, run_id: str) -> None:
     other = "o" + run_id
     mine = _sbatch(cluster, run_id)
