@@ -3,6 +3,7 @@ slurmctld and 16 slurmd on loopback; skipped when the Debian packages are absent
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -61,6 +62,46 @@ def test_without_the_packages_a_usage_error_says_what_to_install(monkeypatch: py
     monkeypatch.setattr(daemons, "missing", lambda: ["slurmd", "munge"])
     with pytest.raises(UsageError, match=r"missing slurmd, munge; install with: apt-get install .*slurmctld slurmd"):
         daemons.SimSlurm.start(2)
+
+
+def test_a_stale_marker_never_ends_or_removes_anything_outside_a_run_folder(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Markers naming a folder that is not a run folder of this harness (relative, without its own marker, not
+    made by it) end no process and remove nothing. Every decoy lives under tmp_path, so even a regression of
+    the guard can only touch this test's own files and process."""
+    monkeypatch.setattr(daemons, "MARKERS", tmp_path / "markers")
+    monkeypatch.chdir(tmp_path)
+    decoys = {"relative": "rel", "nomarker": str(tmp_path / "plain"), "notmine": str(tmp_path / "given")}
+    for folder in decoys.values():
+        (tmp_path / folder).mkdir()
+        (tmp_path / folder / "keep.txt").write_text("x")
+    (tmp_path / "given" / "daemons.json").write_text("{}")  # a user-given folder: its daemons end, it stays
+    with subprocess.Popen(["true"]) as gone:
+        gone.wait()
+    argv = [sys.executable, "-c", "import time; time.sleep(30)", f"{tmp_path}/plain/x"]
+    with subprocess.Popen(argv, start_new_session=True) as bystander:
+        try:
+            (tmp_path / "markers").mkdir(mode=0o700)
+            for name, folder in decoys.items():
+                marker = {"owner": gone.pid, "folder": folder, "remove": True, "pids": {"slurmd-x": bystander.pid}}
+                (tmp_path / "markers" / f"{name}.json").write_text(json.dumps(marker))
+            assert daemons.cleanup_stale() == [str(tmp_path / "given")]
+            time.sleep(0.3)
+            assert bystander.poll() is None
+            assert all((tmp_path / folder / "keep.txt").is_file() for folder in decoys.values())
+            assert list((tmp_path / "markers").iterdir()) == []
+        finally:
+            bystander.kill()
+
+
+def test_stop_never_removes_a_folder_it_was_given(tmp_path: Path) -> None:
+    given = tmp_path / "state"
+    given.mkdir()
+    (given / "keep.txt").write_text("x")
+    slurm = daemons.SimSlurm(ClusterSpec(("sim-node-01",)), Layout(given), 0, {"sim-node-01": 0})
+    assert slurm.stop() == []
+    assert (given / "keep.txt").is_file()
 
 
 # ---- slow: the real daemons --------------------------------------------------------------------------------
@@ -207,7 +248,7 @@ sys.stdin.read()
 
 @pytest.mark.slow
 @needs_slurm
-def test_daemons_end_when_the_harness_is_killed() -> None:
+def test_daemons_end_when_the_harness_is_killed(cluster: daemons.SimSlurm) -> None:
     env = dict(os.environ, PYTHONPATH=str(ROOT))
     with subprocess.Popen([sys.executable, "-c", _KILLED], stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env,
                           text=True) as proc:  # fmt: skip
@@ -222,5 +263,6 @@ def test_daemons_end_when_the_harness_is_killed() -> None:
         time.sleep(0.2)
     assert _own_daemons(folder) == []
     assert Path(folder).exists()
-    assert folder in daemons.cleanup_stale()
+    assert daemons.cleanup_stale() == [folder]
     assert not Path(folder).exists()
+    assert len(cluster.nodes()) == 16  # the live run of this process is not a stale one

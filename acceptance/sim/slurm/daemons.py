@@ -93,7 +93,7 @@ def _alive(pid: int) -> bool:
 def _end(pids: Sequence[int], folder: str, grace_s: float = 5.0) -> list[int]:
     """SIGTERM then SIGKILL to the process groups of `pids` whose command line names `folder`; the pids that
     were still alive at the end (none after a SIGKILL unless the kernel is slow)."""
-    mine = [p for p in pids if folder in _cmdline(p)]
+    mine = [p for p in pids if folder.rstrip("/") + "/" in _cmdline(p)]
     for pid in mine:
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(pid, signal.SIGTERM)
@@ -108,24 +108,55 @@ def _end(pids: Sequence[int], folder: str, grace_s: float = 5.0) -> list[int]:
     return [p for p in mine if _alive(p)]
 
 
+def _markers() -> Path:
+    """The folder of run markers, private to this user (created 0700; refused when another user can write it)."""
+    MARKERS.mkdir(mode=0o700, exist_ok=True)
+    st = MARKERS.stat()
+    if st.st_uid != os.geteuid() or st.st_mode & 0o022:
+        raise ClusterError(f"{MARKERS} is not a private folder of this user: remove it")
+    return MARKERS
+
+
+PREFIX = "acceptance-slurm-"
+
+
+def _made_here(folder: Path) -> bool:
+    """A folder this harness created itself (`tempfile.mkdtemp` with `PREFIX`) and may therefore remove."""
+    return folder.is_absolute() and folder.name.startswith(PREFIX) and folder.parent == Path(tempfile.gettempdir())
+
+
+def _stale_folder(data: dict[str, Any]) -> str | None:
+    """The run folder a marker names, when it is one this harness made (absolute, holding its own marker)."""
+    folder = Path(str(data.get("folder", "")))
+    if not folder.is_absolute() or len(folder.parts) < 3 or not (folder / "daemons.json").is_file():
+        return None
+    return str(folder)
+
+
 def cleanup_stale() -> list[str]:
-    """End the daemons of every run whose harness process is gone; the folders cleaned."""
+    """End the daemons of every run whose harness process is gone (only processes whose command line names
+    that run's folder) and remove the folder; the folders cleaned."""
     cleaned: list[str] = []
     if not MARKERS.is_dir():
         return cleaned
-    for marker in sorted(MARKERS.glob("*.json")):
+    for marker in sorted(_markers().glob("*.json")):
         try:
+            if marker.stat().st_uid != os.geteuid():
+                continue
             data = json.loads(marker.read_text())
-            owner, folder, pids = int(data["owner"]), str(data["folder"]), [int(p) for p in data["pids"].values()]
-        except (OSError, ValueError, KeyError, TypeError):
+            owner, pids = int(data["owner"]), [int(p) for p in data["pids"].values()]
+        except (OSError, ValueError, KeyError, TypeError, AttributeError):
             marker.unlink(missing_ok=True)
             continue
-        if _alive(owner) and owner != os.getpid():
+        if _alive(owner):
             continue
-        _end(pids, folder)
+        folder = _stale_folder(data)
+        if folder is not None:
+            _end(pids, folder)
+            if data.get("remove") is True and _made_here(Path(folder)):
+                shutil.rmtree(folder, ignore_errors=True)
+            cleaned.append(folder)
         marker.unlink(missing_ok=True)
-        shutil.rmtree(folder, ignore_errors=True)
-        cleaned.append(folder)
     return cleaned
 
 
@@ -138,7 +169,7 @@ class SimSlurm:
         self.ctld_port = ctld_port
         self.node_ports = node_ports
         self.procs: dict[str, subprocess.Popen[bytes]] = {}
-        self._keep = False
+        self._remove = False  # only a folder this harness made is ever removed
 
     # ---- start -------------------------------------------------------------------------------------------
     @classmethod
@@ -147,7 +178,7 @@ class SimSlurm:
         require()
         cleanup_stale()
         names = node_names(nodes) if isinstance(nodes, int) else tuple(nodes)
-        root = Path(folder) if folder else Path(tempfile.mkdtemp(prefix="acceptance-slurm-"))
+        root = Path(folder) if folder else Path(tempfile.mkdtemp(prefix=PREFIX))
         root.mkdir(parents=True, exist_ok=True)
         ports = _free_ports(len(names) + 1)
         self = cls(
@@ -156,7 +187,7 @@ class SimSlurm:
             ports[0],
             dict(zip(names, ports[1:], strict=True)),
         )
-        self._keep = keep
+        self._remove = folder is None and not keep and _made_here(self.layout.root)
         try:
             self._prepare()
             self._start_munge(deadline_s)
@@ -216,11 +247,10 @@ class SimSlurm:
         self._write_marker()
 
     def _write_marker(self) -> None:
-        data = {"owner": os.getpid(), "folder": str(self.layout.root),
+        data = {"owner": os.getpid(), "folder": str(self.layout.root), "remove": self._remove,
                 "pids": {name: p.pid for name, p in self.procs.items() if p.poll() is None}}  # fmt: skip
         self.layout.marker.write_text(json.dumps(data, indent=1) + "\n")
-        MARKERS.mkdir(exist_ok=True)
-        tmp = MARKERS / f".{self.layout.root.name}.tmp"
+        tmp = _markers() / f".{self.layout.root.name}.tmp"
         tmp.write_text(json.dumps(data) + "\n")
         tmp.replace(MARKERS / f"{self.layout.root.name}.json")
 
@@ -305,7 +335,8 @@ class SimSlurm:
         if proc is None:
             raise UsageError(f"no slurmd of {node} is running")
         _end([proc.pid], str(self.layout.root))
-        proc.wait(timeout=10)
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            proc.wait(timeout=10)
         self._write_marker()
 
     def start_slurmd(self, node: str) -> None:
@@ -334,7 +365,7 @@ class SimSlurm:
         self.procs.clear()
         (MARKERS / f"{self.layout.root.name}.json").unlink(missing_ok=True)
         self.layout.marker.unlink(missing_ok=True)
-        if not self._keep:
+        if self._remove and _made_here(self.layout.root):
             shutil.rmtree(self.layout.root, ignore_errors=True)
         return left
 
