@@ -266,3 +266,21 @@ def test_daemons_end_when_the_harness_is_killed(cluster: daemons.SimSlurm) -> No
     assert daemons.cleanup_stale() == [folder]
     assert not Path(folder).exists()
     assert len(cluster.nodes()) == 16  # the live run of this process is not a stale one
+
+
+@pytest.mark.slow
+@needs_slurm
+def test_python_m_entry_starts_prints_usage_and_stops_on_ctrl_c() -> None:
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    argv = [sys.executable, "-m", "acceptance.sim.slurm", "--nodes", "2"]
+    with subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, text=True) as proc:
+        assert proc.stdout is not None
+        head = [proc.stdout.readline() for _ in range(4)]
+        folder = head[0].rsplit(" in ", 1)[1].strip()
+        assert head[0].startswith("simulated Slurm up: 2 nodes, 8 GPUs each")
+        assert head[1].strip() == f"export SLURM_CONF={folder}/etc/slurm.conf"
+        assert len(_own_daemons(folder)) == 4
+        proc.send_signal(signal.SIGINT)
+        assert proc.wait(timeout=30) == 0
+    assert _own_daemons(folder) == []
+    assert not Path(folder).exists()
