@@ -2,8 +2,10 @@
 
 Shapes (all seen in ``../shared/corpus-wave2``):
 
-- glog, PyTorch c10d: ``E1218 20:27:21.426415540`` (severity letter, MMDD, 9-digit fraction, no year);
-  torch.distributed.elastic 2.6: ``W0608 19:04:45.351000`` (6-digit fraction);
+- glog, PyTorch c10d: ``E1218 20:27:21.426415540`` (severity letter, date, 9-digit fraction, no year); c10's own
+  logger prints the date as month x 100 + day WITHOUT zero padding (``E626`` is 26 June, ``E1206`` 6 December),
+  the torch.distributed.elastic agent pads it (``W0608 19:04:45.351000``, 6-digit fraction): the last two digits
+  are the day, the one or two before them the month;
 - Python logging: ``2026-06-08 19:04:36,139`` and ``[2024-07-25 06:36:18,293]``;
 - Megatron: ``[2026-11-23 09:12:03]``; torchrun summaries: ``2026-06-08_19:04:45``;
 - dmesg -T: ``Sun Feb 23 16:24:18 2025``; dmesg --time-format iso: ``2025-01-21T04:41:44,283302+00:00``;
@@ -20,7 +22,7 @@ from datetime import UTC, datetime, timedelta, timezone
 
 MONTHS = {m: i + 1 for i, m in enumerate(("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct",
                                            "Nov", "Dec"))}  # fmt: skip
-GLOG = re.compile(r"(?<![\w.])([IWEF])(\d{2})(\d{2}) (\d{2}):(\d{2}):(\d{2})(?:\.(\d{1,9}))?")
+GLOG = re.compile(r"(?<![\w.])([IWEF])(\d{1,2})(\d{2}) (\d{2}):(\d{2}):(\d{2})(?:\.(\d{1,9}))?")
 ISO = re.compile(r"(\d{4})-(\d{2})-(\d{2})[T _](\d{2}):(\d{2}):(\d{2})(?:[.,](\d{1,9}))?(Z|[+-]\d{2}:?\d{2})?(?![\d:])")
 CTIME = re.compile(r"\b(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun) (\w{3}) +(\d{1,2}) (\d{2}):(\d{2}):(\d{2}) (\d{4})\b")
 SYSLOG = re.compile(r"^(\w{3}) +(\d{1,2}) (\d{2}):(\d{2}):(\d{2})\b")
@@ -71,7 +73,7 @@ def parse_iso(text: str) -> datetime | None:
 
 
 def parse_glog(text: str, year: int | None) -> datetime | None:
-    """``E1218 20:27:21.426415540`` with the year given; None without a year or a glog stamp."""
+    """``E1218 20:27:21.426415540`` / ``E626 06:24:44.903881913`` with the year given; else None."""
     match = GLOG.search(text)
     if not match or year is None:
         return None
