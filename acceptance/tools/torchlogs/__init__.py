@@ -55,8 +55,9 @@ def parse(text: str, source: str = "<text>", *, year: int | None = None) -> Torc
     summary = SummaryReader(year)
     lines = text.splitlines()
     joiner = Joiner(year, wrap_width(lines))
+    held = joiner.held  # the lines a hard wrap holds: while there are any, no line is skipped unread
     for number, raw in enumerate(lines, 1):
-        if fast_skip(raw) and not joiner.holding:
+        if not held and fast_skip(raw):
             continue
         summary.feed(number, strip_prefix(raw), raw)
         for line in joiner.feed(split_line(number, raw, year)):

@@ -32,9 +32,6 @@ _WORDS = (
     "Stack trace of the",
     "Timeout at NCCL work",
 )
-# Words of the NCCL INFO lines that carry a fact (rank, world size, versions); every other INFO line is skipped.
-# (or text glued behind the INFO line that another reader wants: a rank prefix, a watchdog record, an error).
-_INFO_FACTS = ("comm 0x", "version", "orld", "ORLD", "[rank", "atchdog", "terminate", "rror")
 _ABORT = "called after throwing an instance of"
 
 
@@ -177,14 +174,14 @@ class Joiner:
     year: int | None
     width: int | None = None
     notes: list[str] = field(default_factory=list)
-    _held: dict[int | None, tuple[Line, str]] = field(default_factory=dict)
+    held: dict[int | None, tuple[Line, str]] = field(default_factory=dict)  # per rank: (line, why)
     _short: dict[int | None, Line] = field(default_factory=dict)
 
     def feed(self, line: Line) -> Iterator[Line]:
         key = line.rank
-        if key not in self._held and key is None:  # a wrap's continuation carries no rank prefix of its own
-            key = next((k for k, (first, _) in self._held.items() if first.number == line.number - 1), None)
-        held = self._held.pop(key, None)
+        if key not in self.held and key is None:  # a wrap's continuation carries no rank prefix of its own
+            key = next((k for k, (first, _) in self.held.items() if first.number == line.number - 1), None)
+        held = self.held.pop(key, None)
         short = self._short.pop(line.rank, None)
         text = line.text
         continues = bool(text.strip()) and not p.STARTS.match(text) and not p.GLOG_HEADER.match(text)
@@ -210,26 +207,22 @@ class Joiner:
             self._short[line.rank] = line
         yield line
 
-    @property
-    def holding(self) -> bool:
-        return bool(self._held)
-
     def _hold(self, line: Line) -> bool:
         text = line.text
         if "WorkNCCL(" in text and not p.TIMEOUT_END.search(text):
-            self._held[line.rank] = (line, "cut")
+            self.held[line.rank] = (line, "cut")
             return True
         if self.width and len(line.raw.rstrip("\r\n")) == self.width:
-            self._held[line.rank] = (line, "width")
+            self.held[line.rank] = (line, "width")
             return True
         return False
 
     def finish(self) -> Iterator[Line]:
-        for first, why in self._held.values():
+        for first, why in self.held.values():
             if why == "cut":
                 self.notes.append(f"line {first.number}: the watchdog record is cut at the end of the log")
             yield first
-        self._held.clear()
+        self.held.clear()
 
 
 def wrap_width(lines: list[str]) -> int | None:
@@ -386,4 +379,13 @@ class Collector:
 
 def fast_skip(raw: str) -> bool:
     """An NCCL INFO line that states no fact this reader keeps (most of an ``NCCL_DEBUG=INFO`` log)."""
-    return " NCCL INFO " in raw and not any(word in raw for word in _INFO_FACTS)
+    return " NCCL INFO " in raw and not (
+        "comm 0x" in raw
+        or "version" in raw
+        or "orld" in raw
+        or "ORLD" in raw
+        or "[rank" in raw
+        or "atchdog" in raw
+        or "terminate" in raw
+        or "rror" in raw
+    )
