@@ -207,3 +207,17 @@ def test_c10_stamps_of_a_log_with_full_dates_take_their_year_from_them(tmp_path)
     )
     timeout = next(e for e in doc["nccl"]["errors"] if e["kind"] == "watchdog-timeout")
     assert timeout["first_utc"] == "2026-06-28T09:54:15.886208Z"  # E628 = 28 June
+
+
+def test_a_december_c10_stamp_in_a_file_last_written_in_january_is_of_the_year_before(tmp_path) -> None:
+    log = tmp_path / "rank3.log"
+    log.write_text(
+        "[rank3]:[E1231 23:59:58.000000001 ProcessGroupNCCL.cpp:616] [Rank 3] Watchdog caught collective operation "
+        "timeout: WorkNCCL(SeqNum=9, OpType=ALLREDUCE, NumelIn=1, NumelOut=1, Timeout(ms)=600000) ran for 600001 "
+        "milliseconds before timing out.\n"
+    )
+    when = datetime(2027, 1, 1, 0, 5, tzinfo=UTC).timestamp()
+    os.utime(log, (when, when))
+    doc = bundle(tmp_path, "--job-logs", str(log))
+    assert doc["window"]["first_bad_utc"] == "2026-12-31T23:59:58Z"
+    assert "2026 from the file's modification time (the year before" in doc["log_clock"]

@@ -41,6 +41,12 @@ def year_of(item: Input, around: datetime | None, created: datetime) -> tuple[in
     if own is not None:
         return own, "the log's own full dates"
     if item.mtime is not None:
+        first = logtime.parse_glog(item.text[: 1 << 20], item.mtime.year)  # the first year-less stamp
+        if first is not None and first > item.mtime + timedelta(days=1):  # written before the file's last change:
+            return (
+                item.mtime.year - 1,
+                "the file's modification time (the year before: the stamps are later in the year)",
+            )
         return item.mtime.year, "the file's modification time"
     if around is not None:
         return around.year, "--around"
