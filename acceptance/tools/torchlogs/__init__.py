@@ -59,8 +59,9 @@ def parse(text: str, source: str = "<text>", *, year: int | None = None) -> Torc
     for number, raw in enumerate(lines, 1):
         if not held and fast_skip(raw):
             continue
-        summary.feed(number, strip_prefix(raw), raw)
-        for line in joiner.feed(split_line(number, raw, year)):
+        stripped = strip_prefix(raw)
+        summary.feed(number, stripped, raw)
+        for line in joiner.feed(split_line(number, raw, year, stripped)):
             collector.feed(line)
     for line in joiner.finish():
         collector.feed(line)

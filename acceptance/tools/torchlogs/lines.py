@@ -55,20 +55,21 @@ def strip_prefix(raw: str) -> str:
     return text
 
 
-def split_line(number: int, raw: str, year: int | None) -> Line:
-    text = strip_prefix(raw)
+def split_line(number: int, raw: str, year: int | None, stripped: str | None = None) -> Line:
+    """`raw` read (`stripped`: `raw` after `strip_prefix`, when the caller has it already)."""
+    text = strip_prefix(raw) if stripped is None else stripped
     if text[:1] not in "[" and ("[rank" in text or ".cpp:" in text or ".cc:" in text or "NCCL " in text):
         glued = p.GLUED.search(text)  # a known shape glued behind other text (a tqdm bar, another process)
         if glued is not None and glued.start() > 0 and not p.NCCL_LINE.match(text):
             text = text[glued.start() :]
     rank: int | None = None
-    match = p.RANK_PREFIX.match(text)
+    match = p.RANK_PREFIX.match(text) if text[:1] == "[" else None
     if match:
         rank = int(match.group(1) or match.group(2))
         text = strip_prefix(text[match.end() :])
     time = None
     yearless = False
-    header = p.GLOG_HEADER.match(text)
+    header = p.GLOG_HEADER.match(text) if text[:1] == "[" else None
     if header:
         if header.group(2):
             yearless = True
@@ -178,6 +179,12 @@ class Joiner:
     _short: dict[int | None, Line] = field(default_factory=dict)
 
     def feed(self, line: Line) -> Iterator[Line]:
+        if not self.held and not self._short:  # nearly every line: nothing is waiting for a continuation
+            if not self._hold(line):
+                if self.width and len(line.raw.rstrip("\r\n")) == self.width - 1:
+                    self._short[line.rank] = line
+                yield line
+            return
         key = line.rank
         if key not in self.held and key is None:  # a wrap's continuation carries no rank prefix of its own
             key = next((k for k, (first, _) in self.held.items() if first.number == line.number - 1), None)
@@ -314,7 +321,7 @@ class Collector:
     def feed(self, line: Line) -> None:
         text = line.text
         stream = self._stream(line.rank)
-        if not text.strip() or p.FRAME.match(text):
+        if not text.strip() or (text[:1] in "fE" and p.FRAME.match(text)):
             stream.open = None
             return
         self._facts(text)

@@ -9,6 +9,8 @@ from acceptance.tools import logtime
 from acceptance.tools.torchlogs import patterns as p
 from acceptance.tools.torchlogs.model import AgentLine, ChildFailure
 
+_FIELDS = ("time", "host", "rank", "exitcode", "error_file", "traceback")
+
 
 def _int(text: str | None) -> int | None:
     try:
@@ -94,14 +96,14 @@ class SummaryReader:
             self._script = self._section = None
         elif stripped.startswith("----") or stripped.startswith("===="):
             self._close()
-        elif p.SUMMARY_ENTRY.match(stripped):  # `[k]:`, with or without the header above it
+        elif stripped[:1] == "[" and p.SUMMARY_ENTRY.match(stripped):  # `[k]:`, with or without a header
             self._close()
             self._entry, self._entry_line = {}, number
-        elif (found := p.SUMMARY_FIELD.match(stripped)) is not None:
+        elif stripped.startswith(_FIELDS) and (found := p.SUMMARY_FIELD.match(stripped)) is not None:
             if self._entry is None:  # a paste that starts inside an entry
                 self._entry, self._entry_line = {}, number
             self._entry[found.group(1)] = found.group(2).strip()
-        elif self._script is None and self._section is None:
+        elif self._entry is not None and self._script is None and self._section is None:
             self._close()  # an entry without a header ends at the first line of another kind
 
     def _whole(self, e: dict[str, str]) -> bool:
