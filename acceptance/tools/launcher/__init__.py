@@ -1,6 +1,6 @@
 """Launcher errors: Open MPI ``mpirun``/``prterun``, Slurm ``srun``, the DeepSpeed runner, and ssh.
 
-Shapes (``../shared/corpus-wave2/launcher-mpirun-srun/``, README §4):
+Shapes:
 
 - ``ssh: connect to host <host> port 22: Connection refused`` before ORTE's
   ``ORTE was unable to reliably start one or more daemons.`` help block;
@@ -25,6 +25,7 @@ from datetime import datetime
 from typing import Any
 
 from acceptance.tools import logtime
+from acceptance.tools.pasteprefix import strip_prefix
 
 __all__ = ["KINDS", "LauncherEvent", "parse"]
 
@@ -83,7 +84,7 @@ def _joined(lines: list[str]) -> list[tuple[int, str]]:
     while i < len(lines):
         text = lines[i].rstrip("\r\n")
         if " noticed that process rank " in text and i + 1 < len(lines) and not _NOTICED.search(text):
-            text = f"{text.rstrip()} {lines[i + 1].strip()}"
+            text = f"{text.rstrip()} {strip_prefix(lines[i + 1]).strip()}"
             out.append((i + 1, text))
             i += 2
             continue
@@ -95,12 +96,17 @@ def _joined(lines: list[str]) -> list[tuple[int, str]]:
 def parse(text: str, source: str = "<text>") -> list[LauncherEvent]:
     """Every launcher statement of `text`; an empty list for text without any."""
     events: list[LauncherEvent] = []
+    words = tuple(word for word in _WORDS if word in text)  # one scan of the whole text per word, at C speed
+    if not words:
+        return events
     signalled: set[tuple[str, str]] = set()
     last_ssh: str | None = None
-    for number, line in _joined(text.splitlines()):
-        if not any(word in line for word in _WORDS):
+    lines = text.splitlines()
+    for number, raw in _joined(lines) if " noticed that process rank " in text else enumerate(lines, 1):
+        if not any(word in raw for word in words):
             continue
-        time = logtime.parse_iso(line[:40]) if line.startswith("[") else None
+        time = logtime.parse_iso(raw[:40]) if raw.startswith("[") else None
+        line = strip_prefix(raw)  # indentation, quote marks, line numbers, Ray and collector prefixes
         if (ssh := _SSH.search(line)) is not None:
             host = ssh.group(1) or ssh.group(3)
             last_ssh = host
