@@ -15,8 +15,9 @@ log arrives) without raising the error rates; no schedule of looks is planned or
   noise are close to independent and one stall in a block barely moves them. The baseline is cut
   the same way (within each of its segments): its mean block median is the reference, the
   robust spread of its block medians (about their segment's mean, inflated by their lag-1
-  autocorrelation, (1 + r) / (1 - r)) the per-block variance σ²; once the smoke run has 5
-  blocks, σ is the larger of that and the smoke run's own spread.
+  autocorrelation, (1 + r) / (1 - r)) the per-block variance σ². A smoke run noisier than its
+  baseline widens σ: by the ratio of their step-to-step noise (robust, from the first
+  differences), and, from 5 blocks on, to the smoke run's own block-median spread.
 - After k blocks, with V = k σ², the mean block-median difference lies within
   sqrt((V + ρ) log((V + ρ) / (ρ α²))) / k of θ for all k at once with probability ≥ 1 - α
   (σ-sub-Gaussian increments). ρ is chosen so the boundary is tightest at `tune_steps` steady
@@ -155,6 +156,7 @@ class Reference:
     spread: float
     spread_source: str
     between: bool
+    step_scale: float
 
 
 @dataclass(frozen=True)
@@ -189,6 +191,12 @@ def _robust_sd(x: np.ndarray) -> float:
     return float(1.4826 * np.median(np.abs(x - np.median(x)))) if len(x) else 0.0
 
 
+def _step_scale(log_values: np.ndarray) -> float:
+    """Robust step-to-step noise of log step time: 1.4826 MAD of the first differences / sqrt 2."""
+    d = np.diff(log_values)
+    return float(1.4826 * np.median(np.abs(d)) / math.sqrt(2)) if len(d) else 0.0
+
+
 def prepare(baseline: pd.Series | TrainLog, rule: SequentialRule, policy: StepTimePolicy = _POLICY) -> Reference:
     """The baseline's steady sample, reference level and per-block noise. Raises ValueError
     when the baseline has fewer than two blocks of steady steps in any segment."""
@@ -196,9 +204,11 @@ def prepare(baseline: pd.Series | TrainLog, rule: SequentialRule, policy: StepTi
     centered: list[np.ndarray] = []
     all_blocks: list[np.ndarray] = []
     r_num = r_den = 0.0
+    diffs: list[np.ndarray] = []
     for seg in base.segments:
         if len(seg) == 0 or not (seg > 0).all():
             continue
+        diffs.append(np.diff(np.log(seg)))
         m = _block_medians(np.log(seg), rule.block_steps)
         if len(m) < 2:
             continue
@@ -229,6 +239,7 @@ def prepare(baseline: pd.Series | TrainLog, rule: SequentialRule, policy: StepTi
         spread=spread,
         spread_source=source,
         between=between,
+        step_scale=float(1.4826 * np.median(np.abs(np.concatenate(diffs))) / math.sqrt(2)),
     )
 
 
@@ -267,9 +278,17 @@ def _pct(x: float) -> str:
 
 
 def _tightest_rho(alpha: float) -> float:
-    """r minimising (1 + r) log((1 + r) / (r α²)): ρ = r V* makes the boundary tightest at V*."""
-    r = np.geomspace(1e-4, 10, 2000)
-    return float(r[np.argmin((1 + r) * np.log((1 + r) / (r * alpha**2)))])
+    """r minimising (1 + r) log((1 + r) / (r α²)): ρ = r V* makes the boundary tightest at V*.
+    The derivative log((1 + r) / (r α²)) - 1 / r rises through 0 once; bisect on log r."""
+    lo, hi = math.log(1e-6), math.log(1e3)
+    for _ in range(60):
+        mid = (lo + hi) / 2
+        r = math.exp(mid)
+        if math.log((1 + r) / (r * alpha**2)) - 1 / r < 0:
+            lo = mid
+        else:
+            hi = mid
+    return math.exp((lo + hi) / 2)
 
 
 def bounds(ref: Reference, run: Steady, rule: SequentialRule) -> tuple[float, float, float, int] | None:
@@ -282,7 +301,9 @@ def bounds(ref: Reference, run: Steady, rule: SequentialRule) -> tuple[float, fl
     k = len(y)
     if k < 2:
         return None
-    sigma = ref.sigma
+    # a smoke run noisier than the baseline widens the sequence: the step-to-step noise ratio
+    # (many degrees of freedom from the start), and the block medians' own spread from 5 blocks
+    sigma = ref.sigma * max(1.0, _step_scale(np.log(values)) / ref.step_scale) if ref.step_scale > 0 else ref.sigma
     if k >= 5:
         sigma = max(sigma, _robust_sd(y))
     sigma = max(sigma, 1e-9)
@@ -324,9 +345,11 @@ def decide(
     if seen > rule.max_steps:
         smoke = first_steps(smoke, rule.max_steps)
         seen = rule.max_steps
-    run = steady_series(smoke, policy, "smoke")
     at_max = seen >= rule.max_steps
     hold = max(hold_steps, rule.min_steps)
+    if seen < rule.min_steps:
+        return Decision(CONTINUE, seen, rule.max_steps, f"{seen} of at least {rule.min_steps} steps", False)
+    run = steady_series(smoke, policy, "smoke")
     if run.unit != ref.steady.unit:
         verdict = judge_steptime(ref.source, smoke, policy, seed=seed, subject=subject)
         return Decision(STOPPED, seen, rule.max_steps, verdict.summary, True, verdict)
@@ -337,8 +360,9 @@ def decide(
             limit = math.log(1 + rule.margin)
             outcome = PASS if hi <= limit else FAIL if lo > limit else CONTINUE
             if outcome != CONTINUE:
-                verdict = _early_verdict(ref, run, rule, policy, outcome, (est, lo, hi, k), seen, subject)
-                return Decision(outcome, seen, rule.max_steps, verdict.summary, seen >= hold, verdict)
+                verdict = _early_verdict(ref, run, rule, outcome, (est, lo, hi, k), seen, subject)
+                reason = f"decided {outcome.upper()} after {seen} of at most {rule.max_steps} steps"
+                return Decision(outcome, seen, rule.max_steps, reason, seen >= hold, verdict)
     if not at_max:
         return Decision(
             CONTINUE, seen, rule.max_steps, f"undecided after {seen} of at most {rule.max_steps} steps", False
@@ -376,7 +400,6 @@ def _early_verdict(
     ref: Reference,
     run: Steady,
     rule: SequentialRule,
-    policy: StepTimePolicy,
     outcome: str,
     found: tuple[float, float, float, int],
     seen: int,
