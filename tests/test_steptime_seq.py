@@ -117,6 +117,11 @@ def test_fixed_method_never_stops_early() -> None:
     assert (d.outcome, d.steps_used) == ("fail", 200)
     assert d.verdict is not None
     assert d.verdict.figures["decided_by"] == "fixed"
+    # the rule's (agreed) margin judges at the maximum too, whatever margin the policy carries
+    wide = judge_sequential(base, series(rng, 200, slow=1.07), SequentialRule(method="fixed", margin=0.2))
+    assert wide.outcome == "pass"
+    assert wide.verdict is not None
+    assert wide.verdict.figures["margin"] == 0.2
 
 
 def test_never_decides_before_min_steps_and_holds_for_criterion_4() -> None:

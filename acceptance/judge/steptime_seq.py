@@ -48,6 +48,7 @@ Pure: numpy and pandas only; no clock, file or environment access.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Iterator
 from dataclasses import dataclass, fields
@@ -341,6 +342,8 @@ def decide(
     `max_steps` steps; a shorter undecided one is judged by the fixed rule too (INCONCLUSIVE
     with further steps when it is short), via `judge_sequential`.
     """
+    if policy.margin != rule.margin:  # one agreed margin: the rule's, for the fixed verdict too
+        policy = dataclasses.replace(policy, margin=rule.margin)
     seen = len(_logged_steps(smoke))
     if seen > rule.max_steps:
         smoke = first_steps(smoke, rule.max_steps)
@@ -487,6 +490,8 @@ def judge_sequential(
     """The decision at which a streamed smoke run would have stopped (the first `stop`), or, when
     the log ends first, the fixed rule's verdict on the whole log with the steps used."""
     rule = rule or SequentialRule()
+    if policy.margin != rule.margin:
+        policy = dataclasses.replace(policy, margin=rule.margin)
     ref = baseline if isinstance(baseline, Reference) else prepare(baseline, rule, policy)
     last: Decision | None = None
     for last in replay(ref, smoke, rule, policy, hold_steps=hold_steps, seed=seed, subject=subject):
