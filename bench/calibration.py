@@ -161,13 +161,15 @@ def main() -> None:
     parser.add_argument("--replicas", type=int, default=1000)
     parser.add_argument("--sweep", action="store_true", help="step time: outcome shares vs true slowdown")
     parser.add_argument("--sequential", action="store_true", help="step time: sequential vs fixed smoke rule")
+    parser.add_argument("--run-spread", type=float, default=0.006, help="--sequential: run-to-run sd (0.006)")
+    parser.add_argument("--phi", type=float, action="append", help="--sequential: AR(1) phi (default 0.5 and 0.8)")
     args = parser.parse_args()
     if args.sweep:
         sweep(args.replicas)
         return
     if args.sequential:
-        for phi in (0.5, 0.8):
-            sequential(args.replicas, phi)
+        for phi in args.phi or (0.5, 0.8):
+            sequential(args.replicas, phi, args.run_spread)
         return
     steptime(args.replicas)
     loss(args.replicas)
