@@ -42,8 +42,8 @@ needs no look schedule (the orchestrator may look whenever the log streams in, a
 costs nothing), and on the calibration bench (1000 runs each, AR(1) 0.5 and 0.8, run-to-run
 spread 0.6%) a healthy or a +15 % run is decided at the minimum length already (median 50 of 200
 steps, 95th percentile at most 66), with the fixed rule's error rates, so planned looks could
-only add steps. The mixture's price is a wider bound at
-the maximum length, which the fixed verdict there removes.
+only add steps. The mixture's price is a wider bound at the maximum length, which the fixed
+verdict there removes.
 
 Pure: numpy and pandas only; no clock, file or environment access.
 """
