@@ -366,7 +366,7 @@ def signature_sha256(path: Path) -> str | None:
     return sha256_of(sig) if sig.is_file() else None
 
 
-def _changed(old: Margins, new: Margins) -> list[tuple[str, float, float]]:
+def _changed(old: Margins, new: Margins) -> list[tuple[str, float | int | str, float | int | str]]:
     before, after = old.to_json(), new.to_json()
     return [(name, before[name], after[name]) for name in before if before[name] != after[name]]
 

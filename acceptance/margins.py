@@ -10,6 +10,12 @@ Sign convention, for the junit property ``margin`` of every verdict: the toleran
 positive fraction of the baseline value (0.05 = 5 %); the junit property
 ``margin_direction`` says which way is worse: ``below`` (busbw may drop at most by the
 margin) or ``above`` (step time may rise at most by the margin).
+
+The smoke run's stopping rule is agreed the same way (`smoke_*`, from the profile's
+``smoke.sequential``): ``fixed`` runs the smoke job its whole length (`smoke_max_steps`) and
+judges once; ``mixture`` may stop it as soon as a confidence sequence decides, never before
+`smoke_min_steps` (`acceptance.judge.steptime_seq`). A baseline that does not record a rule was
+agreed with the fixed one, and judges with it.
 """
 
 from __future__ import annotations
@@ -23,6 +29,18 @@ from acceptance.units import format_duration, format_size, parse_duration, parse
 
 BELOW = "below"
 ABOVE = "above"
+#: the smoke run's stopping rules (`acceptance.judge.steptime_seq`)
+STOP_RULES = ("mixture", "fixed")
+#: what a baseline that predates a margin agreed instead of today's default
+_BEFORE_RECORDED: dict[str, Any] = {"smoke_stop_rule": "fixed"}
+_SEQUENTIAL_KEYS = {
+    "method": "smoke_stop_rule",
+    "alpha": "smoke_stop_alpha",
+    "min_steps": "smoke_min_steps",
+    "max_steps": "smoke_max_steps",
+    "block_steps": "smoke_block_steps",
+    "tune_steps": "smoke_tune_steps",
+}
 
 
 @dataclass(frozen=True)
@@ -35,6 +53,12 @@ class Margins:
     loss_spike_z: float = 6.0
     loss_shift_z: float = 3.0
     probation_s: float = 24 * 3600.0
+    smoke_stop_rule: str = "fixed"
+    smoke_stop_alpha: float = 0.05
+    smoke_min_steps: int = 50
+    smoke_max_steps: int = 200
+    smoke_block_steps: int = 10
+    smoke_tune_steps: int = 60
 
     def __post_init__(self) -> None:
         for name in ("busbw_tolerance", "step_time_tolerance"):
@@ -47,12 +71,36 @@ class Margins:
                 raise ValueError(f"{name} {value!r}: expected a finite number > 0")
         if self.busbw_min_size < 0:
             raise ValueError(f"busbw_min_size {self.busbw_min_size!r}: expected a size >= 0")
+        if self.smoke_stop_rule not in STOP_RULES:
+            raise ValueError(f"smoke_stop_rule {self.smoke_stop_rule!r}: expected one of {', '.join(STOP_RULES)}")
+        if not (math.isfinite(self.smoke_stop_alpha) and 0 < self.smoke_stop_alpha < 0.5):
+            raise ValueError(f"smoke_stop_alpha {self.smoke_stop_alpha!r}: expected a probability in (0, 0.5)")
+        for name in ("smoke_min_steps", "smoke_max_steps", "smoke_block_steps", "smoke_tune_steps"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"{name} {getattr(self, name)!r}: expected a whole number of steps >= 1")
+        if self.smoke_min_steps > self.smoke_max_steps:
+            raise ValueError(
+                f"smoke_min_steps {self.smoke_min_steps!r}: expected at most smoke_max_steps {self.smoke_max_steps}"
+            )
+        if self.smoke_tune_steps < self.smoke_block_steps:
+            raise ValueError(
+                f"smoke_tune_steps {self.smoke_tune_steps!r}: "
+                f"expected at least smoke_block_steps {self.smoke_block_steps}"
+            )
 
     @classmethod
-    def from_profile(cls, raw: Mapping[str, Any]) -> Margins:
-        """From a profile's ``margins:`` (sizes as ``1M``, the window as ``probation: 24h``)."""
+    def from_profile(cls, raw: Mapping[str, Any], sequential: Mapping[str, Any] | None = None) -> Margins:
+        """From a profile's ``margins:`` (sizes as ``1M``, the window as ``probation: 24h``) and
+        its ``smoke.sequential:`` (``method``, ``alpha``, ``min_steps``, ``max_steps``,
+        ``block_steps``, ``tune_steps``)."""
         d = cls()
+        seq = {
+            field: (str if field == "smoke_stop_rule" else type(getattr(d, field)))(sequential[key])
+            for key, field in _SEQUENTIAL_KEYS.items()
+            if sequential and key in sequential
+        }
         return cls(
+            **seq,  # type: ignore[arg-type]
             busbw_tolerance=float(raw.get("busbw_tolerance", d.busbw_tolerance)),
             busbw_min_size=parse_size(raw.get("busbw_min_size", d.busbw_min_size)),
             step_time_tolerance=float(raw.get("step_time_tolerance", d.step_time_tolerance)),
@@ -63,11 +111,13 @@ class Margins:
 
     @classmethod
     def from_json(cls, doc: Mapping[str, Any]) -> Margins:
-        """From a baseline's ``margins`` (a margin an older baseline did not record takes the default)."""
+        """From a baseline's ``margins`` (a margin an older baseline did not record takes the default,
+        or what was agreed before it was recorded: the fixed smoke length)."""
         d = cls()
-        return cls(**{f.name: type(getattr(d, f.name))(doc.get(f.name, getattr(d, f.name))) for f in fields(cls)})
+        old = {f.name: _BEFORE_RECORDED.get(f.name, getattr(d, f.name)) for f in fields(cls)}
+        return cls(**{f.name: type(getattr(d, f.name))(doc.get(f.name, old[f.name])) for f in fields(cls)})
 
-    def to_json(self) -> dict[str, float | int]:
+    def to_json(self) -> dict[str, float | int | str]:
         return {f.name: getattr(self, f.name) for f in fields(self)}
 
     def differences(self, agreed: Margins) -> list[tuple[str, str, str, str]]:
@@ -92,6 +142,12 @@ _WORDS: dict[str, tuple[str, Callable[[Any], str]]] = {
     "loss_spike_z": ("loss spike z", lambda v: f"{v:g}"),
     "loss_shift_z": ("loss shift z", lambda v: f"{v:g}"),
     "probation_s": ("probation window", format_duration),
+    "smoke_stop_rule": ("smoke stopping rule", str),
+    "smoke_stop_alpha": ("smoke stopping rule alpha", lambda v: f"{v:g}"),
+    "smoke_min_steps": ("fewest smoke steps", lambda v: f"{v} steps"),
+    "smoke_max_steps": ("most smoke steps", lambda v: f"{v} steps"),
+    "smoke_block_steps": ("smoke block length", lambda v: f"{v} steps"),
+    "smoke_tune_steps": ("smoke sequence tuned at", lambda v: f"{v} steps"),
 }
 
 

@@ -357,10 +357,11 @@ def _build(doc: Document) -> Profile:
         tests.append(NcclTestSpec(name=name, args=args, env=_env(raw.get("env"))))
 
     try:
-        margins = Margins.from_profile(data.get("margins", {}))
+        margins = Margins.from_profile(data.get("margins", {}), (data.get("smoke") or {}).get("sequential"))
     except ValueError as exc:
         found, _, expected = str(exc).partition(": expected ")
-        bad(["margins"], found, expected or "margins as numbers, sizes and durations")
+        where: list[str | int] = ["smoke", "sequential"] if found.startswith("smoke_") else ["margins"]
+        bad(where, found, expected or "margins as numbers, sizes and durations")
         margins = Margins()
 
     ssh = None

@@ -10,6 +10,14 @@ Loss (log-loss trend + noise, restore at step 400, 300-point trend window): heal
 rate, FAIL rate for a sustained +4 and -4 robust-sigma shift, and for a single step 8 sigmas
 above the trend in the first 5 steps after the restore (and 8 sigmas added to the noise),
 for i.i.d. and AR(1) (phi 0.3) noise. The tests run the same scenarios with 100 replicas.
+
+Sequential smoke rule (`--sequential`, issue 28): healthy, +3%, +7% and +15% smoke runs of at
+most 200 steps against a 1000-step baseline, AR(1) phi 0.5 (and 0.8) noise, stalls as above,
+and a run-to-run spread (each run, baseline and smoke, has its own level: sd 0.6%, the
+simulator's between-run variation). For each,
+the fixed 200-step rule and the sequential rule (`acceptance.judge.steptime_seq`, streamed
+step by step, min 50 steps) on the same series: FAIL / PASS / INCONCLUSIVE shares, median
+and 95th percentile of smoke steps used.
 """
 
 from __future__ import annotations
@@ -27,6 +35,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from acceptance.judge.loss import LossPolicy, judge_loss
 from acceptance.judge.steptime import StepTimePolicy, judge_steptime
+from acceptance.judge.steptime_seq import SequentialRule, judge_sequential, prepare
 from acceptance.tools.trainlog import TrainLog
 
 SIGMA = 0.01
@@ -99,6 +108,34 @@ def sweep(replicas: int) -> None:
         print(f"step time, true slowdown {slow - 1:+.0%}: {shares} ({replicas} replicas)")
 
 
+def sequential(replicas: int, phi: float, run_spread: float = 0.006, rule: SequentialRule | None = None) -> None:
+    """The sequential rule next to the fixed 200-step rule on the same seeded series."""
+    policy = StepTimePolicy()
+    rule = rule or SequentialRule()
+    print(
+        f"sequential vs fixed, AR(1) phi={phi}, CV 2%, run-to-run sd {run_spread:.1%}, {replicas} replicas; "
+        f"rule: {rule.describe()}"
+    )
+    print(f"{'slowdown':>9} {'rule':>10} {'FAIL':>7} {'PASS':>7} {'INCONCL':>7} {'median':>7} {'p95':>5}")
+    for k, slow in enumerate((1.0, 1.03, 1.07, 1.15)):
+        rng = np.random.default_rng(5000 + 10 * k + int(phi * 10))
+        fixed: Counter[str] = Counter()
+        seq: Counter[str] = Counter()
+        used: list[int] = []
+        for i in range(replicas):
+            base = step_series(rng, 1000, phi, 1 + run_spread * rng.standard_normal())
+            smoke = step_series(rng, 200, phi, slow * (1 + run_spread * rng.standard_normal()))
+            fixed[judge_steptime(base, smoke, policy, seed=i).status.value] += 1
+            decision = judge_sequential(prepare(base, rule, policy), smoke, rule, policy, seed=i)
+            seq[decision.outcome] += 1
+            used.append(decision.steps_used)
+        for name, counts, steps in (("fixed", fixed, [200] * replicas), ("sequential", seq, used)):
+            print(
+                f"{slow - 1:>+9.0%} {name:>10} {counts['fail'] / replicas:>7.1%} {counts['pass'] / replicas:>7.1%} "
+                f"{counts['inconclusive'] / replicas:>7.1%} {np.median(steps):>7.0f} {np.percentile(steps, 95):>5.0f}"
+            )
+
+
 def loss(replicas: int) -> None:
     policy = LossPolicy()
     for phi in (0.0, 0.3):
@@ -123,9 +160,16 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--replicas", type=int, default=1000)
     parser.add_argument("--sweep", action="store_true", help="step time: outcome shares vs true slowdown")
+    parser.add_argument("--sequential", action="store_true", help="step time: sequential vs fixed smoke rule")
+    parser.add_argument("--run-spread", type=float, default=0.006, help="--sequential: run-to-run sd (0.006)")
+    parser.add_argument("--phi", type=float, action="append", help="--sequential: AR(1) phi (default 0.5 and 0.8)")
     args = parser.parse_args()
     if args.sweep:
         sweep(args.replicas)
+        return
+    if args.sequential:
+        for phi in args.phi or (0.5, 0.8):
+            sequential(args.replicas, phi, args.run_spread)
         return
     steptime(args.replicas)
     loss(args.replicas)

@@ -76,7 +76,7 @@ def _show(args: argparse.Namespace) -> int:
     print(f"  identity: {identity.describe() if identity else unnamed}")
     amendment = prov.get("amended")
     if amendment:
-        changes = ", ".join(f"{k} {v['old']:g} -> {v['new']:g}" for k, v in amendment["margins"].items())
+        changes = ", ".join(f"{k} {_value(v['old'])} -> {_value(v['new'])}" for k, v in amendment["margins"].items())
         print(f"  margins amended {amendment['utc']} by {amendment['by']} from {amendment['from']}: {changes} "
               f"({amendment['reason']})")  # fmt: skip
     spec = c.node_spec
@@ -191,3 +191,8 @@ def _diff(args: argparse.Namespace) -> int:
 
 def _nccl(doc: Mapping[str, Any]) -> NcclConditions:
     return NcclConditions.from_json({k: v for k, v in doc.items() if k not in ("argv", "env")})
+
+
+def _value(value: object) -> str:
+    """An amended margin's value: numbers as ``%g``, a stopping rule's name as it is."""
+    return f"{value:g}" if isinstance(value, int | float) else str(value)

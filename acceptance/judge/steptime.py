@@ -23,7 +23,15 @@ from acceptance.judge.verdict import Figure, Status, Verdict
 from acceptance.margins import ABOVE, Margins
 from acceptance.tools.trainlog import TrainLog
 
-__all__ = ["Steady", "StepTimePolicy", "judge_steptime", "steady_series", "step_table", "step_times"]
+__all__ = [
+    "Steady",
+    "StepTimePolicy",
+    "judge_steptime",
+    "run_to_run_spread",
+    "steady_series",
+    "step_table",
+    "step_times",
+]
 
 
 # Rows per series in the verdict's table (plot data for the report), at most.
@@ -96,7 +104,7 @@ def _mann_whitney_p(a: np.ndarray, b: np.ndarray, cap: int) -> float:
     return 2 * (1 - NormalDist().cdf(abs(z)))
 
 
-def _spread(base: Steady, policy: StepTimePolicy) -> tuple[float, str, bool]:
+def run_to_run_spread(base: Steady, policy: StepTimePolicy) -> tuple[float, str, bool]:
     """Run-to-run spread of the baseline: (value, where it comes from, measured between runs)."""
     if policy.between_run_spread is not None:
         return policy.between_run_spread, "given", True
@@ -183,7 +191,7 @@ def judge_steptime(
     draws = boot_s - boot_b
     lo_q, hi_q = np.quantile(draws, [alpha / 2, 1 - alpha / 2])
     half_lo, half_hi = log_r - float(lo_q), float(hi_q) - log_r
-    spread, spread_source, between = _spread(base, policy)
+    spread, spread_source, between = run_to_run_spread(base, policy)
     z = NormalDist().inv_cdf(1 - alpha / 2)
     extra = (z * spread) ** 2 if between else 0.0
     half_lo, half_hi = math.sqrt(max(half_lo, 0) ** 2 + extra), math.sqrt(max(half_hi, 0) ** 2 + extra)
