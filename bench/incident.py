@@ -1,7 +1,10 @@
-"""Benchmark: assemble an incident bundle from the simulator's biggest jobs (issue 15).
+"""Benchmark: assemble an incident bundle from the simulator's biggest jobs (issue 15), and read an
+``NCCL_DEBUG=INFO`` capture of 8,192 ranks (issue 24).
 
-    python bench/incident.py                  # 128, 1024 and 8192 ranks (16, 128 and 1024 nodes)
+    python bench/incident.py                  # 128, 1024 and 8192 ranks (16, 128 and 1024 nodes), then the capture
     python bench/incident.py --nodes 16 128   # some sizes only
+    python bench/incident.py --nodes --nccl-info-ranks 8192          # the capture only (~10 M lines, ~900 MiB)
+    python bench/incident.py --nodes --nccl-info-ranks 1024 --no-bundle
 
 An XID strikes step 300 of a torchrun job on N nodes x 8 GPUs: every other rank prints PyTorch's
 watchdog timeout (2 x 127 .. 2 x 8191 timed lines plus their follow-ups) and every node's agent its
@@ -14,12 +17,17 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
+import resource
+import subprocess
 import sys
+import tempfile
 import time
 from datetime import datetime
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 
 def one(nodes: int) -> dict[str, object]:
@@ -77,11 +85,104 @@ def one(nodes: int) -> dict[str, object]:
     }
 
 
+def _rss_mib() -> float:
+    """This process's resident set now (Linux /proc), in MiB; its peak where /proc is absent."""
+    try:
+        pages = int(Path("/proc/self/statm").read_text().split()[1])
+        return round(pages * os.sysconf("SC_PAGE_SIZE") / 2**20, 1)
+    except (OSError, ValueError, IndexError):
+        return round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
+
+
+def capture(ranks: int, bundle: bool) -> dict[str, object]:
+    """The NCCL-INFO-heavy capture (one log per node, in a temporary folder): each reader's lines per second
+    over it, read one file at a time (the resident set after every eighth of the files shows it stays flat),
+    then ``acceptance bundle`` on the folder end to end, in a child process."""
+    import nccl_capture
+
+    from acceptance.incident.inputs import Input, parse_input
+    from acceptance.tools import launcher, logtime, torchlogs
+
+    nodes = ranks // 8
+    out: dict[str, object] = {"capture_ranks": ranks, "files": nodes}
+    with tempfile.TemporaryDirectory(prefix="nccl-info-") as tmp:
+        folder = Path(tmp) / "logs"
+        start = time.perf_counter()
+        lines, size = nccl_capture.write(folder, nodes)
+        out |= {
+            "log_lines": lines,
+            "log_mib": round(size / 2**20, 1),
+            "generate_s": round(time.perf_counter() - start, 1),
+        }
+        files = sorted(folder.iterdir())
+        spent = {"torchlogs": 0.0, "launcher": 0.0, "parse_input": 0.0}
+        cpu = dict.fromkeys(spent, 0.0)  # CPU seconds too: on a shared machine the wall clock also counts waiting
+        rss: list[float] = []
+        for n, path in enumerate(files):
+            text = path.read_text()
+            year = logtime.first_year(text)
+            start, clock = time.perf_counter(), time.process_time()
+            torchlogs.parse(text, path.name, year=year)
+            spent["torchlogs"] += time.perf_counter() - start
+            cpu["torchlogs"] += time.process_time() - clock
+            start, clock = time.perf_counter(), time.process_time()
+            launcher.parse(text, path.name)
+            spent["launcher"] += time.perf_counter() - start
+            cpu["launcher"] += time.process_time() - clock
+            start, clock = time.perf_counter(), time.process_time()
+            parse_input(Input(str(path), text), year=year)
+            spent["parse_input"] += time.perf_counter() - start
+            cpu["parse_input"] += time.process_time() - clock
+            if n % max(1, len(files) // 8) == 0:
+                rss.append(_rss_mib())
+        for name, seconds in spent.items():
+            out[f"{name}_s"] = round(seconds, 2)
+            out[f"{name}_lines_per_s"] = int(lines / max(seconds, 1e-9))
+            out[f"{name}_lines_per_cpu_s"] = int(lines / max(cpu[name], 1e-9))
+        out["readers_rss_mib_every_eighth"] = rss
+        out["readers_peak_rss_mib"] = round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
+        if bundle:
+            out |= _bundle(folder, Path(tmp))
+    return out
+
+
+def _bundle(folder: Path, tmp: Path) -> dict[str, object]:
+    root = Path(__file__).resolve().parents[1]
+    argv = [sys.executable, "-m", "acceptance.cli", "bundle", "--cluster", "sim", "--baselines-dir",
+            str(root / "baselines"), "--no-sign", "--reports-dir", str(tmp / "reports"), "--out", str(tmp / "b"),
+            "--job-logs", str(folder)]  # fmt: skip
+    env = {**os.environ, "PYTHONPATH": str(root)}
+    start = time.perf_counter()
+    done = subprocess.run(argv, env=env, capture_output=True, text=True, check=False)
+    wall = time.perf_counter() - start
+    child = resource.getrusage(resource.RUSAGE_CHILDREN)
+    out: dict[str, object] = {"bundle_rc": done.returncode, "bundle_s": round(wall, 1),
+                              "bundle_cpu_s": round(child.ru_utime + child.ru_stime, 1),
+                              "bundle_peak_rss_mib": round(child.ru_maxrss / 1024, 1)}  # fmt: skip
+    if done.returncode != 0:
+        out["bundle_stderr"] = done.stderr[-2000:]
+        return out
+    doc = json.loads((tmp / "b" / "bundle.json").read_text())
+    out |= {
+        "bundle_window": [doc["window"]["how"], doc["window"]["first_bad_utc"]],
+        "bundle_affected": [a["node"] for a in doc["cluster"]["affected"][:2]],
+        "bundle_mapped_ranks": len(doc["ranks"]["entries"]),
+        "bundle_log_clock": doc["log_clock"][:160],
+        "bundle_folder_mib": round(sum(p.stat().st_size for p in (tmp / "b").rglob("*") if p.is_file()) / 2**20, 1),
+    }
+    return out
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--nodes", type=int, nargs="+", default=[16, 128, 1024])
-    for nodes in parser.parse_args().nodes:
+    parser.add_argument("--nodes", type=int, nargs="*", default=[16, 128, 1024])
+    parser.add_argument("--nccl-info-ranks", type=int, nargs="*", default=[8192])
+    parser.add_argument("--no-bundle", action="store_true", help="the capture's readers only, no acceptance bundle")
+    args = parser.parse_args()
+    for nodes in args.nodes:
         print(json.dumps(one(nodes)), flush=True)
+    for ranks in args.nccl_info_ranks:
+        print(json.dumps(capture(ranks, not args.no_bundle)), flush=True)
 
 
 if __name__ == "__main__":

@@ -4,6 +4,8 @@ and over bad or partial logs: a bundle that says what is missing, never a traceb
 from __future__ import annotations
 
 import json
+import os
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
@@ -171,3 +173,51 @@ def test_bad_log_offset_is_a_usage_error(tmp_path, value, capsys) -> None:
     log.write_text("hello\n")
     assert main(bundle_argv("--job-logs", str(log), "--log-utc-offset", value)) == 2
     assert "expected the logs' offset from UTC" in capsys.readouterr().err
+
+
+C3 = CORPUS2.parent / "corpus-wave3" / "watchdog"
+
+
+@needs_shared
+def test_c10_stamps_without_a_year_take_the_file_s_year_and_the_bundle_says_so(tmp_path) -> None:
+    """``E519 04:35:55`` (19 May, month not zero-padded) in a log with no full date: the year is the file's
+    modification time's, and ``log_clock`` says so; without the file time nothing would date the window."""
+    log = tmp_path / "worker.log"
+    log.write_bytes(
+        (C3 / "ray-easyr1-workerdict-prefix-tqdm-loading-shards-seqnum1-last-completed-minus1-E519.log").read_bytes()
+    )
+    when = datetime(2025, 5, 19, 5, 0, tzinfo=UTC).timestamp()
+    os.utime(log, (when, when))
+    doc = bundle(tmp_path, "--job-logs", str(log))
+    assert doc["window"]["first_bad_utc"] == "2025-05-19T04:35:55.111951Z"
+    assert doc["log_clock"] == (
+        f"UTC; time stamps without a year (c10d, glog): 2025 from the file's modification time ({log})"
+    )
+    assert doc["nccl"]["errors"][0]["ranks"] == [4]
+
+
+@needs_shared
+def test_c10_stamps_of_a_log_with_full_dates_take_their_year_from_them(tmp_path) -> None:
+    name = (
+        "torch-2.9-py3.13-log-tail-starts-mid-line-scatter-timeout-watchdog-runloop-childfailed-signal-names-8xh100.log"
+    )
+    doc = bundle(tmp_path, "--job-logs", str(C3 / name))
+    assert doc["log_clock"].startswith(
+        "UTC; time stamps without a year (c10d, glog): 2026 from the log's own full dates"
+    )
+    timeout = next(e for e in doc["nccl"]["errors"] if e["kind"] == "watchdog-timeout")
+    assert timeout["first_utc"] == "2026-06-28T09:54:15.886208Z"  # E628 = 28 June
+
+
+def test_a_december_c10_stamp_in_a_file_last_written_in_january_is_of_the_year_before(tmp_path) -> None:
+    log = tmp_path / "rank3.log"
+    log.write_text(
+        "[rank3]:[E1231 23:59:58.000000001 ProcessGroupNCCL.cpp:616] [Rank 3] Watchdog caught collective operation "
+        "timeout: WorkNCCL(SeqNum=9, OpType=ALLREDUCE, NumelIn=1, NumelOut=1, Timeout(ms)=600000) ran for 600001 "
+        "milliseconds before timing out.\n"
+    )
+    when = datetime(2027, 1, 1, 0, 5, tzinfo=UTC).timestamp()
+    os.utime(log, (when, when))
+    doc = bundle(tmp_path, "--job-logs", str(log))
+    assert doc["window"]["first_bad_utc"] == "2026-12-31T23:59:58Z"
+    assert "2026 from the file's modification time (the year before" in doc["log_clock"]

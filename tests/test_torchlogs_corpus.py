@@ -140,3 +140,10 @@ def test_step_times_from_megatron_lines() -> None:
         (698, datetime(2026, 11, 23, 18, 53, 56), None, 1),
         (699, datetime(2026, 11, 23, 18, 53, 58), 3, 2),
     ]
+
+
+def test_step_times_keep_the_rank_behind_a_paste_prefix() -> None:
+    text = "        [rank0]:2025-04-01 00:25:47,084 - root - INFO - step: 640/644 = 99.3789%  loss:  6.2116\n"
+    assert [(s.step, s.rank, s.time) for s in torchlogs.step_times(text)] == [
+        (640, 0, datetime(2025, 4, 1, 0, 25, 47, 84000))
+    ]

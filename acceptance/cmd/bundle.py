@@ -29,12 +29,11 @@ from acceptance.clusters.base import ClusterInventory, HostEvidence, JobLogs
 from acceptance.cmd import bundle_sources as src
 from acceptance.errors import AcceptanceError, UsageError
 from acceptance.incident import assemble, changes, nodes
-from acceptance.incident.inputs import Input, parse_input
+from acceptance.incident.inputs import Input, Parsed, parse_input
 from acceptance.incident.severity import SeverityPolicy
 from acceptance.profile import Profile, load_profile
 from acceptance.report.bundle import default_folder, write_bundle
 from acceptance.report.sign import SignOptions
-from acceptance.tools import logtime
 
 
 def register(subparsers: Any) -> None:
@@ -156,6 +155,11 @@ def _node_answers(
     return conditions, events, allocatable
 
 
+def _parse(item: Input, around: datetime | None, created: datetime) -> Parsed:
+    year, source = src.year_of(item, around, created)
+    return parse_input(item, year=year, year_from=f"{year} from {source}")
+
+
 def _run(args: argparse.Namespace) -> int:
     created = datetime.now(UTC).replace(tzinfo=None, microsecond=0)
     profile = load_profile(args.cluster, args.baselines_dir)
@@ -169,8 +173,7 @@ def _run(args: argparse.Namespace) -> int:
     run_id = f"ra-bundle-{created:%Y%m%d%H%M%S}"
     job, inventory, cluster = _cluster_answers(profile, args, gathered, run_id)
     try:
-        fallback_year = (around or created).year
-        parsed = [parse_input(i, year=logtime.first_year(i.text) or fallback_year) for i in gathered.inputs]
+        parsed = [_parse(i, around, created) for i in gathered.inputs]
         refs, baseline = src.references(profile, args.reports_dir, gathered.notes)
         full = (
             len(baseline.baseline.conditions.nodes) * baseline.baseline.conditions.node_spec.gpus_per_node
@@ -201,7 +204,7 @@ def _run(args: argparse.Namespace) -> int:
         names = [a.node for a in found.affected if a.is_cluster_node]
         read = _host_evidence(cluster, names, gathered)
         if read:  # the affected hosts' own kernel log and nvidia-smi -q: findings again, with them
-            parsed += [parse_input(i, year=logtime.first_year(i.text) or fallback_year) for i in read]
+            parsed += [_parse(i, around, created) for i in read]
             found = assemble.findings(parsed, ctx)
             names = [a.node for a in found.affected if a.is_cluster_node]
         conds, events, alloc = _node_answers(cluster, inventory, names, created - timedelta(hours=24), gathered.notes)

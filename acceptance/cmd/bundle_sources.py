@@ -23,6 +23,7 @@ from acceptance.incident.inputs import Input
 from acceptance.profile import Profile
 from acceptance.report.history import ReportSummary, latest_accepted
 from acceptance.report.secrets import is_secret_name, scrub_text
+from acceptance.tools import logtime
 
 MAX_BYTES = 512 * 1024 * 1024
 _CUDA = re.compile(r"NCCL version \d+\.\d+\.\d+\+cuda(\d+\.\d+)")
@@ -32,6 +33,25 @@ _CUDA = re.compile(r"NCCL version \d+\.\d+\.\d+\+cuda(\d+\.\d+)")
 class Gathered:
     inputs: list[Input] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+
+
+def year_of(item: Input, around: datetime | None, created: datetime) -> tuple[int, str]:
+    """The year for an input's time stamps that carry none (c10d ``E626 ...``, glog, syslog), and its source:
+    the log's own full dates, else the file's modification time, else --around, else the bundle's date."""
+    own = logtime.first_year(item.text)
+    if own is not None:
+        return own, "the log's own full dates"
+    if item.mtime is not None:
+        first = logtime.parse_glog(item.text[: 1 << 20], item.mtime.year)  # the first year-less stamp
+        if first is not None and first > item.mtime + timedelta(days=1):  # written before the file's last change:
+            return (
+                item.mtime.year - 1,
+                "the file's modification time (the year before: the stamps are later in the year)",
+            )
+        return item.mtime.year, "the file's modification time"
+    if around is not None:
+        return around.year, "--around"
+    return created.year, "the bundle's creation date (no date in the log, no file time, no --around)"
 
 
 def _files(path: Path) -> list[Path]:
@@ -52,6 +72,7 @@ def read_files(specs: Sequence[str], origin: str, gathered: Gathered) -> None:
         for file in _files(path):
             try:
                 raw = file.read_bytes()
+                mtime = datetime.fromtimestamp(file.stat().st_mtime, UTC).replace(tzinfo=None)
             except OSError as exc:
                 gathered.notes.append(f"{file}: cannot be read ({exc.strerror or exc})")
                 continue
@@ -61,7 +82,7 @@ def read_files(specs: Sequence[str], origin: str, gathered: Gathered) -> None:
             text = raw.decode("utf-8", "replace")
             if "\ufffd" in text and b"\xef\xbf\xbd" not in raw:
                 gathered.notes.append(f"{file}: not UTF-8 throughout; undecodable bytes were replaced")
-            gathered.inputs.append(Input(str(file), text, host_name, origin))
+            gathered.inputs.append(Input(str(file), text, host_name, origin, mtime))
 
 
 def job_inputs(job: JobLogs, gathered: Gathered) -> None:

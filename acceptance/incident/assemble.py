@@ -105,6 +105,23 @@ def _missing(inputs: Sequence[Parsed], f: Findings, ctx: Context) -> list[str]:
     return out
 
 
+def _years(inputs: Sequence[Parsed]) -> str:
+    """Which year the time stamps without one (c10d ``E626 06:24:44``, glog) were read in, and from what."""
+    dated: dict[str, list[str]] = {}
+    undated = [i.label for i in inputs if i.torch.yearless and i.torch.year is None]
+    for item in inputs:
+        if item.torch.yearless and item.torch.year is not None:
+            dated.setdefault(item.year_from or f"{item.torch.year}", []).append(item.label)
+    parts = [f"{how} ({_some(labels)})" for how, labels in dated.items()]
+    if undated:
+        parts.append(f"left undated: no year known ({_some(undated)})")
+    return f"; time stamps without a year (c10d, glog): {'; '.join(parts)}" if parts else ""
+
+
+def _some(labels: list[str]) -> str:
+    return ", ".join(labels[:3]) + (f" and {len(labels) - 3} more" if len(labels) > 3 else "")
+
+
 def bundle(
     inputs: Sequence[Parsed],
     f: Findings,
@@ -140,6 +157,7 @@ def bundle(
     )
     files = tuple(InputFile(i.label, i.kinds, i.sha256, i.lines) for i in inputs)
     clock = "UTC" if not ctx.offset else f"UTC{'+' if ctx.offset >= timedelta(0) else '-'}{abs(ctx.offset)}"
+    clock += _years(inputs)
     return Bundle(
         created_utc=ctx.created,
         ticket=ctx.ticket,

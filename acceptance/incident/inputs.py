@@ -10,6 +10,7 @@ from __future__ import annotations
 import hashlib
 import re
 from dataclasses import dataclass, field
+from datetime import datetime
 
 import numpy as np
 import pandas as pd
@@ -31,6 +32,7 @@ class Input:
     text: str
     host: str | None = None
     origin: str = "file"  # "file" | "pod" | "evidence"
+    mtime: datetime | None = None  # the file's modification time (naive UTC), when it is a file
 
 
 @dataclass(frozen=True)
@@ -50,6 +52,7 @@ class Parsed:
     saves: tuple[int, ...] = ()  # steps at which a checkpoint was saved
     train_iters: int | None = None
     problems: tuple[str, ...] = field(default_factory=tuple)
+    year_from: str = ""  # where the year of its year-less time stamps (c10d, glog, syslog) came from
 
     @property
     def kinds(self) -> tuple[str, ...]:
@@ -83,8 +86,8 @@ def _steps(text: str, label: str) -> tuple[pd.DataFrame | None, tuple[int, ...],
     return keep.reset_index(drop=True), saves, log.format
 
 
-def parse_input(item: Input, *, year: int | None = None) -> Parsed:
-    """Run every parser over one input; keep what each recognised."""
+def parse_input(item: Input, *, year: int | None = None, year_from: str = "") -> Parsed:
+    """Run every parser over one input; keep what each recognised (`year_from`: where `year` came from)."""
     text = item.text
     torch = torchlogs.parse(text, item.label, year=year)
     k = kernel.parse(text, item.label, year=year)
@@ -108,6 +111,7 @@ def parse_input(item: Input, *, year: int | None = None) -> Parsed:
         stamps=stamps,
         saves=saves,
         train_iters=_train_iters(text) if steps is not None else None,
+        year_from=year_from,
     )
     if not parsed.kinds:
         problem = (

@@ -1,6 +1,6 @@
 """PyTorch distributed / NCCL failure logs: watchdog timeouts, NCCL errors, torchrun summaries.
 
-Formats (``../shared/corpus-wave2/pytorch-nccl-watchdog/``): PyTorch 2.x c10d lines with the
+Formats: PyTorch 2.x c10d lines with the
 ``[rankN]:`` prefix and glog headers; PyTorch 1.x ``[E ProcessGroupNCCL.cpp:N]`` lines with the
 rank inside the text; NCCL's ``host:pid:tid [dev] NCCL INFO|WARN`` lines; the multi-line
 ``NCCL error ... / ncclRemoteError: ... / Last error: / NET/IB : ...`` messages; ``terminate
@@ -9,13 +9,27 @@ torch.distributed.elastic agent lines and torchrun's ``ChildFailedError`` summar
 
 The façade of `acceptance.tools.torchlogs`. Pure: text in, records out; never raises for text
 it does not recognise (`TorchLog.recognised` is False then). Times are naive, in the log's own
-clock; lines without a year (glog) take `year`, else the year of the first full date in the text.
+clock; lines without a year (c10d / glog stamps) take `year`, else the year of the first full date in the
+text, else stay undated; `TorchLog.yearless` counts the error lines whose time had no year of its own.
+
+Paste damage is undone first: indentation, quote marks, output-line numbers, Ray and collector prefixes
+(`lines.strip_prefix`), a known shape glued behind other text (a tqdm bar), hard-wrapped lines (joined when
+the next line continues a cut watchdog record or the paste's wrap width is certain; otherwise reported in
+`TorchLog.notes`).
 """
 
 from __future__ import annotations
 
 from acceptance.tools import logtime
-from acceptance.tools.torchlogs.lines import Collector, classify, split_line
+from acceptance.tools.torchlogs.lines import (
+    Collector,
+    Joiner,
+    classify,
+    fast_skip,
+    split_line,
+    strip_prefix,
+    wrap_width,
+)
 from acceptance.tools.torchlogs.model import KINDS, AgentLine, ChildFailure, ErrorLine, RankHost, TorchLog
 from acceptance.tools.torchlogs.steps import StepStamp, step_times
 from acceptance.tools.torchlogs.summary import SummaryReader
@@ -40,9 +54,17 @@ def parse(text: str, source: str = "<text>", *, year: int | None = None) -> Torc
     collector = Collector(year)
     summary = SummaryReader(year)
     lines = text.splitlines()
+    joiner = Joiner(year, wrap_width(lines))
+    held = joiner.held  # the lines a hard wrap holds: while there are any, no line is skipped unread
     for number, raw in enumerate(lines, 1):
-        collector.feed(split_line(number, raw, year))
-        summary.feed(number, raw)
+        if not held and fast_skip(raw):
+            continue
+        stripped = strip_prefix(raw)
+        summary.feed(number, stripped, raw)
+        for line in joiner.feed(split_line(number, raw, year, stripped)):
+            collector.feed(line)
+    for line in joiner.finish():
+        collector.feed(line)
     summary.finish()
     ranks = list(collector.ranks)
     seen = {(r.rank, r.host) for r in ranks if r.source == "torchrun"}
@@ -62,4 +84,6 @@ def parse(text: str, source: str = "<text>", *, year: int | None = None) -> Torc
         torch_version=collector.torch_version,
         year=year,
         lines=len(lines),
+        notes=tuple(joiner.notes),
+        yearless=collector.yearless + summary.yearless,
     )

@@ -121,7 +121,8 @@ class TorchLog:
     torch_version: str | None = None
     year: int | None = None
     lines: int = 0
-    notes: tuple[str, ...] = field(default_factory=tuple)
+    notes: tuple[str, ...] = field(default_factory=tuple)  # paste damage not undone for certain (wraps, cuts)
+    yearless: int = 0  # error lines and agent lines whose time stamp carries no year (dated with `year`)
 
     @property
     def recognised(self) -> bool:

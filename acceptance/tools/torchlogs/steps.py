@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from acceptance.tools import logtime
+from acceptance.tools.torchlogs.lines import strip_prefix
 from acceptance.tools.torchlogs.patterns import RANK_PREFIX
 
 _STEP = re.compile(r"\b(?:iteration|global_step|step)\s*[:=]?\s*(\d+)(?:\s*/\s*\d+)?")
@@ -33,7 +34,7 @@ def step_times(text: str) -> list[StepStamp]:
         if "step" not in raw and "iteration" not in raw:
             continue
         rank = None
-        prefix = RANK_PREFIX.match(raw)
+        prefix = RANK_PREFIX.match(strip_prefix(raw))  # `[rank3]:` behind indentation, quote marks, Ray ...
         if prefix:
             rank = int(prefix.group(1) or prefix.group(2))
         step = _STEP.search(raw)

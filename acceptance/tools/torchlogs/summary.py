@@ -9,6 +9,8 @@ from acceptance.tools import logtime
 from acceptance.tools.torchlogs import patterns as p
 from acceptance.tools.torchlogs.model import AgentLine, ChildFailure
 
+_FIELDS = ("time", "host", "rank", "exitcode", "error_file", "traceback")
+
 
 def _int(text: str | None) -> int | None:
     try:
@@ -19,7 +21,13 @@ def _int(text: str | None) -> int | None:
 
 @dataclass
 class SummaryReader:
-    """A small state machine over ``<script> FAILED`` / ``Failures:`` / ``Root Cause`` / ``[k]:`` entries."""
+    """A small state machine over ``<script> FAILED`` / ``Failures:`` / ``Root Cause`` / ``[k]:`` entries.
+
+    A paste can start anywhere in the summary: a ``Root Cause (first observed failure):`` block or ``[k]:``
+    entries without the ``====`` / ``FAILED`` header above them are still read (a root cause, failed ranks);
+    field lines without any heading count only when they show the summary's own ``rank : R (local_rank: L)``
+    or ``exitcode : C (pid: P)`` shape.
+    """
 
     year: int | None
     failures: list[ChildFailure] = field(default_factory=list)
@@ -28,11 +36,14 @@ class SummaryReader:
     _section: str | None = None  # "failures" | "root"
     _entry: dict[str, str] | None = None
     _entry_line: int = 0
+    yearless: int = 0  # agent lines whose glog stamp carries no year
 
     def _close(self) -> None:
         if self._entry is None:
             return
         e, self._entry = self._entry, None
+        if not self._whole(e):
+            return
         rank = p.SUMMARY_RANK.match(e.get("rank", ""))
         code = p.SUMMARY_EXIT.match(e.get("exitcode", ""))
         self.failures.append(
@@ -49,46 +60,57 @@ class SummaryReader:
             )
         )
 
-    def _time(self, raw: str) -> datetime | None:
-        return logtime.parse_iso(raw) or logtime.parse_glog(raw, self.year)
+    def _time(self, text: str, raw: str) -> datetime | None:
+        """The line's own stamp; the collector's stamp that the prefix stripping took off only when it has none."""
+        iso = logtime.parse_iso(text)
+        if iso is not None:
+            return iso
+        if logtime.GLOG.search(text):
+            self.yearless += 1
+            return logtime.parse_glog(text, self.year)
+        return logtime.parse_iso(raw)
 
-    def feed(self, number: int, raw: str) -> None:
-        text = raw.rstrip("\r\n")
-        sigterm = p.AGENT_SIGTERM.search(text)
-        if sigterm:
-            self.agent.append(AgentLine("sigterm", _int(sigterm.group(1)), None, None, self._time(text), number))
+    def feed(self, number: int, text: str, raw: str = "") -> None:
+        """One line: `text` with the paste prefixes taken off (`lines.strip_prefix`), `raw` as it was."""
+        if "Sending process" in text and (sigterm := p.AGENT_SIGTERM.search(text)) is not None:
+            self.agent.append(AgentLine("sigterm", _int(sigterm.group(1)), None, None, self._time(text, raw), number))
             return
-        failed = p.AGENT_FAILED.search(text)
-        if failed:
+        if "failed (exitcode" in text and (failed := p.AGENT_FAILED.search(text)) is not None:
             self.agent.append(AgentLine("worker-failed", _int(failed.group(3)), _int(failed.group(1)),
-                                        _int(failed.group(2)), self._time(text), number))  # fmt: skip
-            return
-        script = p.SUMMARY_SCRIPT.match(text)
-        if script:
-            self._close()
-            self._script, self._section = script.group(1), None
-            return
-        if self._script is None:
+                                        _int(failed.group(2)), self._time(text, raw), number))  # fmt: skip
             return
         stripped = text.strip()
-        if stripped == "Failures:":
+        if not stripped:
+            return
+        if " FAILED" in stripped and (script := p.SUMMARY_SCRIPT.match(stripped)) is not None:
+            self._close()
+            self._script, self._section = script.group(1), None
+        elif stripped == "Failures:" and (self._script is not None or self._entry is None):
             self._close()
             self._section = "failures"
-        elif stripped.startswith("Root Cause"):
+        elif stripped.startswith("Root Cause (first observed failure)"):
             self._close()
             self._section = "root"
         elif stripped.startswith("====") and self._section == "root":
             self._close()
             self._script = self._section = None
-        elif stripped.startswith("----"):
+        elif stripped.startswith("----") or stripped.startswith("===="):
             self._close()
-        elif self._section and p.SUMMARY_ENTRY.match(text):
+        elif stripped[:1] == "[" and p.SUMMARY_ENTRY.match(stripped):  # `[k]:`, with or without a header
             self._close()
             self._entry, self._entry_line = {}, number
-        elif self._entry is not None:
-            found = p.SUMMARY_FIELD.match(text)
-            if found:
-                self._entry[found.group(1)] = found.group(2).strip()
+        elif stripped.startswith(_FIELDS) and (found := p.SUMMARY_FIELD.match(stripped)) is not None:
+            if self._entry is None:  # a paste that starts inside an entry
+                self._entry, self._entry_line = {}, number
+            self._entry[found.group(1)] = found.group(2).strip()
+        elif self._entry is not None and self._script is None and self._section is None:
+            self._close()  # an entry without a header ends at the first line of another kind
+
+    def _whole(self, e: dict[str, str]) -> bool:
+        """An entry says which process failed: the summary's own rank or exitcode shape (not any `rank: 3`)."""
+        if self._script is not None or self._section is not None:
+            return True
+        return bool(p.SUMMARY_RANK.match(e.get("rank", "")) or p.SUMMARY_EXIT.match(e.get("exitcode", "")))
 
     def finish(self) -> None:
         self._close()
