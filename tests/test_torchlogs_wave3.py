@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from acceptance.tools import logtime, torchlogs
+from acceptance.tools import launcher, logtime, torchlogs
 from tests.shared import wave2_files, wave3, wave3_files
 
 W = "watchdog"
@@ -409,3 +409,16 @@ def test_moving_one_rank_s_lines_after_the_others_changes_none_of_its_facts(path
     after = _facts(torchlogs.parse("\n".join(moved) + "\n", year=year), lines=False)["errors"]
     for r in {e[2] for e in before} | {e[2] for e in after}:  # a what() block's own rank may sit in another's block
         assert sorted(repr(e) for e in after if e[2] == r) == sorted(repr(e) for e in before if e[2] == r)
+
+
+def _launcher(text: str) -> list[tuple[Any, ...]]:
+    return [(e.kind, e.host, e.rank, e.task, e.pid, e.signal, e.exit_code, e.line) for e in launcher.parse(text)]
+
+
+@pytest.mark.parametrize("prefix", ["    ", "\t", "> ", "[123] ", "(WorkerDict pid=7) "])
+@pytest.mark.parametrize("path", CORPUS_FILES, ids=_ids(CORPUS_FILES))
+def test_launcher_lines_behind_a_consistent_prefix_or_with_crlf_read_the_same(path: Path, prefix: str) -> None:
+    text = _read(path)
+    prefixed = "".join(prefix + line for line in text.splitlines(keepends=True))
+    assert _launcher(prefixed) == _launcher(text)
+    assert _launcher("\r\n".join(text.split("\n"))) == _launcher(text)

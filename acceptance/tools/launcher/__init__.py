@@ -25,6 +25,7 @@ from datetime import datetime
 from typing import Any
 
 from acceptance.tools import logtime
+from acceptance.tools.pasteprefix import strip_prefix
 
 __all__ = ["KINDS", "LauncherEvent", "parse"]
 
@@ -83,7 +84,7 @@ def _joined(lines: list[str]) -> list[tuple[int, str]]:
     while i < len(lines):
         text = lines[i].rstrip("\r\n")
         if " noticed that process rank " in text and i + 1 < len(lines) and not _NOTICED.search(text):
-            text = f"{text.rstrip()} {lines[i + 1].strip()}"
+            text = f"{text.rstrip()} {strip_prefix(lines[i + 1]).strip()}"
             out.append((i + 1, text))
             i += 2
             continue
@@ -101,10 +102,11 @@ def parse(text: str, source: str = "<text>") -> list[LauncherEvent]:
     signalled: set[tuple[str, str]] = set()
     last_ssh: str | None = None
     lines = text.splitlines()
-    for number, line in _joined(lines) if " noticed that process rank " in text else enumerate(lines, 1):
-        if not any(word in line for word in words):
+    for number, raw in _joined(lines) if " noticed that process rank " in text else enumerate(lines, 1):
+        if not any(word in raw for word in words):
             continue
-        time = logtime.parse_iso(line[:40]) if line.startswith("[") else None
+        time = logtime.parse_iso(raw[:40]) if raw.startswith("[") else None
+        line = strip_prefix(raw)  # indentation, quote marks, line numbers, Ray and collector prefixes
         if (ssh := _SSH.search(line)) is not None:
             host = ssh.group(1) or ssh.group(3)
             last_ssh = host

@@ -13,7 +13,7 @@ clock; lines without a year (c10d / glog stamps) take `year`, else the year of t
 text, else stay undated; `TorchLog.yearless` counts the error lines whose time had no year of its own.
 
 Paste damage is undone first: indentation, quote marks, output-line numbers, Ray and collector prefixes
-(`lines.strip_prefix`), a known shape glued behind other text (a tqdm bar), hard-wrapped lines (joined when
+(`acceptance.tools.pasteprefix`), a known shape glued behind other text (a tqdm bar), hard-wrapped lines (joined when
 the next line continues a cut watchdog record or the paste's wrap width is certain; otherwise reported in
 `TorchLog.notes`).
 """
@@ -21,15 +21,8 @@ the next line continues a cut watchdog record or the paste's wrap width is certa
 from __future__ import annotations
 
 from acceptance.tools import logtime
-from acceptance.tools.torchlogs.lines import (
-    Collector,
-    Joiner,
-    classify,
-    fast_skip,
-    split_line,
-    strip_prefix,
-    wrap_width,
-)
+from acceptance.tools.pasteprefix import strip_prefix
+from acceptance.tools.torchlogs.lines import Collector, Joiner, classify, fast_skip, split_line, wrap_width
 from acceptance.tools.torchlogs.model import KINDS, AgentLine, ChildFailure, ErrorLine, RankHost, TorchLog
 from acceptance.tools.torchlogs.steps import StepStamp, step_times
 from acceptance.tools.torchlogs.summary import SummaryReader

@@ -15,6 +15,7 @@ from datetime import datetime
 from typing import Any
 
 from acceptance.tools import logtime
+from acceptance.tools.pasteprefix import strip_prefix
 from acceptance.tools.torchlogs import patterns as p
 from acceptance.tools.torchlogs.model import ErrorLine, RankHost
 
@@ -45,14 +46,6 @@ class Line:
     rank: int | None
     time: datetime | None
     yearless: bool = False  # its time stamp carries no year (the reader's year was used, or none was known)
-
-
-def strip_prefix(raw: str) -> str:
-    """`raw` without what a paste or a log collector put before the line (see `patterns.PASTE_PREFIX`)."""
-    text = raw.rstrip("\r\n")
-    if text[:1] in " \t>`[(0123456789" and (found := p.PASTE_PREFIX.match(text)) is not None:
-        text = text[found.end() :]
-    return text
 
 
 def split_line(number: int, raw: str, year: int | None, stripped: str | None = None) -> Line:

@@ -11,14 +11,6 @@ RANK_PREFIX = re.compile(r"^\[rank(\d+)\]:\s?|^\[\d+,(\d+)\]<std(?:out|err)>:\s?
 GLOG_HEADER = re.compile(
     r"^\[([IWEF])(?:(\d{3,4} \d{2}:\d{2}:\d{2}(?:\.\d+)?) )?\s*(\S+?\.(?:cpp|cc|h|hpp|py):\d+)\]\s?"
 )
-# What pastes and log collectors put before a line: indentation (blanks, tabs), markdown quote marks and
-# stray backticks, output-line numbers `[80746] `, a collector's time stamp `[2025-05-10 00:18:21] ` or
-# `2025-05-10T00:18:21.123456789Z ` (kubectl --timestamps), Ray's `(WorkerDict pid=1230, ip=...) `.
-PASTE_PREFIX = re.compile(
-    r"^(?:[ \t>`]+|\[\d+\] |\[\d{4}-\d{2}-\d{2}[ T]\d{2}:\d{2}:\d{2}(?:[.,]\d+)?\] ?"
-    r"|\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.\d+)?(?:Z|[+-]\d{2}:?\d{2}) "
-    r"|\([\w`]+ pid=\d+(?:, ip=[^)]*)?\) ?)+"
-)
 # A shape this reader knows that can start in the middle of a line (text glued in front of it: a tqdm bar
 # without its newline, another process's output): `[rankN]:`, a c10d header, an NCCL line.
 GLUED = re.compile(

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from acceptance.tools import logtime
-from acceptance.tools.torchlogs.lines import strip_prefix
+from acceptance.tools.pasteprefix import strip_prefix
 from acceptance.tools.torchlogs.patterns import RANK_PREFIX
 
 _STEP = re.compile(r"\b(?:iteration|global_step|step)\s*[:=]?\s*(\d+)(?:\s*/\s*\d+)?")

@@ -71,7 +71,7 @@ class SummaryReader:
         return logtime.parse_iso(raw)
 
     def feed(self, number: int, text: str, raw: str = "") -> None:
-        """One line: `text` with the paste prefixes taken off (`lines.strip_prefix`), `raw` as it was."""
+        """One line: `text` with the paste prefixes taken off (`pasteprefix.strip_prefix`), `raw` as it was."""
         if "Sending process" in text and (sigterm := p.AGENT_SIGTERM.search(text)) is not None:
             self.agent.append(AgentLine("sigterm", _int(sigterm.group(1)), None, None, self._time(text, raw), number))
             return
