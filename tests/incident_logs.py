@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 from acceptance.sim.model import SimRunner, load_scenario
+from acceptance.sim.model.pastes import PREFIXES
 
 BASELINES = Path(__file__).resolve().parents[1] / "baselines"
 
@@ -63,3 +65,22 @@ def write(folder: Path, only: tuple[str, ...] = ()) -> dict[str, Path]:
         path.write_text(run.stdout)
         out[name] = path
     return out
+
+
+_GLUED = re.compile(r"^Prefetching shards:[^\n]*?\](?=\[rank)", re.M)
+C10_STAMP = r"E(\d{3,4}) ([\d:]+)\.(\d{6})"  # c10's date: month * 100 + day, not zero padded
+
+
+def plain(text: str) -> str:
+    """A simulated incident log as its ranks printed it: the shape's line prefix and progress-bar glue taken off."""
+    lines = text.splitlines()
+    for prefix in sorted(filter(None, PREFIXES.values()), key=len, reverse=True):
+        if all(line.startswith(prefix) for line in lines if line.strip()):
+            lines = [line.removeprefix(prefix).removeprefix(prefix.rstrip()) for line in lines]
+            break
+    return _GLUED.sub("", "\n".join(lines) + "\n")
+
+
+def c10_date(month_day: str) -> tuple[int, int]:
+    """``626`` → (6, 26), ``1206`` → (12, 6)."""
+    return int(month_day) // 100, int(month_day) % 100

@@ -18,7 +18,9 @@ LOST = NODES.index(XID_NODE) * 8 + XID_GPU  # rank 35
 
 @pytest.fixture(scope="module")
 def xid_run():
-    return runner(f"gpu-xid@{XID_NODE}:{XID_GPU}", at_step=XID_STEP).run(TORCHRUN, {}, NODES[0], [])
+    """The log exactly as the ranks print it (the shapes it may arrive in: tests/test_sim_pastes.py)."""
+    plain = {"SIM_LOG_SHAPE": "prefix=none,month=11"}
+    return runner(f"gpu-xid@{XID_NODE}:{XID_GPU}", at_step=XID_STEP).run(TORCHRUN, plain, NODES[0], [])
 
 
 def test_xid_under_torchrun_hangs_in_the_all_reduce_until_the_watchdog_fires(xid_run) -> None:

@@ -21,6 +21,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
+from acceptance.sim.model import pastes
 from acceptance.sim.model.cluster import GPUS_PER_NODE, SimCluster
 from acceptance.sim.model.faults import Fault, FaultSet
 
@@ -54,7 +55,8 @@ def slowdown(
 
 
 def _glog(level: str, t: datetime, r: random.Random) -> str:
-    return f"{level}{t:%m%d %H:%M:%S}.{t.microsecond:06d}{r.randrange(1000):03d}"
+    """A c10 log line's stamp: its date is month × 100 + day without zero padding (``E626``)."""
+    return f"{level}{pastes.c10_date(t.month, t.day)} {t:%H:%M:%S}.{t.microsecond:06d}{r.randrange(1000):03d}"
 
 
 @dataclass(frozen=True)
@@ -117,11 +119,16 @@ def _frames(kind: str) -> list[str]:
     ]
 
 
-def hang_lines(job: Job, fault: Fault, step: int, started: datetime, seed: int) -> tuple[list[str], int, float]:
+def hang_lines(
+    job: Job, fault: Fault, step: int, started: datetime, seed: int, shape: pastes.Shape | None = None
+) -> tuple[list[str], int, float]:
     """What the job prints after `fault` strikes in step `step` (which began at `started`).
 
     Returns (lines in time order, the launcher's exit status, seconds from `started` to the end).
+    `shape` glues the lost rank's first line behind a progress bar (``tqdm``) and pastes the
+    torchrun summary of its node from the root cause down (``mid_entry``).
     """
+    shape = shape or pastes.Shape()
     r = random.Random(seed)
     pos = job.nodes.index(str(fault.node))
     lost = pos * GPUS_PER_NODE + fault.index
@@ -131,8 +138,9 @@ def hang_lines(job: Job, fault: Fault, step: int, started: datetime, seed: int) 
     t_lost = started + timedelta(seconds=0.35 + r.uniform(0, 0.3))
     head = f"[rank{lost}]:[{_glog('E', t_lost, r)} ProcessGroupNCCL.cpp:1895]"
     pg = f"[PG ID 0 PG GUID 0(default_pg) Rank {lost}]"
+    bar = pastes.tqdm_bar(37, 64, 1.84) if shape.tqdm else ""
     events.append((t_lost, [
-        f"{head} {pg} Process group watchdog thread terminated with exception: CUDA error: unknown error",
+        f"{bar}{head} {pg} Process group watchdog thread terminated with exception: CUDA error: unknown error",
         f"[rank{lost}]:CUDA kernel errors might be asynchronously reported at some other API call, so the "
         "stacktrace below might be incorrect.",
         f"[rank{lost}]:For debugging consider passing CUDA_LAUNCH_BLOCKING=1",
@@ -174,7 +182,7 @@ def hang_lines(job: Job, fault: Fault, step: int, started: datetime, seed: int) 
             f"caught collective operation timeout: {work}",
         ]))  # fmt: skip
     if job.launcher == "torchrun":
-        events += _torchrun(job, lost, t_lost, aborted, r)
+        events += _torchrun(job, lost, t_lost, aborted, r, mid_entry=shape.mid_entry)
     events.sort(key=lambda e: e[0])
     end = max(t for t, _ in events)
     return [line for _, block in events for line in block], 1 if job.launcher == "torchrun" else 134, \
@@ -191,8 +199,11 @@ def _mpirun_notice(job: Job, rank: int) -> list[str]:
 
 
 def _torchrun(job: Job, lost: int, t_lost: datetime, aborted: Mapping[int, datetime],
-              r: random.Random) -> list[tuple[datetime, list[str]]]:  # fmt: skip
-    """Each node's elastic agent: SIGTERM to the rest of its workers, then its ChildFailedError summary."""
+              r: random.Random, *, mid_entry: bool = False) -> list[tuple[datetime, list[str]]]:  # fmt: skip
+    """Each node's elastic agent: SIGTERM to the rest of its workers, then its ChildFailedError summary.
+
+    `mid_entry`: the lost rank's node's part is pasted from its ``Root Cause`` entry down.
+    """
     out: list[tuple[datetime, list[str]]] = []
     api = f"{TORCH}/distributed/elastic/multiprocessing/api.py"
     for i, host in enumerate(job.hosts):
@@ -210,9 +221,8 @@ def _torchrun(job: Job, lost: int, t_lost: datetime, aborted: Mapping[int, datet
                   "pretrain_gpt.py FAILED", "-" * 60, "Failures:"]  # fmt: skip
         for n, k in enumerate(others, 1):
             lines += _entry(n, when, host, k, -15 if mine else -6, job.pid(k))
-        lines += ["-" * 60, "Root Cause (first observed failure):", *_entry(0, when, host, root, -6, job.pid(root)),
-                  "=" * 60]  # fmt: skip
-        out.append((when, lines))
+        cause = ["Root Cause (first observed failure):", *_entry(0, when, host, root, -6, job.pid(root)), "=" * 60]
+        out.append((when, cause if mine and mid_entry else [*lines, "-" * 60, *cause]))
     return out
 
 

@@ -38,7 +38,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from acceptance.errors import UsageError
-from acceptance.sim.model import incident
+from acceptance.sim.model import incident, pastes
 from acceptance.sim.model.cluster import GPUS_PER_NODE, SimCluster, derive_seed, rng
 from acceptance.sim.model.faults import FaultSet
 
@@ -166,7 +166,8 @@ def run_training(
     job = incident.job_for(nodes, hosts, launcher)
     r = random.Random(call_seed)
     world = len(nodes) * GPUS_PER_NODE
-    clock = EPOCH + timedelta(seconds=r.randrange(0, 6 * 86400))
+    shape = pastes.choose(derive_seed(call_seed, "paste"), env) if mid else pastes.Shape()
+    clock = EPOCH.replace(month=shape.month) + timedelta(seconds=r.randrange(0, 6 * 86400))
     lines = [
         f"SIMULATED (recovery-acceptance sim, seed {cluster.seed}): Megatron-style log of a simulated GPT "
         "pretraining job, not a measurement",
@@ -192,7 +193,7 @@ def run_training(
             f"[rank{rank}]: Last error:",
             f"[rank{rank}]: Cuda failure 'unknown error'",
         ]
-        return "\n".join(lines) + "\n", 1, elapsed
+        return "\n".join(pastes.apply(lines, shape)) + "\n", 1, elapsed
     start = 0
     bad = faults.restore()
     if args.load is not None and args.ckpt_step is None:
@@ -217,8 +218,8 @@ def run_training(
     window_l: list[float] = []
     for n, step in enumerate(range(first, args.train_iters + 1)):
         if stop is not None and step >= int(stop.param("at_step")):
-            tail, code, seconds = incident.hang_lines(job, stop, step, clock, derive_seed(call_seed, "incident"))
-            return "\n".join([*lines, *tail]) + "\n", code, elapsed + seconds
+            tail, code, seconds = incident.hang_lines(job, stop, step, clock, derive_seed(call_seed, "incident"), shape)
+            return "\n".join(pastes.apply([*lines, *tail], shape)) + "\n", code, elapsed + seconds
         t = base * math.exp(r.gauss(0.0, 0.012)) + carry
         if slow is not None and step >= slow[0]:
             t *= slow[1]
@@ -264,6 +265,6 @@ def run_training(
             carry += 3.5 + r.uniform(0, 0.8)
         if args.exit_interval and step % args.exit_interval == 0:
             lines.append(f"[exiting program at iteration {step}] datetime: {_timestamp(clock)} ")
-            return "\n".join(lines) + "\n", 0, elapsed
+            return "\n".join(pastes.apply(lines, shape)) + "\n", 0, elapsed
     lines.append(f"[after training is done] datetime: {_timestamp(clock)} ")
-    return "\n".join(lines) + "\n", 0, elapsed
+    return "\n".join(pastes.apply(lines, shape)) + "\n", 0, elapsed
