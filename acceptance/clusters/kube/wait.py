@@ -319,7 +319,10 @@ class Waiter:
             main = self._main_pod(t, pods)
         output = ""
         if main is not None:
-            output = self.api.log(self.ns, main["metadata"]["name"]) or ""
+            try:
+                output = self.api.log(self.ns, main["metadata"]["name"]) or ""
+            except KubeApiError as exc:  # the workload ended, but what it printed could not be read: nothing to judge
+                status, reason = "error", f"{reason}; " * bool(reason) + f"its log could not be read: {exc}"
         started, finished = self._times(pods)
         if code is None and main is not None:
             code = self._exit_code(main)
@@ -360,6 +363,7 @@ class Waiter:
         return (min(starts) if starts else None, max(ends) if ends else None)
 
     def _delete(self, t: _Track) -> None:
+        """Delete a finished workload; an ended one the API would not delete goes with the run's cleanup."""
         try:
             if t.kind == "Job":
                 self.api.call(f"delete Job {t.name}", self.api.batch.delete_namespaced_job, t.name, self.ns,
@@ -369,8 +373,10 @@ class Waiter:
                 self.api.call(f"delete MPIJob {t.name}", self.api.custom.delete_namespaced_custom_object, group,
                               version, self.ns, "mpijobs", t.name, propagation_policy="Foreground")  # fmt: skip
         except KubeApiError as exc:
-            if exc.status != 404:
-                raise
+            ended = t.outcome is not None and t.outcome[0] in ("succeeded", "failed")
+            if exc.status != 404 and not ended:
+                raise  # it may still hold GPUs: the next batch must not start beside it
+            # gone already; or it ended (its pods hold no GPUs): the run's cleanup deletes it, its result is kept
 
     def _events(self, tracks: Sequence[_Track]) -> dict[str, list[dict[str, str]]]:
         """Events of every workload's objects, from one list of the namespace's events."""
