@@ -26,7 +26,7 @@ from acceptance.criteria.scheduler import Batch, Scheduler
 from acceptance.criteria.smoke import SmokeStep
 from acceptance.criteria.training import TrainingLogs
 from acceptance.errors import ClusterError, JobFailed, WorkloadNotRun
-from acceptance.judge.verdict import Status
+from acceptance.judge.verdict import Status, Verdict
 from acceptance.profile import load_profile_file
 from acceptance.sim.kubeapi import EmulatedApi
 from acceptance.sim.kubeapi.faults import Faults
@@ -214,3 +214,20 @@ def test_the_runs_deadline_comes_from_the_profile_or_adds_up_its_workload_deadli
     path.write_text(path.read_text().replace("deadline: 2h", "deadline: soon"))
     with pytest.raises(Exception, match=r'cluster.yaml:\d+: run.deadline: found "soon", expected one of'):
         load_profile_file(path)
+
+
+# ------------------------------------------------------------------ every item carries a verdict
+
+
+def test_an_item_that_ends_on_a_foreseeable_error_carries_an_error_verdict_naming_it() -> None:
+    from acceptance.report.session import record_error, record_verdict
+
+    item: Any = SimpleNamespace(name="test_smoke_step_time", stash=pytest.Stash(), user_properties=[])
+    record_error(item, ClusterError("list pods: HTTP 503: injected fault"))
+    props = dict(item.user_properties)
+    assert props["verdict"] == "error"
+    assert props["summary"] == "test_smoke_step_time: cannot judge: list pods: HTTP 503: injected fault"
+    judged: Any = SimpleNamespace(name="test_x", stash=pytest.Stash(), user_properties=[])
+    record_verdict(judged, Verdict(Status.FAIL, "x", "x: failed"))
+    record_error(judged, ClusterError("later"))  # the item's own verdict stands
+    assert [v for k, v in judged.user_properties if k == "verdict"] == ["fail"]

@@ -13,7 +13,7 @@ import queue
 import threading
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 
 from acceptance.clusters.base import Handle, ProgressSink, RunResult, RunStatus, WorkloadProgress, workload_kind
@@ -341,7 +341,9 @@ class Waiter:
             log_tail="".join(output.splitlines(keepends=True)[-LOG_TAIL_LINES:]),
             image=image_of(main) if main is not None else "",
         )
-        self._delete(t)
+        undeleted = self._delete(t)
+        if undeleted and status not in ("succeeded", "failed"):  # it may still run: say so beside the reason
+            t.result = replace(t.result, reason=f"{reason}; {undeleted}" if reason else undeleted)
 
     def _list_pods(self, t: _Track) -> dict[str, Obj]:
         selector = f"{run_selector(self.run_id)},{WORKLOAD_KEY}={t.label}"
@@ -362,8 +364,8 @@ class Waiter:
                 ends.append(ended)
         return (min(starts) if starts else None, max(ends) if ends else None)
 
-    def _delete(self, t: _Track) -> None:
-        """Delete a finished workload; an ended one the API would not delete goes with the run's cleanup."""
+    def _delete(self, t: _Track) -> str:
+        """Delete a finished workload; what stopped that ("" when nothing did): the run's cleanup retries it."""
         try:
             if t.kind == "Job":
                 self.api.call(f"delete Job {t.name}", self.api.batch.delete_namespaced_job, t.name, self.ns,
@@ -373,10 +375,9 @@ class Waiter:
                 self.api.call(f"delete MPIJob {t.name}", self.api.custom.delete_namespaced_custom_object, group,
                               version, self.ns, "mpijobs", t.name, propagation_policy="Foreground")  # fmt: skip
         except KubeApiError as exc:
-            ended = t.outcome is not None and t.outcome[0] in ("succeeded", "failed")
-            if exc.status != 404 and not ended:
-                raise  # it may still hold GPUs: the next batch must not start beside it
-            # gone already; or it ended (its pods hold no GPUs): the run's cleanup deletes it, its result is kept
+            if exc.status != 404:  # 404: gone already
+                return f"it could not be deleted ({exc}); the run's cleanup retries"
+        return ""
 
     def _events(self, tracks: Sequence[_Track]) -> dict[str, list[dict[str, str]]]:
         """Events of every workload's objects, from one list of the namespace's events."""
@@ -402,8 +403,6 @@ class Waiter:
 
     def _result(self, t: _Track, events: Mapping[str, list[dict[str, str]]]) -> RunResult:
         assert t.result is not None
-        from dataclasses import replace
-
         mine = events.get(t.label, [])
         placement = dict(t.result.placement)
         for ev in mine:  # pods deleted before the watch saw them bound (cleanPodPolicy) are in the events
