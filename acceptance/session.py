@@ -34,6 +34,7 @@ from acceptance.options import Setting
 from acceptance.profile import load_profile, refuse_writing_shipped
 from acceptance.report.folder import ReportFolder
 from acceptance.report.session import worker_report_folder
+from acceptance.units import format_duration
 
 if TYPE_CHECKING:
     from acceptance.report.incident import IncidentOutcome
@@ -135,8 +136,8 @@ class AcceptanceSession:
         deadline = self.context.deadline
         if datetime.now(UTC) >= deadline:
             took = (deadline - self.context.started).total_seconds()
-            raise RunDeadline(f"the run's deadline passed at {deadline:%Y-%m-%dT%H:%M:%SZ}, {took:.0f} s after its "
-                              "start (the profile's run.deadline): this item was not judged")  # fmt: skip
+            raise RunDeadline(f"the run's deadline passed at {deadline:%Y-%m-%dT%H:%M:%SZ}, {format_duration(took)} "
+                              "after its start (the profile's run.deadline)")  # fmt: skip
 
     def run(self) -> Run:
         """This process's criteria (created at the first item, after collection)."""

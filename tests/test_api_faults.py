@@ -231,3 +231,36 @@ def test_an_item_that_ends_on_a_foreseeable_error_carries_an_error_verdict_namin
     record_verdict(judged, Verdict(Status.FAIL, "x", "x: failed"))
     record_error(judged, ClusterError("later"))  # the item's own verdict stands
     assert [v for k, v in judged.user_properties if k == "verdict"] == ["fail"]
+
+
+def test_what_the_cleanup_could_not_delete_goes_into_the_reports_provenance() -> None:
+    from acceptance.report.session import ReportingPlugin, note_run_problems
+
+    reporting: Any = ReportingPlugin.__new__(ReportingPlugin)
+    reporting.provenance = {"run_id": "r1"}
+    config: Any = SimpleNamespace(
+        pluginmanager=SimpleNamespace(get_plugin=lambda name: reporting), stash=pytest.Stash()
+    )
+    note_run_problems(config, [])
+    assert "cleanup" not in reporting.provenance
+    note_run_problems(config, ["cleanup of run r1 incomplete: 1 object(s) remain: Job/x"])
+    assert reporting.provenance["cleanup"] == "cleanup of run r1 incomplete: 1 object(s) remain: Job/x"
+
+
+@pytest.mark.slow
+def test_after_the_runs_deadline_the_items_left_are_errors_naming_it(pytester: pytest.Pytester) -> None:
+    """A deadline shorter than the run (half a second: the simulated cluster takes longer to start)."""
+    from tests.suite_run import run_suite
+
+    folder = sim_cluster_folder(pytester.path)
+    profile = folder / "cluster.yaml"
+    profile.write_text(profile.read_text() + "run:\n  deadline: 0.5s\n")
+    run = run_suite(pytester, "-k", "preflight or dcgm", "--returned-node=sim-node-07")
+    out = run.result.stdout.str()
+    assert run.result.ret == 1, out[-3000:]
+    verdicts = {name: run.properties(name).get("verdict") for name in run.outcomes}
+    assert "fail" not in verdicts.values(), verdicts
+    dcgm = run.properties("test_dcgm_diagnostics[sim-node-07]")
+    assert dcgm["verdict"] == "error", dcgm
+    assert "the run's deadline" in dcgm["summary"]
+    assert "NOT ACCEPTED" in out
