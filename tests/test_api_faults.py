@@ -264,3 +264,43 @@ def test_after_the_runs_deadline_the_items_left_are_errors_naming_it(pytester: p
     assert dcgm["verdict"] == "error", dcgm
     assert "the run's deadline" in dcgm["summary"]
     assert "NOT ACCEPTED" in out
+
+
+PROBE = """
+from pathlib import Path
+
+import acceptance.clusters.kube.cluster as kube
+
+LOG = Path(__file__).with_name("order.log")
+_cleanup = kube.KubeCluster.cleanup
+
+
+def _note(what):
+    with LOG.open("a") as handle:
+        handle.write(what + "\\n")
+
+
+def cleanup(self):
+    _note("cleanup")
+    return _cleanup(self)
+
+
+kube.KubeCluster.cleanup = cleanup
+
+
+def pytest_terminal_summary(terminalreporter):
+    _note("summary")
+"""
+
+
+@pytest.mark.slow
+def test_the_run_is_cleaned_up_once_before_its_summary_and_nothing_waits_on_the_cluster_after_it(
+    pytester: pytest.Pytester,
+) -> None:
+    """Before: the cleanup ran after the summary, where a black-holed request kept the process a minute."""
+    from tests.suite_run import run_suite
+
+    (pytester.path / "orderprobe.py").write_text(PROBE)
+    run = run_suite(pytester, "-k", "test_cluster_answers", "-p", "orderprobe")
+    assert run.result.ret == 0, run.result.stdout.str()[-3000:]
+    assert (pytester.path / "order.log").read_text().split() == ["cleanup", "summary"]
