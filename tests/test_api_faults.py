@@ -54,6 +54,15 @@ def test_a_log_the_api_will_not_hand_over_is_an_error_not_an_empty_success(monke
     assert "HTTP 503" in result.reason
 
 
+def test_a_failed_job_whose_log_the_api_will_not_hand_over_stays_a_failure(monkeypatch: pytest.MonkeyPatch) -> None:
+    with cluster(runner=CannedRunner(failing_nodes=frozenset({"gpu-0001"}))) as (_, kube):
+        monkeypatch.setattr(kube.api.core, "read_namespaced_pod_log", _refuse)
+        [result] = kube.run(dcgm_workloads(NODES[:1], 8, 3, 600), deadline_s=60)
+    assert result.status == "failed"
+    assert result.reason.startswith("BackoffLimitExceeded: ")
+    assert "its log could not be read: read log of pod dcgm-gpu-0001-t1-" in result.reason
+
+
 # ------------------------------------------------------------------ cleanup retries until its deadline
 
 

@@ -321,8 +321,9 @@ class Waiter:
         if main is not None:
             try:
                 output = self.api.log(self.ns, main["metadata"]["name"]) or ""
-            except KubeApiError as exc:  # the workload ended, but what it printed could not be read: nothing to judge
-                status, reason = "error", f"{reason}; " * bool(reason) + f"its log could not be read: {exc}"
+            except KubeApiError as exc:  # what it printed could not be read: a success gives nothing to judge
+                reason = f"{reason}; " * bool(reason) + f"its log could not be read: {exc}"
+                status = "error" if status == "succeeded" else status
         started, finished = self._times(pods)
         if code is None and main is not None:
             code = self._exit_code(main)
