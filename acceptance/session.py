@@ -11,6 +11,7 @@ from __future__ import annotations
 import secrets
 import shutil
 import tempfile
+import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -231,7 +232,9 @@ class AcceptanceSession:
             return []
         if self._cleanup is None:
             try:
-                self.cluster.cleanup()
+                with warnings.catch_warnings():  # a library's warning (insecure TLS) is shown, never the cleanup's end
+                    warnings.simplefilter("default")
+                    self.cluster.cleanup()
                 self._cleanup = []
             except AcceptanceError as exc:
                 name = self.context.profile.name
