@@ -103,6 +103,16 @@ def test_cleanup_ends_at_its_deadline_and_names_what_it_could_not_delete(monkeyp
         assert labelled(api) == []
 
 
+def test_the_cleanup_deadline_is_the_profiles_kube_cleanup_timeout() -> None:
+    from acceptance.errors import ProfileError
+
+    base = {"namespace": "ns", "images": {"nccl": "n", "dcgm": "d"}}
+    assert KubeSettings.from_mapping(base).cleanup_timeout_s == 60.0
+    assert KubeSettings.from_mapping({**base, "cleanup_timeout": "2m"}).cleanup_timeout_s == 120.0
+    with pytest.raises(ProfileError, match=r"kube\.cleanup_timeout: "):
+        KubeSettings.from_mapping({**base, "cleanup_timeout": "soon"})
+
+
 def test_cleanup_of_an_api_that_never_answers_ends_at_its_deadline_saying_it_could_not_list() -> None:
     settings = replace(SETTINGS, api_retry=FAST, cleanup_timeout_s=1.0)
     with EmulatedApi(CannedRunner(), time_scale=1.0) as api:
