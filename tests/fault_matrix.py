@@ -247,5 +247,6 @@ def summary(outcomes: list[Outcome]) -> str:
     hangs = sum(o.hung for o in outcomes)
     left = sum(len(o.objects_left) for o in outcomes)
     slowest = max((o.wall_s for o in outcomes), default=0.0)
+    bound = max((o.case.bound_s for o in outcomes), default=BOUND_S)
     return (f"fault matrix: {len(outcomes)} runs tried, {wrong} wrong verdicts, {hangs} hangs, {left} objects left; "
-            f"slowest run {slowest:.1f} s (bound {BOUND_S:.0f} s)")  # fmt: skip
+            f"slowest run {slowest:.1f} s (bound {bound:.0f} s)")  # fmt: skip
