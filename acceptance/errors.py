@@ -57,6 +57,15 @@ class JobFailed(ClusterError):
     """A workload ran and failed (or could not start), with the reason."""
 
 
+class WorkloadNotRun(ClusterError):
+    """A workload gave nothing to judge: the cluster or its API could not run it, report its end or
+    hand over its log (an API error, a deadline, no node to take it). Its criterion is an ERROR, never a FAIL."""
+
+
+class RunDeadline(ClusterError):
+    """The run's own deadline (the profile's ``run.deadline``) has passed: remaining work is not started."""
+
+
 class JobTimeout(ClusterError):
     """A workload did not reach a final state before its deadline."""
 

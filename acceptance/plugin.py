@@ -128,6 +128,7 @@ class ActiveRun:
         self._previous: dict[int, Any] = {}
         self.incident: IncidentOutcome | None = None
         self.probation: dict[str, Any] | None = None  # criterion 5's verdict payload, for the incident's resolution
+        self.cleanup_problems: list[str] = []  # what the run's cleanup could not delete
 
     def catch_signals(self) -> None:
         """SIGINT and SIGTERM end the run the same way: objects deleted, an INTERRUPTED report signed."""
@@ -206,8 +207,10 @@ class ActiveRun:
         """Verdicts ride on the report; a foreseeable problem reads as one line, not a traceback."""
         from acceptance.errors import AcceptanceError
         from acceptance.report.data import CRITERION_ATTR
-        from acceptance.report.session import on_makereport
+        from acceptance.report.session import on_makereport, record_error
 
+        if call.when == "call" and call.excinfo is not None and call.excinfo.errisinstance(AcceptanceError):
+            record_error(item, call.excinfo.value)  # before the report is made: its properties carry the ERROR
         report = yield
         on_makereport(item, report)
         if call.excinfo is not None and call.excinfo.errisinstance(AcceptanceError) and report.failed:
@@ -243,13 +246,16 @@ class ActiveRun:
             print(f"recovery-acceptance: {problem}", file=sys.stderr)
         if not self.session.controller:
             return
+        from acceptance.report.session import note_run_problems
+
+        # delete everything first (within the cleanup's deadline), then the report says what had finished and
+        # what was left; after the summary nothing waits on the cluster
+        self.cleanup_problems = self.session.close_cluster_work()
+        note_run_problems(self.session.config, self.cleanup_problems)
         from acceptance.report.ending import session_end
 
         self.ended = session_end(session, self.interrupted_by)
         if session.exitstatus == pytest.ExitCode.INTERRUPTED:
-            # delete everything first, then the report says what had finished
-            for problem in self.session.close_cluster_work():
-                print(f"recovery-acceptance: {problem}", file=sys.stderr)
             return
         unusable = sum(n for reason, n in self.skips.items() if reason.startswith(PREFLIGHT_SKIP))
         if unusable and session.exitstatus == 0:
@@ -322,6 +328,8 @@ class ActiveRun:
             if any(reason.startswith(PREFLIGHT_SKIP) for reason in self.skips):
                 terminalreporter.write_line("NOT ACCEPTED: the cluster is unusable (see the preflight); the run fails",
                                             red=True)  # fmt: skip
+        for line in self.cleanup_problems:
+            terminalreporter.write_line(f"CLEANUP {line}", red=True)
         if self.incident is not None:
             terminalreporter.section("incident")
             for line in self.incident.lines:

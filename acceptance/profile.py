@@ -150,6 +150,7 @@ class Profile:
     recurrence: Mapping[str, Any] = field(default_factory=dict)  # criterion 5's rules and job sources
     prometheus: Mapping[str, Any] = field(default_factory=dict)  # where criterion 5 reads metrics
     links: NodeLinks | None = None  # what one node's links carry (`nodes.links`): bounds a plausible busbw
+    run_deadline_s: float | None = None  # ``run.deadline``; None: every workload deadline added up (RunContext)
 
     def nccl_test(self, name: str) -> NcclTestSpec:
         for test in self.nccl_tests:
@@ -424,6 +425,8 @@ def _build(doc: Document) -> Profile:
     localize = _localize(data.get("localize") or {}, names, bad)
     dcgm_timeout_s = duration(["dcgm", "timeout"], data["dcgm"].get("timeout"), 2 * 3600)
     nccl_timeout_s = duration(["nccl", "timeout"], data["nccl"].get("timeout"), 3600)
+    raw_deadline = (data.get("run") or {}).get("deadline")
+    run_deadline_s = None if raw_deadline is None else duration(["run", "deadline"], raw_deadline, 0.0)
     if problems:
         raise ProfileError(_joined(doc.path, problems))
     return Profile(
@@ -456,6 +459,7 @@ def _build(doc: Document) -> Profile:
         recurrence=dict(data.get("recurrence", {})),
         prometheus=dict(data.get("prometheus", {})),
         links=_links(data["nodes"].get("links")),
+        run_deadline_s=run_deadline_s,
     )
 
 

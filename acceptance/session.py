@@ -12,6 +12,7 @@ import os
 import secrets
 import shutil
 import tempfile
+import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -30,12 +31,13 @@ from acceptance.criteria.run import Run
 from acceptance.criteria.runfolder import RunFolder
 from acceptance.criteria.scheduler import ProgressListener
 from acceptance.criteria.site import SiteCheck
-from acceptance.errors import AcceptanceError, BaselineError
+from acceptance.errors import AcceptanceError, BaselineError, RunDeadline
 from acceptance.options import Setting
 from acceptance.profile import Profile, load_profile, refuse_writing_shipped
 from acceptance.report.folder import ReportFolder
 from acceptance.report.session import worker_report_folder
 from acceptance.report.sign import SignOptions
+from acceptance.units import format_duration
 
 if TYPE_CHECKING:
     from acceptance.report.incident import IncidentOutcome
@@ -61,6 +63,7 @@ class AcceptanceSession:
     selected_nccl: set[str] = field(default_factory=set)
     progress: ProgressListener | None = None  # the terminal display, in the one process that shows it
     _run: Run | None = None
+    _cleanup: list[str] | None = None  # what the one cleanup of the run reported (None: not done yet)
 
     @classmethod
     def open(cls, config: pytest.Config, settings: Mapping[str, Setting]) -> AcceptanceSession:
@@ -132,6 +135,14 @@ class AcceptanceSession:
     @property
     def simulated(self) -> bool:
         return self.context.simulated
+
+    def check_deadline(self) -> None:
+        """RunDeadline once the run's deadline (`RunContext.deadline`) has passed: no item starts work after it."""
+        deadline = self.context.deadline
+        if datetime.now(UTC) >= deadline:
+            took = (deadline - self.context.started).total_seconds()
+            raise RunDeadline(f"the run's deadline passed at {deadline:%Y-%m-%dT%H:%M:%SZ}, {format_duration(took)} "
+                              "after its start (the profile's run.deadline)")  # fmt: skip
 
     def run(self) -> Run:
         """This process's criteria (created at the first item, after collection)."""
@@ -219,14 +230,21 @@ class AcceptanceSession:
         return self._run.scheduler.close(timeout_s) if self._run is not None else []
 
     def close_cluster_work(self) -> list[str]:
-        """Delete every object of the run now (the controller only; done once). Returns problems."""
+        """Delete every object of the run now (the controller only; done once, bounded by the backend's
+        cleanup deadline). Returns problems: what may remain, and how to remove it later."""
         if not self.controller:
             return []
-        try:
-            self.cluster.cleanup()
-        except AcceptanceError as exc:
-            return [f"cleanup of run {self.context.run_id} incomplete: {exc}"]
-        return []
+        if self._cleanup is None:
+            try:
+                with warnings.catch_warnings():  # a library's warning (insecure TLS) is shown, never the cleanup's end
+                    warnings.simplefilter("default")
+                    self.cluster.cleanup()
+                self._cleanup = []
+            except AcceptanceError as exc:
+                name = self.context.profile.name
+                self._cleanup = [f"cleanup of run {self.context.run_id} incomplete: {exc}; "
+                                 f"`acceptance cleanup --cluster {name}` removes what is left"]  # fmt: skip
+        return list(self._cleanup)
 
     def incident(
         self, passed: bool, at: datetime, probation: Mapping[str, Any] | None = None
@@ -251,7 +269,8 @@ class AcceptanceSession:
         try:
             if self._run is not None:
                 self._run.close()
-            problems = self.close_cluster_work()
+            done = self._cleanup is not None  # said already, in the summary
+            problems = [] if done else self.close_cluster_work()
         finally:
             self.cluster.close()
             if self.controller:

@@ -23,6 +23,8 @@ class Suite:
 
     @property
     def run(self) -> Run:
+        """The run's criteria; RunDeadline (the item errors, not judged) once the run's deadline has passed."""
+        self.session.check_deadline()
         return self.session.run()
 
     @property

@@ -5,6 +5,8 @@ latency, dropped and 410 watches, cut and black-holed connections), optionally a
 the fabric must catch, an object deleted under the run, or SIGINT/SIGTERM at a random moment.
 Rules: no wrong verdict (a PASS where the hardware is faulty; a FAIL where it is healthy: an API
 fault may only give an explicit ERROR), the run ends within its bound, zero labelled objects remain.
+A case may replace the API faults (`api`: one heavy fault alone), the selection, and the profile's
+API retries (`default_retry`: the shipped ones, a 60 s read timeout that a black-holed request waits out).
 Used by tests/test_fault_matrix.py (a fixed set) and bench/fault_matrix.py (more seeds, a summary).
 """
 
@@ -19,6 +21,7 @@ import time
 import xml.etree.ElementTree as ET
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import IO
 
 import yaml
 
@@ -43,14 +46,22 @@ class Case:
     interrupt: str | None = None  # SIGINT | SIGTERM, at a random moment
     delete_object: bool = False  # delete the nccl MPIJob once it exists
     time_scale: float = 0.002  # slower for a deletion to land while the job runs
+    api: tuple[str, ...] = API_FAULTS  # the emulator's API fault options
+    only: tuple[str, ...] | None = None  # the selection, instead of the default one
+    default_retry: bool = False  # the profile's shipped API retries (else short timeouts, many attempts)
+    bound_s: float = BOUND_S
 
     @property
     def select(self) -> tuple[str, ...]:
+        if self.only is not None:
+            return self.only
         return DELETE_SELECT if self.delete_object else SELECT
 
     @property
     def name(self) -> str:
         parts = [f"seed{self.seed}", self.hardware or "healthy"]
+        if self.api != API_FAULTS:
+            parts.append("".join(self.api).replace("--", "-").strip("-"))
         if self.interrupt:
             parts.append(self.interrupt)
         if self.delete_object:
@@ -66,6 +77,8 @@ class Outcome:
     verdicts: dict[str, str] = field(default_factory=dict)
     objects_left: list[str] = field(default_factory=list)
     wrong: list[str] = field(default_factory=list)
+    summaries: dict[str, str] = field(default_factory=dict)  # item -> its verdict's summary
+    exit_after_output_s: float | None = None  # from the process's last line of output to its exit
 
     @property
     def hung(self) -> bool:
@@ -82,7 +95,17 @@ CASES = (
 )
 
 
+#: one heavy API fault alone, over more of the suite: each is a slow run (minutes), judged by
+#: tests/test_fault_matrix.py's second test. Nine requests in ten fail (the smoke job's creation among
+#: them); three connections in a hundred are black-holed, waited out for the shipped 60 s read timeout.
+HEAVY = (
+    Case(15, api=("--error-rate", "0.9"), only=("-k", "preflight or smoke or loss"), bound_s=900.0),
+    Case(3, api=("--blackhole-rate", "0.03"), only=(), default_retry=True, bound_s=900.0),
+)
+
+
 def _verdicts(junit: Path) -> dict[str, str]:
+    """Item -> its verdict property ("skipped"; "error" for a junit error without one; "?" for neither)."""
     out = {}
     if not junit.is_file():
         return out
@@ -93,6 +116,24 @@ def _verdicts(junit: Path) -> dict[str, str]:
         else:
             out[case.get("name", "")] = props.get("verdict", "error" if case.find("error") is not None else "?")
     return out
+
+
+def _summaries(junit: Path) -> dict[str, str]:
+    if not junit.is_file():
+        return {}
+    out = {}
+    for case in ET.parse(junit).getroot().iter("testcase"):
+        props = {p.get("name", ""): p.get("value", "") for p in case.iter("property")}
+        out[case.get("name", "")] = props.get("summary", "")
+    return out
+
+
+def _copy_output(stream: IO[bytes], log: IO[bytes], last: list[float]) -> None:
+    """The process's output into its log, noting when the last line came (its summary ends the output)."""
+    for line in stream:
+        last[0] = time.monotonic()
+        log.write(line)
+        log.flush()
 
 
 def _delete_mpijob_when_it_appears(kubeconfig: Path, stop: threading.Event) -> None:
@@ -131,14 +172,20 @@ def run_case(case: Case, folder: Path) -> Outcome:
         str(case.seed),
         "--api-seed",
         str(case.seed),
-        *API_FAULTS,
+        *case.api,
         *sim,
     ]
     with served_cluster(folder, *serve) as kubeconfig:
         profile_folder = kube_profile(folder, kubeconfig, lease="5s")
         profile = profile_folder / "cluster.yaml"
         data = yaml.safe_load(profile.read_text())
-        data["kube"]["api_retry"] = {"attempts": 10, "backoff": "0.1s", "connect_timeout": "2s", "read_timeout": "3s"}
+        if not case.default_retry:
+            data["kube"]["api_retry"] = {
+                "attempts": 10,
+                "backoff": "0.1s",
+                "connect_timeout": "2s",
+                "read_timeout": "3s",
+            }
         profile.write_text(yaml.safe_dump(data, sort_keys=False))
         copy_agreement(profile_folder)  # the sim baseline, as this cluster's own
         junit = folder / "junit.xml"
@@ -150,8 +197,12 @@ def run_case(case: Case, folder: Path) -> Outcome:
         stop = threading.Event()
         deleter = threading.Thread(target=_delete_mpijob_when_it_appears, args=(kubeconfig, stop), daemon=True)
         started = time.monotonic()
-        with (folder / "pytest.out").open("w") as log:
-            proc = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, cwd=folder)
+        last_output = [started]
+        with (folder / "pytest.out").open("wb") as log:
+            proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, cwd=folder)
+            assert proc.stdout is not None
+            copier = threading.Thread(target=_copy_output, args=(proc.stdout, log, last_output), daemon=True)
+            copier.start()
             if case.delete_object:
                 deleter.start()
             if case.interrupt:  # at a random moment once the run has started (its header is out)
@@ -160,15 +211,19 @@ def run_case(case: Case, folder: Path) -> Outcome:
                 time.sleep(random.Random(case.seed).uniform(0.0, 6.0))
                 proc.send_signal(getattr(signal, case.interrupt))
             try:
-                code: int | None = proc.wait(timeout=BOUND_S - (time.monotonic() - started))
+                code: int | None = proc.wait(timeout=case.bound_s - (time.monotonic() - started))
             except subprocess.TimeoutExpired:
                 proc.kill()
                 proc.wait(timeout=30)
                 code = None
+            ended = time.monotonic()
+            copier.join(timeout=10)
+            proc.stdout.close()
         stop.set()
-        wall = time.monotonic() - started
+        wall = ended - started
         left = labelled_objects(kubeconfig)
-        outcome = Outcome(case, code, wall, _verdicts(junit), left)
+        outcome = Outcome(case, code, wall, _verdicts(junit), left, summaries=_summaries(junit))
+        outcome.exit_after_output_s = ended - last_output[0] if code is not None else None
     outcome.wrong = _wrong(outcome)
     return outcome
 
@@ -192,5 +247,6 @@ def summary(outcomes: list[Outcome]) -> str:
     hangs = sum(o.hung for o in outcomes)
     left = sum(len(o.objects_left) for o in outcomes)
     slowest = max((o.wall_s for o in outcomes), default=0.0)
+    bound = max((o.case.bound_s for o in outcomes), default=BOUND_S)
     return (f"fault matrix: {len(outcomes)} runs tried, {wrong} wrong verdicts, {hangs} hangs, {left} objects left; "
-            f"slowest run {slowest:.1f} s (bound {BOUND_S:.0f} s)")  # fmt: skip
+            f"slowest run {slowest:.1f} s (bound {bound:.0f} s)")  # fmt: skip

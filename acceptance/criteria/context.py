@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timedelta
 from pathlib import Path
 
 from acceptance.baseline import LoadedBaseline
@@ -127,3 +127,10 @@ class RunContext:
             (p.nccl_timeout_s * tests if self.recording else p.localize.deadline_s) if p.localize.enabled else 0.0
         )
         return p.dcgm_timeout_s + p.nccl_timeout_s * tests + smoke + localize + 600.0
+
+    @property
+    def deadline(self) -> datetime:
+        """When the whole run must be over (the profile's ``run.deadline`` after the start, by default the
+        GPU budget): work not started by then is not started, a batch still awaited then is given up."""
+        seconds = self.profile.run_deadline_s
+        return self.started + timedelta(seconds=seconds if seconds is not None else self.gpu_budget_s)

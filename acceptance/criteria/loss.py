@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from acceptance.criteria.outcomes import not_judged
 from acceptance.errors import AcceptanceError, JobFailed
 from acceptance.judge.loss import LossPolicy, judge_loss
 from acceptance.judge.verdict import Status, Verdict
@@ -36,6 +37,8 @@ class LossContinuity:
             before, after = training.pre_incident(), training.smoke()
         except JobFailed as exc:
             return Verdict(Status.FAIL, SUBJECT, f"{SUBJECT}: {exc}; see the evidence folder")
+        except AcceptanceError as exc:  # the job gave nothing to judge (WorkloadNotRun), or a log no reader knows
+            return not_judged(SUBJECT, exc)
         try:
             return judge_loss(before, after, training.restore_step, policy(self.run.context.margins))
         except (AcceptanceError, ValueError) as exc:

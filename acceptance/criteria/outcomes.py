@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from acceptance.clusters.base import RunResult
+from acceptance.errors import AcceptanceError
 from acceptance.judge.verdict import Status, Verdict
 from acceptance.units import format_duration
 
@@ -20,4 +21,11 @@ def no_output(subject: str, result: RunResult, todo: str) -> Verdict:
         {"status": result.status, "exit_code": result.exit_code},
         tuple(e.get("message", "") for e in result.events if e.get("type") == "Warning")
         + ((result.log_tail,) if result.log_tail else ()),
+    )
+
+
+def not_judged(subject: str, exc: AcceptanceError) -> Verdict:
+    """A workload that gave nothing to judge (the cluster's API failed, a deadline passed): ERROR, never FAIL."""
+    return Verdict(
+        Status.ERROR, subject, f"{subject}: cannot judge: {exc}; see the evidence folder", {"reason": str(exc)}
     )

@@ -50,7 +50,7 @@ class Run:
         self.evidence = Evidence(report) if report is not None else None
         self.selected = selected
         self.nccl_selected = nccl_selected
-        self.scheduler = Scheduler(cluster, folder, self.evidence, context.gpu_budget_s, progress)
+        self.scheduler = Scheduler(cluster, folder, self.evidence, context.gpu_budget_s, progress, context.deadline)
         self.preflight = Preflight(self)
         self.diagnostics = Diagnostics(self)
         self.prepull = PrePull(self)

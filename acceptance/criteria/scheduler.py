@@ -17,7 +17,9 @@ folder and handed to the process's progress listener (the terminal display), if 
 
 from __future__ import annotations
 
+import dataclasses
 import json
+import math
 import threading
 import time
 from collections.abc import Iterator, Mapping, Sequence
@@ -30,7 +32,7 @@ from typing import Protocol
 from acceptance.clusters.base import Cluster, Handle, ProgressSink, RunResult, Workload, WorkloadProgress
 from acceptance.criteria.evidence import Evidence
 from acceptance.criteria.runfolder import RunFolder, write_json
-from acceptance.errors import AcceptanceError
+from acceptance.errors import AcceptanceError, RunDeadline
 from acceptance.progress.status import FOLDER as STATUS_FOLDER
 from acceptance.progress.status import BatchStatus, summarize
 
@@ -94,12 +96,15 @@ class Scheduler:
         evidence: Evidence | None,
         budget_s: float,
         progress: ProgressListener | None = None,
+        deadline: datetime | None = None,
     ) -> None:
+        """`deadline`: the run's own (`RunContext.deadline`): no batch starts after it, none is awaited past it."""
         self.cluster = cluster
         self.folder = folder
         self.evidence = evidence
         self.budget_s = budget_s
         self.progress = progress
+        self.deadline = deadline
         self._done: dict[str, BatchResults] = {}
         self._background: dict[str, threading.Thread] = {}
         self._lock = threading.Lock()
@@ -110,7 +115,7 @@ class Scheduler:
         if batch.key not in self._done:
             try:
                 with self.progress.foreground() if self.progress is not None else nullcontext():
-                    paths = self.folder.once(batch.key, lambda: self._execute(batch), timeout_s=self.budget_s)
+                    paths = self.folder.once(batch.key, lambda: self._execute(batch), timeout_s=self._patience_s())
             except AcceptanceError as exc:  # another process held the batch past every deadline
                 return self._not_run(batch, str(exc))
             self._done[batch.key] = BatchResults(paths)
@@ -130,7 +135,7 @@ class Scheduler:
 
     def _background_run(self, batch: Batch) -> None:
         try:
-            self.folder.once(batch.key, lambda: self._execute(batch), timeout_s=self.budget_s)
+            self.folder.once(batch.key, lambda: self._execute(batch), timeout_s=self._patience_s())
         except AcceptanceError:  # another process runs it: nothing for this thread to do
             return
 
@@ -149,17 +154,40 @@ class Scheduler:
                 if thread.is_alive()
             ]
 
+    def _left_s(self) -> float:
+        """Seconds until the run's deadline (infinite without one; negative once it has passed)."""
+        return math.inf if self.deadline is None else (self.deadline - datetime.now(UTC)).total_seconds()
+
+    def _patience_s(self) -> float:
+        """How long to wait for another process's batch: its budget, and a minute past the run's deadline at most
+        (time for that process to file its own results)."""
+        return min(self.budget_s, max(0.0, self._left_s()) + 60.0)
+
+    def _check_deadline(self, what: str) -> float:
+        """The seconds left of the run; RunDeadline once none are."""
+        left = self._left_s()
+        if left <= 0:
+            assert self.deadline is not None
+            raise RunDeadline(f"the run's deadline ({self.deadline:%Y-%m-%dT%H:%M:%SZ}, the profile's run.deadline) "
+                              f"passed {what}")  # fmt: skip
+        return left
+
     def _execute(self, batch: Batch) -> dict[str, str]:
         workloads = list(batch.workloads.values())
         try:
-            with self.folder.lock(GPU_LOCK, timeout_s=self.budget_s) if batch.gpus else nullcontext():
+            left = self._check_deadline("before this batch started: it was not started")
+            with self.folder.lock(GPU_LOCK, timeout_s=min(self.budget_s, left)) if batch.gpus else nullcontext():
+                self._check_deadline("while this batch waited for the GPUs: it was not started")
                 submitted = self.folder.once(
                     f"{batch.key}.submitted", lambda: [h.to_json() for h in self.cluster.submit(workloads)]
                 )
                 if batch.alongside is not None:
                     self.start(batch.alongside)
                 handles = [Handle.from_json(h) for h in submitted]
-                results = self.cluster.wait(handles, batch.deadline_s, progress=self._sink(batch))
+                wait_s = min(batch.deadline_s, self._check_deadline("before this batch was awaited"))
+                results = self.cluster.wait(handles, wait_s, progress=self._sink(batch))
+                if wait_s < batch.deadline_s:
+                    results = [self._cut_short(r) for r in results]
         except AcceptanceError as exc:  # the cluster failed us: every subject's item says so
             now = datetime.now(UTC)
             results = [RunResult.not_run(w, str(exc), now) for w in workloads]
@@ -175,6 +203,13 @@ class Scheduler:
                 path.write_text(json.dumps(result.to_json()))
                 paths[subject] = str(path)
         return paths
+
+    def _cut_short(self, result: RunResult) -> RunResult:
+        """A workload the run's deadline cut short (not its own): an error, nothing to judge, not a timeout."""
+        if result.status != "timeout" or self._left_s() > 1.0:
+            return result
+        said = f"the run's deadline (the profile's run.deadline) passed while this workload ran: {result.reason}"
+        return dataclasses.replace(result, status="error", reason=said)
 
     def _sink(self, batch: Batch) -> ProgressSink:
         """Where the cluster's progress reports of `batch` go: the run folder, and this process's listener."""

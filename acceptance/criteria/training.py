@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 
 from acceptance.clusters.base import SmokeWorkload
 from acceptance.criteria.scheduler import Batch
-from acceptance.errors import JobFailed, UsageError
+from acceptance.errors import JobFailed, UsageError, WorkloadNotRun
 from acceptance.profile import SmokeSpec
 from acceptance.tools import trainlog
 
@@ -40,7 +40,7 @@ class TrainingLogs:
         return ctx.profile.smoke is not None and (ctx.logs.smoke or self._configured("smoke")) is None
 
     def smoke(self) -> trainlog.TrainLog:
-        """The smoke run's log; JobFailed when the run failed."""
+        """The smoke run's log; JobFailed when the run failed, WorkloadNotRun when it gave nothing to judge."""
         if "smoke" not in self._parsed:
             path = self.run.context.logs.smoke or self._configured("smoke")
             if path is not None:
@@ -50,7 +50,7 @@ class TrainingLogs:
         return self._parsed["smoke"]
 
     def pre_incident(self) -> trainlog.TrainLog:
-        """The log from before the incident; JobFailed when its run failed."""
+        """The log from before the incident; JobFailed when its run failed, WorkloadNotRun as `smoke`."""
         if "pre-incident" not in self._parsed:
             path = self.run.context.logs.pre_incident or self._configured("pre_incident")
             if path is not None:
@@ -99,5 +99,8 @@ class TrainingLogs:
         if not result.ok:
             why = result.reason or f"exit {result.exit_code}"
             tail = result.log_tail.strip().splitlines()[-1:] if result.log_tail else []
-            raise JobFailed(f"the {key} run of the job {result.status} ({why}){': ' + tail[0] if tail else ''}")
+            said = f"the {key} run of the job {result.status} ({why}){': ' + tail[0] if tail else ''}"
+            if result.status != "failed":  # the API failed, a deadline passed, nothing could take it: not judged
+                raise WorkloadNotRun(said)
+            raise JobFailed(said)
         return self._parse(result.output, f"{key} run of {argv[-1] if argv else 'the job'}")

@@ -27,7 +27,7 @@ from typing import Any
 
 import pytest
 
-from acceptance.judge.verdict import Verdict
+from acceptance.judge.verdict import Status, Verdict
 from acceptance.report.data import ReportRecorder, attach_verdicts
 from acceptance.report.ending import session_end
 from acceptance.report.finalize import FinalizeResult, finalize
@@ -47,6 +47,22 @@ def record_verdict(item: pytest.Item, verdict: Verdict) -> None:
     """
     item.stash.setdefault(VERDICTS_KEY, []).append(verdict)
     item.user_properties.extend(verdict_properties(verdict))
+
+
+def record_error(item: pytest.Item, error: BaseException) -> None:
+    """An item that ended on a foreseeable error (an API failure, a deadline) before giving a verdict:
+    an ERROR verdict naming it, so that every item carries one (it could not be judged, it did not fail)."""
+    if item.stash.get(VERDICTS_KEY, []):
+        return
+    record_verdict(item, Verdict(Status.ERROR, item.name, f"{item.name}: cannot judge: {error}"))
+
+
+def note_run_problems(config: pytest.Config, problems: list[str]) -> None:
+    """Run-wide problems the report must name (objects a cleanup could not delete): provenance and junit."""
+    reporting = config.pluginmanager.get_plugin("recovery-acceptance-report")
+    if problems and isinstance(reporting, ReportingPlugin):
+        reporting.provenance["cleanup"] = "; ".join(problems)
+        add_suite_properties(config, {"cleanup": "; ".join(problems)})
 
 
 def on_makereport(item: pytest.Item, report: pytest.TestReport) -> None:

@@ -80,6 +80,17 @@ def _server_message(exc: Any) -> str:
     return str(getattr(exc, "reason", "") or exc.__class__.__name__)
 
 
+def bounded(timeout: tuple[float, float], left_s: float) -> tuple[float, float]:
+    """A request's (connect, read) timeout, neither longer than `left_s` (at least a tenth of a second)."""
+    cap = max(0.1, left_s)
+    return (min(timeout[0], cap), min(timeout[1], cap))
+
+
+def transient(exc: KubeApiError) -> bool:
+    """Whether retrying the call may help: no answer at all, or a 5xx/429."""
+    return exc.status is None or exc.status in TRANSIENT
+
+
 class KubeApi:
     """Calls with retries. `calls` counts requests made (for the benchmark and tests)."""
 
@@ -110,34 +121,46 @@ class KubeApi:
         *args: Any,
         sent: object = None,
         on_conflict: Callable[[], Any] | None = None,
+        until: float | None = None,
+        attempts: int | None = None,
         **kwargs: Any,
     ) -> Any:
-        """`fn(*args, **kwargs)` as raw JSON, retried while the failure is transient."""
+        """`fn(*args, **kwargs)` as raw JSON, retried while the failure is transient.
+
+        `until` (a `time.monotonic()` instant): no retry starts after it, and no request waits past it.
+        `attempts`: instead of the profile's (1: the caller retries in its own way).
+        """
         from kubernetes.client.exceptions import ApiException
         from urllib3.exceptions import HTTPError
 
         delay = self.retry.backoff_s
+        most = attempts if attempts is not None else self.retry.attempts
         attempt = 0
+        fixed_timeout = kwargs.pop("_request_timeout", None)
         while True:
             attempt += 1
             self.calls += 1
             try:
-                kwargs.setdefault("_request_timeout", self.retry.request_timeout)
-                resp = fn(*args, _preload_content=False, **kwargs)
+                timeout = fixed_timeout or self.retry.request_timeout
+                if until is not None:
+                    timeout = bounded(timeout, until - time.monotonic())
+                resp = fn(*args, _preload_content=False, _request_timeout=timeout, **kwargs)
                 data = resp.data
                 return json.loads(data) if data else {}
             except ApiException as exc:
                 status = int(exc.status or 0)
                 if status == 409 and on_conflict is not None and attempt > 1:
                     return on_conflict()  # a retried create that had landed the first time
-                if status not in TRANSIENT or attempt >= self.retry.attempts:
-                    raise KubeApiError(what, status, _server_message(exc), sent) from None
                 wait = delay
                 retry_after = (exc.headers or {}).get("Retry-After") if exc.headers else None
                 if retry_after and str(retry_after).isdigit():
                     wait = max(wait, min(float(retry_after), self.retry.max_backoff_s))
+                late = until is not None and time.monotonic() + wait >= until
+                if status not in TRANSIENT or attempt >= most or late:
+                    raise KubeApiError(what, status, _server_message(exc), sent) from None
             except (HTTPError, OSError, ValueError) as exc:
-                if attempt >= self.retry.attempts:
+                late = until is not None and time.monotonic() + delay >= until
+                if attempt >= most or late:
                     raise KubeApiError(what, None, f"{exc.__class__.__name__}: {exc}", sent) from None
                 wait = delay
             self.retries += 1
@@ -145,10 +168,15 @@ class KubeApi:
             delay = min(delay * 2, self.retry.max_backoff_s)
 
     def log(self, namespace: str, pod: str, tail_lines: int | None = None) -> str | None:
-        """A pod's log, or None when it has none (never started, already gone)."""
+        """A pod's log, or None when it has none (never started, already gone: the API's 400 or 404).
+
+        KubeApiError when the API kept failing (5xx, 429, connection errors past the retries): a log
+        that could not be read is not an empty log.
+        """
         from kubernetes.client.exceptions import ApiException
         from urllib3.exceptions import HTTPError
 
+        what = f"read log of pod {pod}"
         delay = self.retry.backoff_s
         for attempt in range(1, self.retry.attempts + 1):
             self.calls += 1
@@ -159,15 +187,18 @@ class KubeApi:
                 )
                 return str(resp.data.decode(errors="replace"))
             except ApiException as exc:
-                if int(exc.status or 0) not in TRANSIENT or attempt == self.retry.attempts:
+                status = int(exc.status or 0)
+                if status not in TRANSIENT:
                     return None
-            except (HTTPError, OSError):
                 if attempt == self.retry.attempts:
-                    return None
+                    raise KubeApiError(what, status, _server_message(exc)) from None
+            except (HTTPError, OSError) as exc:
+                if attempt == self.retry.attempts:
+                    raise KubeApiError(what, None, f"{exc.__class__.__name__}: {exc}") from None
             self.retries += 1
             self.sleep(delay)
             delay = min(delay * 2, self.retry.max_backoff_s)
-        return None
+        raise AssertionError("unreachable: the last attempt returns or raises")
 
 
 def iter_watch(resp: Any) -> Iterator[Mapping[str, Any]]:

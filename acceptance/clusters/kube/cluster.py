@@ -290,11 +290,14 @@ class KubeCluster:
         return [Leftover(f"{i.kind}/{i.name}", i.run_id, live.get(i.run_id)) for i in found]
 
     def cleanup(self) -> None:
-        """Delete everything of this run; raise if anything is still there afterwards."""
+        """Delete everything of this run, retrying the API for `cleanup_timeout_s`; raise naming what remains."""
         if self._cleaned:
             return
         self.lease.release()
-        left = delete_run(self.api, self.settings.namespace, run_selector(self.run_id))
-        self._cleaned = not left
-        if left:
-            raise ClusterError(f"objects of run {self.run_id} remain after cleanup: {', '.join(map(str, left))}")
+        timeout = self.settings.cleanup_timeout_s
+        done = delete_run(self.api, self.settings.namespace, run_selector(self.run_id), timeout)
+        self._cleaned = done.complete
+        if not done.complete:
+            raise ClusterError(f"objects of run {self.run_id} may remain after {timeout:.0f} s of cleanup: "
+                               f"{done.describe()}; they are leftovers once the run's lease ends (within "
+                               f"{self.settings.lease_s:.0f} s)")  # fmt: skip

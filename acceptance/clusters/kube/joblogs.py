@@ -1,7 +1,8 @@
 """A customer's job on Kubernetes, read-only: its pods (by label selector), their logs, placement and events.
 
 Used by ``acceptance bundle --job SELECTOR``: the harness did not start these pods and never
-changes them. A log that cannot be read (pod never started, already gone) is None, not an error.
+changes them. A log that cannot be read (pod never started, already gone, or the API kept failing) is None,
+not an error: the bundle is assembled from what could be read, and the pod's other facts still go in.
 """
 
 from __future__ import annotations
@@ -10,7 +11,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from acceptance.clusters.base import ClusterEvent, JobContainer, JobLogs, JobPod
-from acceptance.clusters.kube.client import KubeApi
+from acceptance.clusters.kube.client import KubeApi, KubeApiError
 from acceptance.clusters.kube.status import parse_time
 
 
@@ -46,8 +47,15 @@ def _pod(api: KubeApi, doc: Mapping[str, Any], tail_lines: int | None) -> JobPod
         labels=dict(meta.get("labels") or {}),
         containers=containers,
         created=parse_time(meta.get("creationTimestamp")),
-        log=api.log(namespace, name, tail_lines=tail_lines),
+        log=_log(api, namespace, name, tail_lines),
     )
+
+
+def _log(api: KubeApi, namespace: str, name: str, tail_lines: int | None) -> str | None:
+    try:
+        return api.log(namespace, name, tail_lines=tail_lines)
+    except KubeApiError:
+        return None
 
 
 def read_job(api: KubeApi, namespace: str, selector: str, tail_lines: int | None = None) -> JobLogs:

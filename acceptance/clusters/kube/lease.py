@@ -49,7 +49,7 @@ class Lease:
 
     def hold(self) -> None:
         """Create (or take over) the lease and keep renewing it until `release`."""
-        if self._thread is not None:
+        if self._thread is not None or self._stop.is_set():  # held already, or released for good
             return
         body = {
             "apiVersion": "v1",
@@ -84,7 +84,9 @@ class Lease:
                 continue  # retried next time; the lease lasts three renewals
 
     def release(self) -> None:
-        """Stop renewing (the lease object goes with the run's other objects)."""
+        """Stop renewing (the lease object goes with the run's other objects); waits once, 5 s at most, for a
+        renewal in flight (its thread is a daemon: one stuck on an unanswered request does not hold the process)."""
         self._stop.set()
-        if self._thread is not None:
-            self._thread.join(timeout=5)
+        thread, self._thread = self._thread, None
+        if thread is not None:
+            thread.join(timeout=5)

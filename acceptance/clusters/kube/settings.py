@@ -58,6 +58,7 @@ class KubeSettings:
     api_retry: ApiRetry = field(default_factory=ApiRetry)
     ssh_port: int = 22
     lease_s: float = 90.0  # a run renews its lease every third of this; a crashed run's objects are leftovers after it
+    cleanup_timeout_s: float = 60.0  # how long a run's cleanup retries the API before naming what it left
 
     def image(self, kind: str) -> str:
         try:
@@ -72,6 +73,7 @@ class KubeSettings:
             "kubeconfig", "context", "namespace", "images", "gpu_resource", "rdma_resources",
             "tolerations", "env", "service_account", "ttl_seconds_after_finished",
             "scheduling_timeout", "scheduling_timeout_s", "api_retry", "ssh_port", "lease", "prepull_images",
+            "cleanup_timeout",
         }  # fmt: skip
         unknown = sorted(set(data) - known)
         if unknown:
@@ -100,4 +102,5 @@ class KubeSettings:
             ),
             ssh_port=int(data.get("ssh_port", 22)),
             lease_s=_seconds(data.get("lease", 90), "lease", source),
+            cleanup_timeout_s=_seconds(data.get("cleanup_timeout", 60), "cleanup_timeout", source),
         )

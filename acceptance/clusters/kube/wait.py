@@ -13,7 +13,7 @@ import queue
 import threading
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 
 from acceptance.clusters.base import Handle, ProgressSink, RunResult, RunStatus, WorkloadProgress, workload_kind
@@ -319,7 +319,11 @@ class Waiter:
             main = self._main_pod(t, pods)
         output = ""
         if main is not None:
-            output = self.api.log(self.ns, main["metadata"]["name"]) or ""
+            try:
+                output = self.api.log(self.ns, main["metadata"]["name"]) or ""
+            except KubeApiError as exc:  # what it printed could not be read: a success gives nothing to judge
+                reason = f"{reason}; " * bool(reason) + f"its log could not be read: {exc}"
+                status = "error" if status == "succeeded" else status
         started, finished = self._times(pods)
         if code is None and main is not None:
             code = self._exit_code(main)
@@ -338,7 +342,9 @@ class Waiter:
             log_tail="".join(output.splitlines(keepends=True)[-LOG_TAIL_LINES:]),
             image=image_of(main) if main is not None else "",
         )
-        self._delete(t)
+        undeleted = self._delete(t)
+        if undeleted and status not in ("succeeded", "failed"):  # it may still run: say so beside the reason
+            t.result = replace(t.result, reason=f"{reason}; {undeleted}" if reason else undeleted)
 
     def _list_pods(self, t: _Track) -> dict[str, Obj]:
         selector = f"{run_selector(self.run_id)},{WORKLOAD_KEY}={t.label}"
@@ -359,7 +365,8 @@ class Waiter:
                 ends.append(ended)
         return (min(starts) if starts else None, max(ends) if ends else None)
 
-    def _delete(self, t: _Track) -> None:
+    def _delete(self, t: _Track) -> str:
+        """Delete a finished workload; what stopped that ("" when nothing did): the run's cleanup retries it."""
         try:
             if t.kind == "Job":
                 self.api.call(f"delete Job {t.name}", self.api.batch.delete_namespaced_job, t.name, self.ns,
@@ -369,8 +376,9 @@ class Waiter:
                 self.api.call(f"delete MPIJob {t.name}", self.api.custom.delete_namespaced_custom_object, group,
                               version, self.ns, "mpijobs", t.name, propagation_policy="Foreground")  # fmt: skip
         except KubeApiError as exc:
-            if exc.status != 404:
-                raise
+            if exc.status != 404:  # 404: gone already
+                return f"it could not be deleted ({exc}); the run's cleanup retries"
+        return ""
 
     def _events(self, tracks: Sequence[_Track]) -> dict[str, list[dict[str, str]]]:
         """Events of every workload's objects, from one list of the namespace's events."""
@@ -396,8 +404,6 @@ class Waiter:
 
     def _result(self, t: _Track, events: Mapping[str, list[dict[str, str]]]) -> RunResult:
         assert t.result is not None
-        from dataclasses import replace
-
         mine = events.get(t.label, [])
         placement = dict(t.result.placement)
         for ev in mine:  # pods deleted before the watch saw them bound (cleanPodPolicy) are in the events
