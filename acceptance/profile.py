@@ -26,6 +26,8 @@ from acceptance.clusters.base import EnvValue
 from acceptance.errors import ParseError, ProfileError, UsageError
 from acceptance.links import NodeLinks
 from acceptance.margins import Margins
+from acceptance.report.parties import Parties
+from acceptance.report.parties import problems as party_problems
 from acceptance.units import parse_duration
 from acceptance.yamlsrc import Document, format_path, load_yaml
 
@@ -150,6 +152,12 @@ class Profile:
     recurrence: Mapping[str, Any] = field(default_factory=dict)  # criterion 5's rules and job sources
     prometheus: Mapping[str, Any] = field(default_factory=dict)  # where criterion 5 reads metrics
     links: NodeLinks | None = None  # what one node's links carry (`nodes.links`): bounds a plausible busbw
+    parties: Parties = field(default_factory=Parties)  # the provider's and the customer's signing keys
+
+    @property
+    def require_both(self) -> bool:
+        """``agreement.require: both``: a baseline must be signed by both parties before a run uses it."""
+        return self.agreement.get("require") == "both"
 
     def nccl_test(self, name: str) -> NcclTestSpec:
         for test in self.nccl_tests:
@@ -421,6 +429,12 @@ def _build(doc: Document) -> Profile:
         )
 
     localize = _localize(data.get("localize") or {}, names, bad)
+    raw_parties = data.get("parties") or {}
+    for why in party_problems(raw_parties):
+        bad(["parties"], "a key listed twice", why)
+    if (data.get("agreement") or {}).get("require") == "both" and not raw_parties:
+        bad(["agreement", "require"], "'both' without a parties: section",
+            "parties: {provider: [keys], customer: [keys]} naming whose signature is whose")  # fmt: skip
     dcgm_timeout_s = duration(["dcgm", "timeout"], data["dcgm"].get("timeout"), 2 * 3600)
     nccl_timeout_s = duration(["nccl", "timeout"], data["nccl"].get("timeout"), 3600)
     if problems:
@@ -455,6 +469,7 @@ def _build(doc: Document) -> Profile:
         recurrence=dict(data.get("recurrence", {})),
         prometheus=dict(data.get("prometheus", {})),
         links=_links(data["nodes"].get("links")),
+        parties=Parties({str(k): tuple(str(e) for e in v) for k, v in raw_parties.items()}),
     )
 
 
