@@ -146,7 +146,7 @@ def _sign(files: list[Path], key: Path, profile: Profile) -> str:
             "parties: {provider: [keys], customer: [keys]}"
         )
     options = SignOptions.from_options(no_sign=False, sign_key=key, environ=os.environ)
-    sample, made = key_party(files[0], options, profile.allowed_signers, profile.parties)
+    sample, made = key_party(files[0], options, profile.allowed_signers, profile.parties, "signed")
     shutil.rmtree(sample.parent, ignore_errors=True)
     outcome = sign_files(files, options)
     if not outcome.signed:

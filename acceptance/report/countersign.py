@@ -34,7 +34,9 @@ class Countersigned:
         return f"{self.path.name}: countersigned by the {self.party} ({self.signer}), {self.signature.name}"
 
 
-def key_party(sample: Path, options: SignOptions, allowed_signers: Path, parties: Parties) -> tuple[Path, Signature]:
+def key_party(
+    sample: Path, options: SignOptions, allowed_signers: Path, parties: Parties, action: str = "countersigned"
+) -> tuple[Path, Signature]:
     """Sign a copy of `sample` in a scratch folder; its signature and the party it is attributed to.
 
     UsageError when the key cannot sign, allowed_signers does not allow it, or it is no party's key.
@@ -46,10 +48,10 @@ def key_party(sample: Path, options: SignOptions, allowed_signers: Path, parties
     outcome = sign_files([copy], options)
     try:
         if not outcome.signed:
-            raise UsageError(f"{sample.name} was not countersigned: {outcome.describe()}")
+            raise UsageError(f"{sample.name} was not {action}: {outcome.describe()}")
         check = check_signature(copy, allowed_signers)
         if not check.ok:
-            raise UsageError(f"{sample.name} was not countersigned: {outcome.signer}: {check.detail}")
+            raise UsageError(f"{sample.name} was not {action}: {outcome.signer}: {check.detail}")
         made = attribute(signature_path(copy), check.principal, parties)
     except (UsageError, Unreadable) as exc:
         shutil.rmtree(scratch, ignore_errors=True)
@@ -58,7 +60,7 @@ def key_party(sample: Path, options: SignOptions, allowed_signers: Path, parties
         shutil.rmtree(scratch, ignore_errors=True)
         listed = "; ".join(parties.describe(p) for p in PARTIES)
         raise UsageError(
-            f"{sample.name} was not countersigned: {outcome.signer} ({made.fingerprint}) is a key of neither "
+            f"{sample.name} was not {action}: {outcome.signer} ({made.fingerprint}) is a key of neither "
             f"party (the profile's parties: {listed})"
         )
     return copy, made
