@@ -8,6 +8,11 @@ judges with it, and before anyone amends it, ``trust`` checks three things:
 - its signature verifies against the profile's ``allowed_signers`` (both parties' keys, OpenSSH's
   format). An unsigned baseline is refused unless the caller says ``--allow-unsigned-baseline``
   (for labs; the report says so); a changed file or a signer the profile does not list is always refused;
+- with the profile's ``parties:``, every signature beside it is attributed to the party whose key made it:
+  ``<file>.sig`` (the recording party's) and the other party's countersignature ``<file>.<party>.sig``
+  (``acceptance baseline countersign``); a countersignature that does not verify, or that is not its
+  party's, is refused. The run says which parties signed (``provider-signed only``), and
+  ``require_agreement`` stops it under ``agreement.require: both`` unless both did;
 - if it is an amendment, the chain behind it holds: every file it amends, back to the recorded
   baseline, is still in the store with the sha256 and signature the amendment names, verifies the
   same way, belongs to this cluster, and has the same conditions and results (an amendment changes

@@ -24,6 +24,11 @@ def register(subparsers: Any) -> None:
     parser = subparsers.add_parser(
         "countersign",
         help="the other party signs a verified report folder or rendered agreement (<file>.<party>.sig)",
+        description=(
+            "Countersign a report folder (its MANIFEST.json), a rendered agreement folder (agreement.md and "
+            "agreement.html) or one signed file, as the party of the profile's parties: whose key --sign-key "
+            "is. It must verify first; the customer's countersignature of a report is their acceptance."
+        ),
     )
     parser.add_argument("path", type=Path, metavar="FILE|DIR", help="a report folder, agreement folder or file")
     parser.add_argument("--cluster", metavar="NAME", required=True, help="whose parties and allowed_signers")
