@@ -344,3 +344,14 @@ def test_the_agreement_is_not_signed_with_a_key_of_neither_party(
     assert "agreement.md was not signed" in err
     assert "is not in" in err  # allowed_signers does not list it
     assert not list(out.glob("*.sig"))
+
+
+def test_a_countersignature_that_is_no_signature_is_a_clear_refusal(tmp_path: Path) -> None:
+    folder = sim_cluster_folder(tmp_path)
+    baseline = BaselineStore(folder).latest().path
+    Path(f"{baseline}.customer.sig").write_text("not a signature\n")
+    with pytest.raises(
+        BaselineError,
+        match=r"a signature cannot be read .*customer\.sig:1: expected -----BEGIN SSH SIGNATURE-----, found 'not a",
+    ):
+        _trust(folder)
