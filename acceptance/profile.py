@@ -430,8 +430,8 @@ def _build(doc: Document) -> Profile:
 
     localize = _localize(data.get("localize") or {}, names, bad)
     raw_parties = data.get("parties") or {}
-    for why in party_problems(raw_parties):
-        bad(["parties"], "a key listed twice", why)
+    for party, i, entry, first in party_problems(raw_parties):
+        bad(["parties", party, i], repr(entry), f"a key of one party only (the {first} lists it too)")
     if (data.get("agreement") or {}).get("require") == "both" and not raw_parties:
         bad(["agreement", "require"], "'both' without a parties: section",
             "parties: {provider: [keys], customer: [keys]} naming whose signature is whose")  # fmt: skip

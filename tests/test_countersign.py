@@ -213,7 +213,8 @@ def test_require_both_needs_parties_and_a_key_is_one_partys(tmp_path: Path) -> N
     with pytest.raises(ProfileError, match="'both' without a parties: section"):
         load_profile_file(profile)
     profile.write_text(text.replace(f"customer: [{CUSTOMER}]", f"customer: [{PROVIDER}]"))
-    with pytest.raises(ProfileError, match="listed for both the provider and the customer"):
+    twice = r"parties\.customer\[0\]: found 'sim-demo@recovery-acceptance', expected a key of one party only"
+    with pytest.raises(ProfileError, match=twice + r" \(the provider lists it too\)"):
         load_profile_file(profile)
     profile.write_text(text + "\nagreement:\n  require: all\n")
     with pytest.raises(ProfileError, match="require"):

@@ -82,17 +82,17 @@ class Parties:
         return f"{party} ({', '.join(self.keys.get(party, ())) or 'no keys'})"
 
 
-def problems(raw: Mapping[str, Sequence[str]]) -> list[str]:
-    """What is wrong with a profile's ``parties:`` beyond its schema: a key listed for both parties."""
+def problems(raw: Mapping[str, Sequence[str]]) -> list[tuple[str, int, str, str]]:
+    """A key listed for both parties (beyond the schema): (party, index, entry, the other party listing it)."""
     seen: dict[str, str] = {}
     out = []
     for party in PARTIES:
-        for entry in raw.get(party, ()):
+        for i, entry in enumerate(raw.get(party, ())):
             blob = _key_blob(entry)
             key = base64.b64encode(blob).decode() if blob is not None else entry
             if key in seen and seen[key] != party:
-                out.append(f"{entry!r} is listed for both the {seen[key]} and the {party}: each key is one party's")
-            seen[key] = party
+                out.append((party, i, entry, seen[key]))
+            seen.setdefault(key, party)
     return out
 
 
