@@ -8,6 +8,11 @@ judges with it, and before anyone amends it, ``trust`` checks three things:
 - its signature verifies against the profile's ``allowed_signers`` (both parties' keys, OpenSSH's
   format). An unsigned baseline is refused unless the caller says ``--allow-unsigned-baseline``
   (for labs; the report says so); a changed file or a signer the profile does not list is always refused;
+- with the profile's ``parties:``, every signature beside it is attributed to the party whose key made it:
+  ``<file>.sig`` (the recording party's) and the other party's countersignature ``<file>.<party>.sig``
+  (``acceptance baseline countersign``); a countersignature that does not verify, or that is not its
+  party's, is refused. The run says which parties signed (``provider-signed only``), and
+  ``require_agreement`` stops it under ``agreement.require: both`` unless both did;
 - if it is an amendment, the chain behind it holds: every file it amends, back to the recorded
   baseline, is still in the store with the sha256 and signature the amendment names, verifies the
   same way, belongs to this cluster, and has the same conditions and results (an amendment changes
@@ -25,8 +30,9 @@ from typing import Any
 from acceptance.baseline import Identity, LoadedBaseline, is_store_name, load, signature_sha256
 from acceptance.errors import BaselineError
 from acceptance.profile import Profile
+from acceptance.report.parties import PARTIES, agreement_line, check_attribution, party_signature_path, signed_line
 from acceptance.report.sign import SignOptions, SignOutcome, sign_files, signature_path
-from acceptance.report.verify import Unreadable, check_signature
+from acceptance.report.verify import Unreadable, check_signature, who_signed
 
 #: an amendment chain longer than this is refused rather than walked (a loop guard; real chains are short)
 MAX_CHAIN = 1000
@@ -38,6 +44,8 @@ class BaselineTrust:
 
     signed: bool
     line: str  # one line for the report header and the junit suite properties
+    signed_by: tuple[str, ...] = ()  # the parties whose signature verified (profile `parties:`)
+    agreement: str = ""  # "provider and customer signed", "provider-signed only"; "" when no parties are named
 
     @property
     def status(self) -> str:
@@ -63,7 +71,48 @@ def trust(loaded: LoadedBaseline, profile: Profile, *, allow_unsigned: bool) -> 
         line += f"; amends {' <- '.join(links)} ({how})"
     if note:
         line += f"; {note}"
-    return BaselineTrust(first.signed and all_signed, line)
+    signed_by, agreement = _parties(loaded, profile) if first.signed else ((), "")
+    if not first.signed and profile.parties.named:
+        agreement = signed_line(())
+    return BaselineTrust(first.signed and all_signed, line, signed_by, agreement)
+
+
+def require_agreement(found: BaselineTrust, profile: Profile, loaded: LoadedBaseline) -> None:
+    """``agreement.require: both``: BaselineError unless both parties signed the baseline (checked before a run)."""
+    if not profile.require_both or len(found.signed_by) == len(PARTIES):
+        return
+    missing = [p for p in PARTIES if p not in found.signed_by]
+    raise BaselineError(
+        f"{loaded.path}: refused: the profile {profile.path} requires both parties' signatures "
+        f"(agreement.require: both) and the baseline is {found.agreement or signed_line(())}: nothing was started. "
+        f"The {' and the '.join(missing)} countersign it with "
+        f"`acceptance baseline countersign {profile.name} --sign-key KEY`"
+    )
+
+
+def _parties(loaded: LoadedBaseline, profile: Profile) -> tuple[tuple[str, ...], str]:
+    """Every signature beside the baseline checked and attributed to its party; BaselineError for a bad one."""
+    allowed = profile.allowed_signers
+    if allowed is None:
+        return (), ""
+    countersigned = any(party_signature_path(loaded.path, p).is_file() for p in PARTIES)
+    if not profile.parties.named and not countersigned:
+        return (), ""
+    try:
+        checks, found = who_signed(loaded.path, allowed, profile.parties)
+    except Unreadable as exc:
+        raise BaselineError(f"{loaded.path}: a signature cannot be read ({exc})") from None
+    bad = [f"{c.subject}: {c.detail}" for c in checks if not c.ok]
+    if not profile.parties.named:
+        bad.append(
+            f"it is countersigned, but the profile {profile.path} names no parties: to say whose signature is whose, "
+            "add parties: {provider: [keys], customer: [keys]}"
+        )
+    bad += check_attribution(found)
+    if bad:
+        raise BaselineError(f"{loaded.path}: refused: {'; '.join(bad)}")
+    signed_by = tuple(p for p in PARTIES if any(s.party == p for s in found))
+    return signed_by, agreement_line(found)
 
 
 def check_identity(loaded: LoadedBaseline, profile: Profile) -> str:

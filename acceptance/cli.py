@@ -30,6 +30,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "acceptance.cmd.verify",
         "check the SSHSIG signature of a report file, or a report or incident bundle folder (or .tar.gz)",
     ),
+    "countersign": (
+        "acceptance.cmd.countersign",
+        "the other party signs a verified report folder or rendered agreement (their acceptance)",
+    ),
     "bundle": ("acceptance.cmd.bundle", "assemble the first message of an incident: a signed bundle of the evidence"),
     "lost-time": ("acceptance.cmd.lost_time", "lost training time of an incident; resharding or waiting"),
     "sim": ("acceptance.cmd.sim", "the simulated H200 cluster (run a tool on it)"),

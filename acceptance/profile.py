@@ -26,6 +26,8 @@ from acceptance.clusters.base import EnvValue
 from acceptance.errors import ParseError, ProfileError, UsageError
 from acceptance.links import NodeLinks
 from acceptance.margins import Margins
+from acceptance.report.parties import Parties
+from acceptance.report.parties import problems as party_problems
 from acceptance.units import parse_duration
 from acceptance.yamlsrc import Document, format_path, load_yaml
 
@@ -151,6 +153,12 @@ class Profile:
     prometheus: Mapping[str, Any] = field(default_factory=dict)  # where criterion 5 reads metrics
     links: NodeLinks | None = None  # what one node's links carry (`nodes.links`): bounds a plausible busbw
     run_deadline_s: float | None = None  # ``run.deadline``; None: every workload deadline added up (RunContext)
+    parties: Parties = field(default_factory=Parties)  # the provider's and the customer's signing keys
+
+    @property
+    def require_both(self) -> bool:
+        """``agreement.require: both``: a baseline must be signed by both parties before a run uses it."""
+        return self.agreement.get("require") == "both"
 
     def nccl_test(self, name: str) -> NcclTestSpec:
         for test in self.nccl_tests:
@@ -423,6 +431,12 @@ def _build(doc: Document) -> Profile:
         )
 
     localize = _localize(data.get("localize") or {}, names, bad)
+    raw_parties = data.get("parties") or {}
+    for party, i, entry, first in party_problems(raw_parties):
+        bad(["parties", party, i], repr(entry), f"a key of one party only (the {first} lists it too)")
+    if (data.get("agreement") or {}).get("require") == "both" and not raw_parties:
+        bad(["agreement", "require"], "'both' without a parties: section",
+            "parties: {provider: [keys], customer: [keys]} naming whose signature is whose")  # fmt: skip
     dcgm_timeout_s = duration(["dcgm", "timeout"], data["dcgm"].get("timeout"), 2 * 3600)
     nccl_timeout_s = duration(["nccl", "timeout"], data["nccl"].get("timeout"), 3600)
     raw_deadline = (data.get("run") or {}).get("deadline")
@@ -460,6 +474,7 @@ def _build(doc: Document) -> Profile:
         prometheus=dict(data.get("prometheus", {})),
         links=_links(data["nodes"].get("links")),
         run_deadline_s=run_deadline_s,
+        parties=Parties({str(k): tuple(str(e) for e in v) for k, v in raw_parties.items()}),
     )
 
 

@@ -23,7 +23,7 @@ import pytest
 
 from acceptance import __version__, clusters
 from acceptance.baseline import BaselineStore, LoadedBaseline, sha256_of
-from acceptance.baseline_trust import check_signer, trust
+from acceptance.baseline_trust import check_signer, require_agreement, trust
 from acceptance.clusters.base import Cluster
 from acceptance.criteria import recording, site
 from acceptance.criteria.context import LogSources, ProbationOptions, RunContext
@@ -88,15 +88,18 @@ class AcceptanceSession:
                 if not worker:
                     _refuse_disallowed_signer(profile, settings)
             baseline = None if settings["record_baseline"].value else _latest(profile.path.parent)
-            trusted = "" if baseline is None else trust(
+            trusted = None if baseline is None else trust(
                 baseline, profile, allow_unsigned=settings["allow_unsigned_baseline"].value
-            ).line  # fmt: skip
+            )  # fmt: skip
+            if trusted is not None and baseline is not None:
+                require_agreement(trusted, profile, baseline)  # agreement.require: both, before anything starts
             context = RunContext.create(
                 profile, baseline, returned_nodes=settings["returned_nodes"].value, run_id=run_id, started=started,
                 ticket=settings["ticket"].value,
                 logs=LogSources(settings["smoke_log"].value, settings["pre_incident_log"].value,
                                 settings["restore_step"].value),
-                force_record=settings["force_record"].value, baseline_trust=trusted,
+                force_record=settings["force_record"].value, baseline_trust=trusted.line if trusted else "",
+                agreement=trusted.agreement if trusted else "",
                 probation=_probation(config, settings),
             )  # fmt: skip
             found = config.hook.pytest_acceptance_site_checks(context=context)
@@ -183,6 +186,8 @@ class AcceptanceSession:
             out["baseline"] = str(ctx.baseline.path)
             out["baseline_sha256"] = ctx.baseline.sha256
             out["baseline_signature"] = ctx.baseline_trust
+            if ctx.agreement:
+                out["agreement"] = ctx.agreement
             c = ctx.baseline.baseline.conditions
             out["conditions"] = {
                 "nodes": len(c.nodes),
@@ -209,6 +214,8 @@ class AcceptanceSession:
         if ctx.baseline is not None:
             lines.append(f"baseline: {ctx.baseline.path} sha256:{ctx.baseline.sha256}")
             lines.append(f"baseline signature: {ctx.baseline_trust}")
+            if ctx.agreement:
+                lines.append(f"agreement: {ctx.agreement}")
         else:
             lines.append("baseline: none loaded (recording a new handover baseline with the profile's margins)")
         lines.extend(f"MARGIN DIFFERS: {note}" for note in ctx.margin_notes.values())

@@ -57,6 +57,27 @@ def sign_as_demo(path: Path) -> Path:
     return path.with_name(path.name + ".sig")
 
 
+CUSTOMER_KEY = ROOT / "fixtures" / "keys" / "sim-customer-demo-key"
+
+
+def countersign_as_demo(path: Path) -> Path:
+    """Countersign a simulated baseline as the simulated customer (stock ssh-keygen); the .customer.sig path."""
+    import subprocess
+    import tempfile
+
+    target = path.with_name(path.name + ".customer.sig")
+    target.unlink(missing_ok=True)
+    with tempfile.TemporaryDirectory() as tmp:
+        key, copy = Path(tmp) / "customer-key", Path(tmp) / path.name
+        shutil.copy(CUSTOMER_KEY, key)
+        key.chmod(0o600)
+        shutil.copy(path, copy)
+        subprocess.run(["ssh-keygen", "-q", "-Y", "sign", "-n", "recovery-acceptance", "-f", str(key), str(copy)],
+                       check=True, capture_output=True)  # fmt: skip
+        shutil.copy(copy.with_name(copy.name + ".sig"), target)
+    return target
+
+
 def copy_agreement(folder: Path, with_baseline: bool = True, shipped_cluster: str = "sim") -> None:
     """The shipped baseline of `shipped_cluster` (sim, sim-ssh), its signature and allowed signers, into `folder`."""
     shipped = ROOT / "baselines" / shipped_cluster
@@ -87,6 +108,8 @@ def _as_own_agreement(folder: Path) -> None:
         path.write_text(json.dumps(doc, indent=1) + "\n")
         path.with_name(path.name + ".sig").unlink(missing_ok=True)
         sign_as_demo(path)
+        if path.with_name(path.name + ".customer.sig").exists():
+            countersign_as_demo(path)
 
 
 @dataclass(frozen=True)

@@ -19,7 +19,7 @@ from acceptance.baseline_trust import trust
 from acceptance.cli import main
 from acceptance.errors import BaselineError
 from acceptance.profile import load_profile_file
-from tests.suite_run import ROOT, demo_key, sign_as_demo, sim_cluster_folder
+from tests.suite_run import ROOT, countersign_as_demo, demo_key, sign_as_demo, sim_cluster_folder
 
 
 def _verify(folder: Path, capsys: pytest.CaptureFixture[str]) -> tuple[int, str]:
@@ -73,6 +73,8 @@ def _resign(path: Path) -> None:
     """Sign `path` again with the demo key (ssh-keygen keeps an existing signature file)."""
     Path(f"{path}.sig").unlink(missing_ok=True)
     sign_as_demo(path)
+    if Path(f"{path}.customer.sig").exists():  # the customer's countersignature is of the old content
+        countersign_as_demo(path)
 
 
 def _shipped(cluster: str) -> dict[str, Any]:

@@ -117,6 +117,7 @@ def test_a_built_wheel_installed_in_a_fresh_environment_runs_the_suite_from_an_e
     assert props["profile"] == str(shipped / "cluster.yaml")
     assert Path(props["baseline"]).parent == shipped, "judged against the shipped, signed baseline"
     assert "good signature" in props["baseline_signature"]
+    assert props["agreement"] == "provider and customer signed", "the shipped countersignature is packaged"
     assert sorted(p.name for p in empty.iterdir()) == ["junit.xml", "reports"], "nothing else written there"
 
 

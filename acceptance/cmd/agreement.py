@@ -14,6 +14,7 @@ agreement does not state is listed at the top of the file, never invented. Exit 
 from __future__ import annotations
 
 import argparse
+import shutil
 import sys
 from pathlib import Path
 from typing import Any
@@ -22,10 +23,11 @@ from acceptance.agreement import document
 from acceptance.agreement.alerts import AlertInputs, alert_rules
 from acceptance.agreement.document import AgreementInputs
 from acceptance.baseline import BaselineStore, LoadedBaseline
-from acceptance.errors import AcceptanceError
+from acceptance.errors import AcceptanceError, UsageError
 from acceptance.incident.severity import SeverityPolicy
 from acceptance.judge.recurrence_rules import rules_from_profile
 from acceptance.profile import Profile, load_profile
+from acceptance.report.parties import other, signature_files
 
 
 def register(subparsers: Any) -> None:
@@ -43,6 +45,11 @@ def register(subparsers: Any) -> None:
     parser.add_argument(
         "--out", type=Path, metavar="DIR", help="write the agreement as agreement.md and agreement.html into DIR"
     )
+    parser.add_argument(
+        "--sign-key", type=Path, metavar="KEY",
+        help="with --out: sign agreement.md and agreement.html with this party's key (the other party "
+        "countersigns with `acceptance countersign DIR --cluster NAME`)",
+    )  # fmt: skip
     parser.set_defaults(func=_run)
 
 
@@ -102,6 +109,8 @@ def _run(args: argparse.Namespace) -> int:
     except AcceptanceError as exc:
         print(f"acceptance agreement: {exc}; what needs the baseline is 'to agree'", file=sys.stderr)
         baseline = None
+    if args.sign_key is not None and args.out is None:
+        raise UsageError("--sign-key signs the rendered agreement: give --out DIR too")
     if args.alert_rules is not None:
         _alert_rules(args.alert_rules, profile, baseline)
     if args.out is not None or args.alert_rules is None:
@@ -110,12 +119,44 @@ def _run(args: argparse.Namespace) -> int:
             sys.stdout.write(document.markdown(doc))
             return 0
         args.out.mkdir(parents=True, exist_ok=True)
-        (args.out / "agreement.md").write_text(document.markdown(doc), encoding="utf-8")
-        (args.out / "agreement.html").write_text(document.html_page(doc), encoding="utf-8")
+        written = [args.out / "agreement.md", args.out / "agreement.html"]
+        for path in written:  # a signature of an earlier rendering is no signature of this one
+            for sig in signature_files(path):
+                sig.unlink()
+        written[0].write_text(document.markdown(doc), encoding="utf-8")
+        written[1].write_text(document.html_page(doc), encoding="utf-8")
         open_items = document.to_agree(doc)
         print(f"agreement: {args.out / 'agreement.md'}, {args.out / 'agreement.html'}")
+        if args.sign_key is not None:
+            print(_sign(written, args.sign_key, profile))
         print(f"to agree: {len(open_items)} item(s)" + (": " + "; ".join(open_items) if open_items else ""))
     return 0
+
+
+def _sign(files: list[Path], key: Path, profile: Profile) -> str:
+    """Sign the rendered agreement with one party's key (the other countersigns); UsageError when it is none."""
+    import os
+
+    from acceptance.report.countersign import key_party
+    from acceptance.report.sign import SignOptions, sign_files
+
+    if profile.allowed_signers is None or not profile.parties.named:
+        raise UsageError(
+            f"{profile.path}: to sign the agreement the profile names allowed_signers and "
+            "parties: {provider: [keys], customer: [keys]}"
+        )
+    options = SignOptions.from_options(no_sign=False, sign_key=key, environ=os.environ)
+    sample, made = key_party(files[0], options, profile.allowed_signers, profile.parties, "signed")
+    shutil.rmtree(sample.parent, ignore_errors=True)
+    outcome = sign_files(files, options)
+    if not outcome.signed:
+        for sig in outcome.signatures:
+            sig.unlink(missing_ok=True)
+        raise UsageError(f"the agreement was not signed: {outcome.describe()}")
+    return (
+        f"signed by the {made.party} ({made.principal or made.fingerprint}); the {other(made.party or '')} "
+        f"countersigns with `acceptance countersign {files[0].parent} --cluster {profile.name} --sign-key KEY`"
+    )
 
 
 def _alert_rules(target: Path, profile: Profile, baseline: LoadedBaseline | None) -> None:

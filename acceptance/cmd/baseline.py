@@ -1,4 +1,5 @@
-"""`acceptance baseline show|verify NAME`, `diff NAME OLD NEW`, `amend NAME --margins-from-profile --reason TEXT`."""
+"""`acceptance baseline show|verify NAME`, `diff NAME OLD NEW`, `amend NAME --margins-from-profile --reason TEXT`,
+`countersign NAME --sign-key KEY` (the other party's signature of the latest baseline)."""
 
 from __future__ import annotations
 
@@ -38,6 +39,16 @@ def register(subparsers: Any) -> None:
     check.add_argument("name")
     check.add_argument("--baselines-dir", type=Path, default=Path("baselines"), metavar="DIR")
     check.set_defaults(func=_verify)
+    counter = actions.add_parser(
+        "countersign",
+        help="the other party signs the latest baseline (<file>.<party>.sig beside it); it must verify first",
+    )
+    counter.add_argument("name")
+    counter.add_argument(
+        "--sign-key", type=Path, metavar="KEY", help="the countersigning party's SSH key (default: agent)"
+    )
+    counter.add_argument("--baselines-dir", type=Path, default=Path("baselines"), metavar="DIR")
+    counter.set_defaults(func=_countersign)
     amend = actions.add_parser(
         "amend",
         help="agree new margins: write a new dated baseline with the profile's margins (the old file stays)",
@@ -109,6 +120,37 @@ def _verify(args: argparse.Namespace) -> int:
         print(f"FAIL {exc}", file=sys.stderr)
         return 1
     print(f"OK   {found.line}")
+    if found.agreement:
+        print(f"agreement: {found.agreement}")
+    return 0
+
+
+def _countersign(args: argparse.Namespace) -> int:
+    from acceptance.baseline_trust import trust
+    from acceptance.profile import load_profile
+    from acceptance.report.countersign import countersign
+    from acceptance.report.sign import SignOptions
+
+    profile = load_profile(args.name, args.baselines_dir)
+    refuse_writing_shipped(profile.path.parent, "baseline countersign")
+    loaded = BaselineStore(profile.path.parent).latest()
+    try:  # only the agreement itself is countersigned: a changed, foreign or unsigned file never is
+        trust(loaded, profile, allow_unsigned=False)
+    except BaselineError as exc:
+        raise BaselineError(
+            f"baseline countersign: {loaded.path.name} does not verify, not countersigned: {exc}"
+        ) from None
+    if profile.allowed_signers is None:  # trust() refused it already; for the type checker
+        raise UsageError(f"{profile.path} names no allowed_signers")
+    sign = SignOptions.from_options(no_sign=False, sign_key=args.sign_key, environ=os.environ)
+    done = countersign(loaded.path, sign, profile.allowed_signers, profile.parties)
+    try:  # what a run will check, checked now: a countersignature that blocks every run is not kept
+        found = trust(load(loaded.path), profile, allow_unsigned=False)
+    except BaselineError as exc:
+        done.signature.unlink(missing_ok=True)
+        raise UsageError(f"the countersignature does not verify, so it was not kept: {exc}") from None
+    print(done.line())
+    print(f"agreement: {found.agreement}")
     return 0
 
 

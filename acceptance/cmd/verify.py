@@ -47,14 +47,16 @@ def register(subparsers: Any) -> None:
 
 def _run(args: argparse.Namespace) -> int:
     allowed = args.allowed_signers
-    if allowed is None and args.cluster:
+    parties = None
+    if args.cluster:
         from acceptance.profile import load_profile
 
         profile = load_profile(args.cluster, args.baselines_dir)
-        if profile.allowed_signers is None:
+        parties = profile.parties  # names who signed what: the provider, the customer
+        if allowed is None and profile.allowed_signers is None:
             raise UsageError(f"{profile.path} names no allowed_signers; pass --allowed-signers FILE")
-        allowed = profile.allowed_signers
-    result = verify(args.path, allowed, args.identity)
+        allowed = allowed or profile.allowed_signers
+    result = verify(args.path, allowed, args.identity, parties)
     stream = sys.stdout if result.exit_status == 0 else sys.stderr
     for line in result.lines():
         print(line, file=stream)

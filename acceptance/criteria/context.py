@@ -51,6 +51,7 @@ class RunContext:
     logs: LogSources = field(default_factory=LogSources)
     force_record: str | None = None
     baseline_trust: str = ""  # how the baseline is trusted (signed by whom, or unsigned by request)
+    agreement: str = ""  # which parties signed the baseline ("provider-signed only"); "" when parties are not named
     probation: ProbationOptions = field(default_factory=ProbationOptions)
 
     @classmethod
@@ -66,6 +67,7 @@ class RunContext:
         logs: LogSources | None = None,
         force_record: str | None = None,
         baseline_trust: str = "",
+        agreement: str = "",
         probation: ProbationOptions | None = None,
     ) -> RunContext:
         """The context of a run; the margins come from `baseline` when there is one."""
@@ -85,6 +87,7 @@ class RunContext:
             logs=logs or LogSources(),
             force_record=force_record,
             baseline_trust=baseline_trust,
+            agreement=agreement,
             probation=probation or ProbationOptions(),
         )
 

@@ -13,8 +13,11 @@ from acceptance.report.secrets import scrub_obj
 
 MANIFEST_NAME = "MANIFEST.json"
 FORMAT = "recovery-acceptance-manifest/1"
-# Files that describe the folder rather than belong to it.
-SELF = frozenset({MANIFEST_NAME, MANIFEST_NAME + ".sig"})
+# Files that describe the folder rather than belong to it: the manifest, its signature and each party's
+# countersignature (``MANIFEST.json.customer.sig``, added when the other party accepts the report).
+SELF = frozenset(
+    {MANIFEST_NAME, MANIFEST_NAME + ".sig", *(f"{MANIFEST_NAME}.{p}.sig" for p in ("provider", "customer"))}
+)
 
 
 def sha256_file(path: Path) -> str:

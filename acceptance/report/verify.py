@@ -21,6 +21,16 @@ from typing import Any
 
 from acceptance.errors import ParseError
 from acceptance.report.manifest import MANIFEST_NAME, check_files, read_manifest
+from acceptance.report.parties import (
+    PARTIES,
+    Parties,
+    Signature,
+    agreement_line,
+    attribute,
+    check_attribution,
+    party_signature_path,
+    signature_files,
+)
 from acceptance.report.sign import NAMESPACE, SIG_SUFFIX, signature_path
 from acceptance.report.sshsig import SignatureInfo, parse_signature
 
@@ -32,6 +42,7 @@ class Check:
     subject: str
     ok: bool
     detail: str
+    principal: str | None = None  # who allowed_signers says made a good signature
 
 
 @dataclass(frozen=True)
@@ -76,6 +87,10 @@ class VerifyResult:
 _SIGNER = re.compile(r"by \S+ key (SHA256:\S+)")
 
 
+#: the files of a rendered agreement (`acceptance agreement NAME --out DIR`), each signed by both parties
+AGREEMENT_NAMES = ("agreement.md", "agreement.html")
+
+
 class Unreadable(Exception):
     pass
 
@@ -99,11 +114,15 @@ def _principals(sig: Path, allowed_signers: Path) -> list[str]:
 
 
 def check_signature(
-    path: Path, allowed_signers: Path | None = None, identity: str | None = None, label: str | None = None
+    path: Path,
+    allowed_signers: Path | None = None,
+    identity: str | None = None,
+    label: str | None = None,
+    sig: Path | None = None,
 ) -> Check:
-    """Check `path` against `path.sig`; raises Unreadable for input that cannot be read."""
+    """Check `path` against `sig` (default `path.sig`); raises Unreadable for input that cannot be read."""
     name = label or path.name
-    sig = signature_path(path)
+    sig = sig or signature_path(path)
     if not path.is_file():
         raise Unreadable(f"{path}: no such file")
     if not sig.is_file():
@@ -132,7 +151,7 @@ def check_signature(
         argv = ["-Y", "verify", "-f", str(allowed_signers), "-I", principal, "-n", NAMESPACE, "-s", str(sig)]
         done = _ssh_keygen(argv, data)
         if done.returncode == 0:
-            return Check(name, True, f"good signature by {principal} with {who}")
+            return Check(name, True, f"good signature by {principal} with {who}", principal)
     novalidate = _ssh_keygen(["-Y", "check-novalidate", "-n", NAMESPACE, "-s", str(sig)], data)
     if novalidate.returncode != 0:
         return Check(name, False, f"content does not match the signature by {who}: the file changed after signing")
@@ -140,7 +159,53 @@ def check_signature(
     return Check(name, False, f"signed by {who}, which {allowed_signers} does not allow for {wanted} ({_said(done)})")
 
 
-def _verify_folder(folder: Path, allowed_signers: Path | None, identity: str | None) -> VerifyResult:
+def who_signed(
+    path: Path, allowed_signers: Path | None, parties: Parties, label: str | None = None
+) -> tuple[list[Check], list[Signature]]:
+    """Every signature beside `path` (``<file>.sig`` and each party's ``<file>.<party>.sig``) checked, and
+    the good ones attributed to the party whose key made them; raises Unreadable like check_signature."""
+    name = label or path.name
+    checks: list[Check] = []
+    found: list[Signature] = []
+    sigs = signature_files(path) or [signature_path(path)]  # none at all: the check says it is not signed
+    for sig in sigs:
+        subject = name if sig == signature_path(path) else f"{name} ({sig.name})"
+        check = check_signature(path, allowed_signers, label=subject, sig=sig)
+        checks.append(check)
+        if check.ok:
+            try:
+                found.append(attribute(sig, check.principal, parties))
+            except ParseError as exc:
+                raise Unreadable(str(exc)) from exc
+    return checks, found
+
+
+def _signed_checks(
+    path: Path, allowed_signers: Path | None, identity: str | None, parties: Parties | None, label: str | None = None
+) -> list[Check]:
+    """The checks of one signed file: its signature, and with parties or countersignatures, who signed what."""
+    countersigned = any(party_signature_path(path, p).is_file() for p in PARTIES)
+    if parties is None and not countersigned:
+        return [check_signature(path, allowed_signers, identity, label=label)]
+    checks, found = who_signed(path, allowed_signers, parties or Parties(), label)
+    if identity is not None:
+        checks[0] = check_signature(path, allowed_signers, identity, label=label)
+    if not all(c.ok for c in checks):
+        return checks
+    name = label or path.name
+    if parties is None or not parties.named:
+        who = ", ".join(s.principal or s.fingerprint for s in found)
+        return [*checks, Check(name, True, f"signed by {who} (parties not named: pass --cluster NAME)")]
+    wrong = check_attribution(found)
+    if wrong:
+        return [*checks, Check(name, False, "; ".join(wrong))]
+    listed = " and ".join(s.describe() for s in found)
+    return [*checks, Check(name, True, f"signed by {listed}: {agreement_line(found)}")]
+
+
+def _verify_folder(
+    folder: Path, allowed_signers: Path | None, identity: str | None, parties: Parties | None = None
+) -> VerifyResult:
     manifest_path = folder / MANIFEST_NAME
     if not manifest_path.is_file():
         return VerifyResult(unreadable=f"{folder}: no {MANIFEST_NAME} (not a report folder)")
@@ -148,7 +213,7 @@ def _verify_folder(folder: Path, allowed_signers: Path | None, identity: str | N
         manifest = read_manifest(manifest_path)
     except ParseError as exc:
         return VerifyResult(unreadable=str(exc))
-    checks = [check_signature(manifest_path, allowed_signers, identity)]
+    checks = _signed_checks(manifest_path, allowed_signers, identity, parties)
     if not checks[0].ok and not signature_path(manifest_path).is_file():
         reason = (manifest.get("signing") or {}).get("reason")
         if reason:
@@ -225,24 +290,33 @@ def _verify_archive(path: Path, allowed_signers: Path | None, identity: str | No
     return VerifyResult(tuple(checks), trusted=allowed_signers is not None)
 
 
-def verify(path: Path, allowed_signers: Path | None = None, identity: str | None = None) -> VerifyResult:
+def verify(
+    path: Path, allowed_signers: Path | None = None, identity: str | None = None, parties: Parties | None = None
+) -> VerifyResult:
     """Verify one signed file (FILE beside FILE.sig), a report or bundle folder (or its MANIFEST.json),
     or a bundle's ``.tar.gz`` (its signature and the folder inside)."""
     if allowed_signers is not None and allowed_signers.is_dir():
         return VerifyResult(unreadable=f"{allowed_signers}: is a directory, not an allowed signers file")
     try:
+        if path.is_dir() and not (path / MANIFEST_NAME).is_file() and (path / AGREEMENT_NAMES[0]).is_file():
+            checks = [c for name in AGREEMENT_NAMES if (path / name).is_file()
+                      for c in _signed_checks(path / name, allowed_signers, identity, parties)]  # fmt: skip
+            return VerifyResult(tuple(checks), trusted=allowed_signers is not None)
         if path.is_dir():
-            return _verify_folder(path, allowed_signers, identity)
+            return _verify_folder(path, allowed_signers, identity, parties)
         if path.name.endswith(".tar.gz") and path.is_file():
             return _verify_archive(path, allowed_signers, identity)
         if path.name.endswith(SIG_SUFFIX) and not path.name.endswith(SIG_SUFFIX * 2):
             path = path.with_name(path.name.removesuffix(SIG_SUFFIX))
+            for party in PARTIES:  # FILE.customer.sig: the countersignature of FILE
+                if path.name.endswith(f".{party}") and path.with_name(path.name.removesuffix(f".{party}")).is_file():
+                    path = path.with_name(path.name.removesuffix(f".{party}"))
         if path.name == MANIFEST_NAME:
-            return _verify_folder(path.parent, allowed_signers, identity)
+            return _verify_folder(path.parent, allowed_signers, identity, parties)
         if not path.exists():
             return VerifyResult(unreadable=f"{path}: no such file or folder")
-        check = check_signature(path, allowed_signers, identity)
-        return VerifyResult((check,), trusted=allowed_signers is not None)
+        checks = _signed_checks(path, allowed_signers, identity, parties)
+        return VerifyResult(tuple(checks), trusted=allowed_signers is not None)
     except Unreadable as exc:
         return VerifyResult(unreadable=str(exc))
     except (OSError, subprocess.TimeoutExpired) as exc:
