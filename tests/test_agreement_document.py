@@ -22,13 +22,27 @@ ROOT = Path(__file__).resolve().parents[1]
 SIM = ROOT / "baselines" / "sim" / "cluster.yaml"
 
 
-def sim_inputs() -> document.AgreementInputs:
-    profile = load_profile_file(SIM)
-    return document_inputs(profile, BaselineStore(SIM.parent).latest())
+def bare_sim_text() -> str:
+    """The shipped sim profile without what it states of the wider agreement (coverage, agreement, two resolves)."""
+    text = SIM.read_text()
+    start, end = text.index("# The wider agreement"), text.index("# Criterion 5, probation")
+    text = text[:start] + text[end:]
+    for line in ("      resolve: 48h\n      joins: [provider on-call engineer]\n", "      resolve: 72h\n"):
+        assert line in text
+        text = text.replace(line, line.removeprefix("      resolve: 48h\n").removeprefix("      resolve: 72h\n"), 1)
+    return text
 
 
-def test_the_sim_agreement_has_every_section_and_the_facts_of_its_baseline() -> None:
-    text = document.markdown(sim_inputs())
+def sim_inputs(tmp_path: Path) -> document.AgreementInputs:
+    """The sim profile as if it stated nothing of the wider agreement: what is absent is "to agree"."""
+    folder = tmp_path / "bare"
+    folder.mkdir(exist_ok=True)
+    (folder / "cluster.yaml").write_text(bare_sim_text())
+    return document_inputs(load_profile_file(folder / "cluster.yaml"), BaselineStore(SIM.parent).latest())
+
+
+def test_the_sim_agreement_has_every_section_and_the_facts_of_its_baseline(tmp_path: Path) -> None:
+    text = document.markdown(sim_inputs(tmp_path))
     for title in (
         "## Cluster",
         "## Responsibility",
@@ -46,8 +60,8 @@ def test_the_sim_agreement_has_every_section_and_the_facts_of_its_baseline() -> 
     assert "8 x NVIDIA H200, driver" in text
 
 
-def test_the_criteria_are_the_suite_s_own_table_and_the_baseline_s_margins() -> None:
-    a = sim_inputs()
+def test_the_criteria_are_the_suite_s_own_table_and_the_baseline_s_margins(tmp_path: Path) -> None:
+    a = sim_inputs(tmp_path)
     text = document.markdown(a)
     for c in CRITERIA:
         if c.number is not None:
@@ -59,8 +73,8 @@ def test_the_criteria_are_the_suite_s_own_table_and_the_baseline_s_margins() -> 
     assert "at least 98% of the baseline" in document.markdown(dataclasses.replace(a, baseline=stricter))
 
 
-def test_severity_levels_with_their_clocks_and_the_definition_of_degraded() -> None:
-    text = document.markdown(sim_inputs())
+def test_severity_levels_with_their_clocks_and_the_definition_of_degraded(tmp_path: Path) -> None:
+    text = document.markdown(sim_inputs(tmp_path))
     assert "| down | the job is down across the cluster | 15m | 4h | 2d |" in text
     assert (
         "| degraded | the job runs with degraded throughput | 30m | 8h | to agree | provider on-call engineer "
@@ -72,7 +86,7 @@ def test_severity_levels_with_their_clocks_and_the_definition_of_degraded() -> N
 def _profile(tmp_path: Path, extra: str) -> Path:
     folder = tmp_path / "c"
     folder.mkdir()
-    (folder / "cluster.yaml").write_text(SIM.read_text() + extra)
+    (folder / "cluster.yaml").write_text(bare_sim_text() + extra)
     return folder / "cluster.yaml"
 
 
@@ -144,12 +158,12 @@ class _Checker(HTMLParser):
         self.open.pop()
 
 
-def test_the_html_is_balanced_printable_and_marks_what_is_to_agree() -> None:
-    page = document.html_page(sim_inputs())
+def test_the_html_is_balanced_printable_and_marks_what_is_to_agree(tmp_path: Path) -> None:
+    page = document.html_page(sim_inputs(tmp_path))
     checker = _Checker()
     checker.feed(page)
     assert checker.open == []
-    assert checker.tables == 4
+    assert checker.tables == 5  # cluster, parties, responsibility, criteria, severity
     assert "@media print" in page
     assert '<span class="agree">to agree</span>' in page
     assert "hw_slowdown|sw_thermal_slowdown" in page  # the table cell keeps the rule, unescaped for HTML
@@ -161,5 +175,27 @@ def test_the_command_writes_markdown_and_html(tmp_path: Path, capsys: pytest.Cap
     assert (out / "agreement.md").read_text().startswith("# Recovery agreement: cluster sim")
     assert (out / "agreement.html").read_text().startswith("<!DOCTYPE html>")
     said = capsys.readouterr().out
-    assert "to agree:" in said
-    assert "Cluster: billing method" in said
+    assert "to agree: 0 item(s)" in said  # the shipped sim profile states the whole agreement
+    text = (out / "agreement.md").read_text()
+    assert "to agree" not in text
+    assert "| billing method | reserved, per GPU-hour of the whole cluster (simulated) |" in text
+
+
+def test_another_clusters_baseline_never_frames_the_agreement(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The document is made only from a baseline the trust gate accepts; another cluster's is named and left out."""
+    from tests.suite_run import sim_cluster_folder
+
+    folder = sim_cluster_folder(tmp_path)
+    (shipped,) = (ROOT / "baselines" / "sim-ssh").glob("handover-*.json")
+    for part in shipped.parent.glob(shipped.name + "*"):
+        (folder / part.name).write_bytes(part.read_bytes())
+    out = tmp_path / "doc"
+    assert main(["agreement", "sim", "--baselines-dir", str(folder.parent), "--out", str(out)]) == 0
+    said = capsys.readouterr().err
+    assert "another cluster's agreement" in said
+    text = (out / "agreement.md").read_text()
+    assert shipped.name not in text
+    assert "no baseline yet" in text
+    assert "Handover baseline: to agree (no baseline)." in text

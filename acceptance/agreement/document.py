@@ -66,6 +66,8 @@ class AgreementInputs:
     simulated: bool = False
     coverage_stated: bool = False  # the profile states coverage: (else 24x7 by default)
     notes: tuple[str, ...] = field(default_factory=tuple)
+    parties: Mapping[str, tuple[str, ...]] = field(default_factory=dict)  # each party's signing keys (`parties:`)
+    baseline_signatures: str = ""  # who signed the handover baseline, as the trust gate verified it
 
 
 def _or(value: Any) -> str:
@@ -249,8 +251,22 @@ def _lost_time(a: AgreementInputs) -> Section:
     return Section("Lost training time", (formula, worked), tuple(rows))
 
 
+def _parties(a: AgreementInputs) -> Section:
+    rows: list[tuple[str, ...]] = [("party", "signs with (allowed_signers principal or public key)")]
+    rows += [(party, ", ".join(a.parties.get(party, ())) or TO_AGREE) for party in ("provider", "customer")]
+    signed = a.baseline_signatures or (TO_AGREE if a.baseline_name else f"{TO_AGREE} (no baseline)")
+    paragraphs = (
+        f"Handover baseline: {signed}.",
+        "Each party signs this document with stock OpenSSH (`acceptance agreement NAME --out DIR --sign-key KEY`, "
+        "then `acceptance countersign DIR`); `ssh-keygen -Y verify` checks each signature.",
+    )
+    return Section("Parties and signatures", paragraphs, tuple(rows))
+
+
 def sections(a: AgreementInputs) -> list[Section]:
-    return [_facts(a), _responsibility(a), _criteria(a), _severity(a), _coverage(a), _lost_time(a)]
+    return [
+        _facts(a), _parties(a), _responsibility(a), _criteria(a), _severity(a), _coverage(a), _lost_time(a),
+    ]  # fmt: skip
 
 
 def _cell(text: str) -> str:

@@ -23,6 +23,7 @@ from acceptance.agreement import document
 from acceptance.agreement.alerts import AlertInputs, alert_rules
 from acceptance.agreement.document import AgreementInputs
 from acceptance.baseline import BaselineStore, LoadedBaseline
+from acceptance.baseline_trust import trust
 from acceptance.errors import AcceptanceError, UsageError
 from acceptance.incident.severity import SeverityPolicy
 from acceptance.judge.recurrence_rules import rules_from_profile
@@ -82,7 +83,8 @@ def inputs(profile: Profile, baseline: LoadedBaseline | None) -> AlertInputs:
     )
 
 
-def document_inputs(profile: Profile, baseline: LoadedBaseline | None) -> AgreementInputs:
+def document_inputs(profile: Profile, baseline: LoadedBaseline | None, signatures: str = "") -> AgreementInputs:
+    """What the document is made of; `signatures`: who signed the baseline (the trust gate's words)."""
     return AgreementInputs(
         cluster=profile.name,
         profile_path=str(profile.path),
@@ -98,14 +100,19 @@ def document_inputs(profile: Profile, baseline: LoadedBaseline | None) -> Agreem
         baseline_sha256=baseline.sha256 if baseline is not None else None,
         simulated=profile.backend == "sim",
         coverage_stated=profile.coverage_stated,
+        parties=dict(profile.parties.keys),
+        baseline_signatures=signatures,
     )
 
 
 def _run(args: argparse.Namespace) -> int:
     profile = load_profile(args.name, args.baselines_dir)
     baseline: LoadedBaseline | None
-    try:
+    signatures = ""
+    try:  # only a baseline the trust gate accepts (this cluster's, signed, its chain whole) frames the agreement
         baseline = BaselineStore(profile.path.parent).latest()
+        found = trust(baseline, profile, allow_unsigned=False)
+        signatures = found.agreement or found.line
     except AcceptanceError as exc:
         print(f"acceptance agreement: {exc}; what needs the baseline is 'to agree'", file=sys.stderr)
         baseline = None
@@ -114,7 +121,7 @@ def _run(args: argparse.Namespace) -> int:
     if args.alert_rules is not None:
         _alert_rules(args.alert_rules, profile, baseline)
     if args.out is not None or args.alert_rules is None:
-        doc = document_inputs(profile, baseline)
+        doc = document_inputs(profile, baseline, signatures)
         if args.out is None:
             sys.stdout.write(document.markdown(doc))
             return 0
