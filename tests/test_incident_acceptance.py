@@ -73,3 +73,17 @@ def test_a_ticket_without_a_bundle_says_so(tmp_path) -> None:
     assert outcome.ok
     assert outcome.properties == (("incident.bundle", ""),)
     assert outcome.lines == (f"incident INC-404: no bundle of this ticket under {tmp_path / 'reports'}",)
+
+
+def test_a_failing_run_names_the_calendar_its_restore_deadline_was_counted_in(tmp_path) -> None:
+    """A deadline counted in coverage hours says so in the not-restored line too, not only in the restored one."""
+    logs = write(tmp_path, only=("xid",))
+    out = tmp_path / "reports" / "sim" / "incident-INC-9"
+    assert main(bundle_argv("--job-logs", str(logs["xid"]), "--ticket", "INC-9", "--out", str(out))) == 0
+    doc = json.loads((out / "bundle.json").read_text())
+    made = datetime.fromisoformat(doc["created_utc"].removesuffix("Z"))
+    for clock in doc["severity"]["clocks"]:
+        clock["calendar"] = "Mon-Fri 08:00-18:00 Europe/Berlin"
+    (out / "bundle.json").write_text(json.dumps(doc))
+    failed = restore_outcome([tmp_path / "reports"], "INC-9", passed=False, at=made + timedelta(hours=1))
+    assert "UTC in coverage hours Mon-Fri 08:00-18:00 Europe/Berlin in " in failed.lines[0]

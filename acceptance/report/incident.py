@@ -49,7 +49,7 @@ def restore_outcome(roots: Sequence[Path], ticket: str, passed: bool, at: dateti
         left = ""
         if deadline is not None:
             seconds = (deadline - result.at_utc).total_seconds()
-            left = f"; restore deadline {deadline:%Y-%m-%d %H:%M:%S} UTC " + (
+            left = f"; restore deadline {deadline:%Y-%m-%d %H:%M:%S} UTC{result.calendar_words()} " + (
                 f"in {seconds / 3600:.1f} h" if seconds >= 0 else f"passed {-seconds / 3600:.1f} h ago"
             )
         failed = [(name, value) for name, value in props if not name.startswith("incident.restored")]
