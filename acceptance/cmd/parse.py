@@ -1,4 +1,4 @@
-"""`acceptance parse KIND FILE`: print a tool's output as the stable JSON of DESIGN §4.3.
+"""`acceptance parse KIND FILE`: print a tool's output as stable JSON (scripts depend on it).
 
 Each kind is served by a module `acceptance.cmd.parse_KIND` (the I/O side of the pure
 `acceptance.tools.KIND`: it reads the file, or standard input for `-`) that exposes

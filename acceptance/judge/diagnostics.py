@@ -1,6 +1,6 @@
 """Criterion 1: the returned node passes DCGM diagnostics on every GPU of the agreement.
 
-Rules (DESIGN §6): every expected GPU is present; every test that passed at handover
+Rules: every expected GPU is present; every test that passed at handover
 passes now on every GPU; a test run at handover and skipped (or absent) now fails;
 DCGM's overall Fail fails the node even when no GPU row fails; warnings are recorded
 and fail only when their severity says isolate or reset the GPU. Tests are matched by

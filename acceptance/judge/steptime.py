@@ -1,8 +1,8 @@
 """Criterion 3: smoke-run step time against the pre-incident baseline.
 
-Method (../shared/docs/steptime-loss.md §3.3): drop warm-up steps, the first steps after a
-restore, steps at eval/checkpoint events and outliers (> `outlier_factor` × median); take
-r = median(smoke) / median(baseline) with a moving-block bootstrap confidence interval
+Method (a ratio of medians with a moving-block bootstrap, which respects autocorrelated steps):
+drop warm-up steps, the first steps after a restore, steps at eval/checkpoint events and outliers
+(> `outlier_factor` × median); take r = median(smoke) / median(baseline) with a moving-block bootstrap confidence interval
 (vectorised numpy); PASS when the upper bound ≤ 1 + margin, FAIL when the lower bound
 > 1 + margin, INCONCLUSIVE otherwise, with the number of further smoke steps that would
 decide. Significance alone never fails a run.

@@ -1,6 +1,6 @@
 """Timestamps as log lines print them, read into naive datetimes (the caller says which zone).
 
-Shapes (all seen in ``../shared/corpus-wave2``):
+Shapes (all seen in real captures):
 
 - glog, PyTorch c10d: ``E1218 20:27:21.426415540`` (severity letter, date, 9-digit fraction, no year); c10's own
   logger prints the date as month x 100 + day WITHOUT zero padding (``E626`` is 26 June, ``E1206`` 6 December),

@@ -2,7 +2,7 @@
 
 `KubeCluster` submits the manifests of `kube_manifests`, waits with `kube_wait`,
 and deletes everything labelled with its run id when it is left (normally, on
-Ctrl-C, on SIGTERM). ``../shared/k8s/README.md`` has the operator facts it relies on.
+Ctrl-C, on SIGTERM). The operator facts it relies on are in `kube_manifests` and `kube_wait`.
 """
 
 from __future__ import annotations

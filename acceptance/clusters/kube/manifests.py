@@ -2,7 +2,7 @@
 
 nccl-tests and multi-node smoke runs become Kubeflow ``MPIJob``s (v2beta1), DCGM
 diagnostics and one-node smoke runs ``batch/v1`` Jobs. The operator pitfalls these
-manifests avoid are in ``../shared/k8s/README.md`` §3.6-3.8: ``cleanPodPolicy`` set,
+manifests avoid: ``cleanPodPolicy`` set (else finished workers keep their GPUs),
 explicit ``-np`` and ``--hostfile`` (Open MPI 5), workers Ready before the launcher,
 one worker per node, ``backoffLimit: 0`` and deadlines on the launcher.
 """

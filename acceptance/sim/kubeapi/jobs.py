@@ -1,6 +1,6 @@
 """The Job controller and the MPI operator (v2beta1) of the emulator.
 
-Behaviour follows ``../shared/k8s/README.md`` §3: the MPIJob gets a hostfile
+Behaviour follows the MPI operator v2beta1 as it really runs: the MPIJob gets a hostfile
 ConfigMap, bare worker pods and a launcher ``batch/v1`` Job; conditions
 Created/Running/Succeeded/Failed with the operator's reasons; ``cleanPodPolicy``
 applied once the job is finished; TTL and deadlines on the launcher Job only.

@@ -11,7 +11,7 @@
 - ``nic-degraded``, ``nic-down``, ``gpu-throttle`` at step T: the job runs on, slower from step T.
 
 Without ``at_step`` a fault is present from the start, as before. Every line here is in the
-wording of ``../shared/corpus-wave2/pytorch-nccl-watchdog/``; the output says it is simulated.
+wording PyTorch 2.x prints (the real captures the readers are tested on); the output says it is simulated.
 """
 
 from __future__ import annotations

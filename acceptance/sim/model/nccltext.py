@@ -1,7 +1,7 @@
 """nccl-tests 2.17+ text as the root rank prints it, plus NCCL's own lines and failure lines.
 
 Widths and spellings follow nccl-tests 2.17.3+ (`getFloatStr` bounded floats, `#wrong` as
-`%6g`, two blanks between columns); see ../shared/corpus/FORMATS.md §1. The only
+`%6g`, two blanks between columns), as the parser in `acceptance.tools.nccl` reads them. The only
 addition is one comment line after the `# nThread` line saying the run is simulated,
 where real option-dependent comment lines (`# Blocking Enabled: ...`) also appear.
 """

@@ -1,4 +1,4 @@
-"""`dcgmi diag -j` documents of every generation (FORMATS.md §2.4).
+"""`dcgmi diag -j` documents of every generation (DCGM 2.x to 4.x).
 
 2.x–3.0: root ``"DCGM GPU Diagnostic"``, per-GPU results keyed ``gpu_ids`` (a string),
 ``info``/``warnings`` as strings. 3.1–3.3: top-level ``version``, ``Driver Version

@@ -1,4 +1,4 @@
-"""Records of a parsed `dcgmi diag` run and their stable JSON (DESIGN §4.3)."""
+"""Records of a parsed `dcgmi diag` run and their stable JSON (`acceptance parse dcgm`)."""
 
 from __future__ import annotations
 

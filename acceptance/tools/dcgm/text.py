@@ -1,4 +1,4 @@
-"""The text table `dcgmi diag` prints without `-j` (FORMATS.md §2.1–2.3), DCGM 2.x to 4.x.
+"""The text table `dcgmi diag` prints without `-j` (the boxed table of DCGM 2.x to 4.x).
 
 Rows are fixed-width: ``| `` + name (25) + `` | `` + value (46) + `` |``; messages are
 cut every 45 characters regardless of words and continue on rows with an empty

@@ -1,6 +1,6 @@
 """Kernel log lines of the NVIDIA driver: Xid and NVSwitch SXid errors, fallen-off-the-bus GPUs.
 
-Collectors and prefixes (``../shared/corpus-wave2/nvidia-smi-dmesg/``, README §5): plain ``dmesg``
+Collectors and prefixes seen in real captures: plain ``dmesg``
 (``[ 4254.197816] ``), ``dmesg -T`` (``[Sun Feb 23 16:24:18 2025] ``), ``dmesg --decode
 --time-format iso`` (``kern  :warn  : 2025-01-21T04:41:44,283302+00:00 ``), syslog / journal
 (``May 19 07:08:57 <host> kernel: [680111.646286] ``), a bare ``kernel: ``, markdown ``> ``

@@ -1,4 +1,4 @@
-"""Failure lines around nccl-tests: its own, NCCL's WARN lines, and the launchers' (FORMATS §1.8, wave 2 §4).
+"""Failure lines around nccl-tests: its own, NCCL's WARN lines, and the launchers' (mpirun, srun, PALS).
 
 A run that dies before nccl-tests prints its header leaves only these lines, so they are
 what the on-call reads first. `classify(line)` says whether a foreign line reports a

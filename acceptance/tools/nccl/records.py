@@ -1,4 +1,4 @@
-"""Records of a parsed nccl-tests capture, and their stable JSON (DESIGN §4.3).
+"""Records of a parsed nccl-tests capture, and their stable JSON (`acceptance parse nccl`).
 
 Frozen values: a capture holds runs (one per report printed by an nccl-tests
 binary), a run holds its rank map, header parameters and rows. `to_json` and

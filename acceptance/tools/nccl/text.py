@@ -1,4 +1,4 @@
-"""Streaming parser of nccl-tests text output (every generation, 2.0 … 2.19), per FORMATS §1.
+"""Streaming parser of nccl-tests text output (every generation, 2.0 … 2.19).
 
 One pass over lines, memory bounded by the parsed rows and ranks (or by one report, when
 finished runs are handed to a `sink`). Only the root process prints the report; everything

@@ -1,6 +1,6 @@
 """``nvidia-smi -q``: the per-GPU health sections a provider reads first.
 
-Shape (``../shared/corpus-wave2/nvidia-smi-dmesg/``, ``../shared/corpus/nvidia-smi/``): an
+Shape (as NVIDIA drivers 470 to 570 print it): an
 ``==============NVSMI LOG==============`` banner, ``Timestamp``/``Driver Version``/``CUDA Version``/
 ``Attached GPUs``, one ``GPU 00000000:07:00.0`` block per GPU with ``Key : Value`` lines nested by
 4 spaces (section headers have no colon). Author-trimmed fragments (``[...]`` lines, a block

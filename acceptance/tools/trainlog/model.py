@@ -156,7 +156,7 @@ class TrainLog:
         return "incomplete" if self.errors else "ok"
 
     def to_json(self) -> dict[str, Any]:
-        """The stable document of DESIGN §4.3 (`acceptance parse trainlog`)."""
+        """The stable document `acceptance parse trainlog` prints."""
         frame = self.frame()
         rows: list[dict[str, Any]] = []
         for record in frame.to_dict(orient="records"):
