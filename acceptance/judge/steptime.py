@@ -2,8 +2,8 @@
 
 Method (a ratio of medians with a moving-block bootstrap, which respects autocorrelated steps):
 drop warm-up steps, the first steps after a restore, steps at eval/checkpoint events and outliers
-(> `outlier_factor` × median); take r = median(smoke) / median(baseline) with a moving-block bootstrap confidence interval
-(vectorised numpy); PASS when the upper bound ≤ 1 + margin, FAIL when the lower bound
+(> `outlier_factor` × median); take r = median(smoke) / median(baseline) with its confidence
+interval (vectorised numpy); PASS when the upper bound ≤ 1 + margin, FAIL when the lower bound
 > 1 + margin, INCONCLUSIVE otherwise, with the number of further smoke steps that would
 decide. Significance alone never fails a run.
 """
