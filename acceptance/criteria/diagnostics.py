@@ -11,6 +11,7 @@ import shlex
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
+from acceptance import criteria
 from acceptance.clusters.base import DcgmWorkload
 from acceptance.criteria.outcomes import no_output
 from acceptance.criteria.parts import BaselinePart
@@ -25,7 +26,7 @@ from acceptance.tools import dcgm
 if TYPE_CHECKING:
     from acceptance.criteria.run import Run
 
-MODULE = "test_gpu_diagnostics"
+MODULE = criteria.module(1)
 
 
 def command(profile: Profile) -> dcgm.DcgmDiag:

@@ -16,6 +16,7 @@ import time
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from acceptance import criteria
 from acceptance.criteria.localize_result import LocalizeResult
 from acceptance.criteria.localize_run import GroupCommand, measure, reference_of, round_rows, sweep
 from acceptance.criteria.parts import BaselinePart
@@ -33,7 +34,7 @@ if TYPE_CHECKING:
 
 KEY = "localize"
 NO_PAIRS = "the round's median per size (the baseline has no pair baseline)"
-DIAGNOSTICS = "test_gpu_diagnostics"
+DIAGNOSTICS = criteria.module(1)
 
 
 class Localize:

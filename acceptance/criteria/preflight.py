@@ -16,6 +16,7 @@ from acceptance.criteria.runfolder import RunFolder
 from acceptance.errors import AcceptanceError, BaselineError
 from acceptance.judge import preflight
 from acceptance.judge.verdict import Status, Verdict
+from acceptance.profile import Profile
 
 if TYPE_CHECKING:
     from acceptance.criteria.run import Run
@@ -86,8 +87,8 @@ def _conditions_json(conditions: ClusterConditions) -> dict[str, Any]:
     }
 
 
-def baseline_part(folder: RunFolder) -> BaselinePart:
-    """The cluster-wide conditions: node set, Kubernetes version, worker node spec."""
+def baseline_part(folder: RunFolder, profile: Profile) -> BaselinePart:
+    """The cluster-wide conditions: node set, Kubernetes version, worker node spec (the same of any profile)."""
     cluster = folder.parts("cluster").get("conditions")
     if cluster is None:
         raise BaselineError("the preflight did not run, so the cluster's conditions are unknown; run the whole suite")

@@ -16,6 +16,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from acceptance import criteria
 from acceptance.criteria.probation_report import AcceptanceReport, ReportRefused, find_report, load_report
 from acceptance.errors import AcceptanceError
 from acceptance.judge.recurrence import SUBJECT, judge_cluster, judge_hardware, judge_job, judge_probation
@@ -30,7 +31,7 @@ if TYPE_CHECKING:
     from acceptance.criteria.run import Run
     from acceptance.sim.probation import SimulatedProbation
 
-MODULE = "test_recurrence"
+MODULE = criteria.module(5)
 WARMUP_STEPS = 3
 
 
