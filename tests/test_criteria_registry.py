@@ -23,7 +23,7 @@ def test_every_suite_module_has_one_record_and_every_record_a_module() -> None:
 
 def test_banner_nouns_are_the_registry_s() -> None:
     """The report's banner line names each criterion with its record's noun (site checks: ``items``)."""
-    assert decision._NOUNS == {c.number: (c.noun, c.detail) for c in CRITERIA}
+    assert {c.number: (c.noun, c.detail) for c in CRITERIA} == decision._NOUNS
     assert decision.ACCEPTANCE_CRITERIA == (0, 1, 2, 3, 4)
 
 
@@ -62,7 +62,7 @@ def test_no_module_names_a_criterion_s_suite_module_but_the_registry() -> None:
     names = {c.module for c in CRITERIA} | {f"{c.module}.py" for c in CRITERIA}
     found = []
     for path in sorted(PACKAGE.rglob("*.py")):
-        if path == PACKAGE / "criteria" / "__init__.py" or path.parent == PACKAGE and path.name.startswith("test_"):
+        if path == PACKAGE / "criteria" / "__init__.py" or (path.parent == PACKAGE and path.name.startswith("test_")):
             continue
         for node in ast.walk(ast.parse(path.read_text())):
             if isinstance(node, ast.Constant) and node.value in names:

@@ -24,7 +24,7 @@ from acceptance.profile import Profile
 from acceptance.tools import dcgm
 
 if TYPE_CHECKING:
-    from acceptance.criteria.run import Run
+    from acceptance.criteria.runparts import RunParts
 
 MODULE = criteria.module(1)
 
@@ -49,7 +49,7 @@ def workload(profile: Profile, node: str) -> DcgmWorkload:
 class Diagnostics:
     """Criterion 1 of one pytest process."""
 
-    def __init__(self, run: Run) -> None:
+    def __init__(self, run: RunParts) -> None:
         self.run = run
 
     def batch(self) -> Batch:

@@ -30,7 +30,7 @@ from acceptance.judge.verdict import Status, Verdict
 from acceptance.profile import LocalizeSettings, Profile
 
 if TYPE_CHECKING:
-    from acceptance.criteria.run import Run
+    from acceptance.criteria.runparts import RunParts
 
 KEY = "localize"
 NO_PAIRS = "the round's median per size (the baseline has no pair baseline)"
@@ -40,7 +40,7 @@ DIAGNOSTICS = criteria.module(1)
 class Localize:
     """Localization of one pytest process (see the module docstring)."""
 
-    def __init__(self, run: Run) -> None:
+    def __init__(self, run: RunParts) -> None:
         self.run = run
         self._topology: Topology | None = None
 

@@ -19,7 +19,7 @@ from acceptance.judge.verdict import Status, Verdict
 from acceptance.profile import Profile
 
 if TYPE_CHECKING:
-    from acceptance.criteria.run import Run
+    from acceptance.criteria.runparts import RunParts
 
 ITEMS = ("cluster", "nodes", "versions", "leftovers")
 
@@ -36,7 +36,7 @@ class PreflightResult:
 class Preflight:
     """Criterion 0 of one pytest process (each process asks the cluster once)."""
 
-    def __init__(self, run: Run) -> None:
+    def __init__(self, run: RunParts) -> None:
         self.run = run
         self._result: PreflightResult | None = None
 

@@ -20,7 +20,7 @@ from acceptance.clusters.base import NodeWorkload
 from acceptance.criteria.scheduler import Batch
 
 if TYPE_CHECKING:
-    from acceptance.criteria.run import Run
+    from acceptance.criteria.runparts import RunParts
 
 KEY = "prepull"
 ARGV = ("true",)
@@ -29,7 +29,7 @@ ARGV = ("true",)
 class PrePull:
     """Which images to pull ahead, where, for one pytest process's run."""
 
-    def __init__(self, run: Run) -> None:
+    def __init__(self, run: RunParts) -> None:
         self.run = run
 
     def images(self) -> list[str]:

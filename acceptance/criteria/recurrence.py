@@ -28,7 +28,7 @@ from acceptance.metrics.base import MetricsSource, QueryFailed
 from acceptance.metrics.collect import JobSources, collect_hardware, collect_job, log_files
 
 if TYPE_CHECKING:
-    from acceptance.criteria.run import Run
+    from acceptance.criteria.runparts import RunParts
     from acceptance.sim.probation import SimulatedProbation
 
 MODULE = criteria.module(5)
@@ -48,7 +48,7 @@ def baseline_step_time(results: dict[str, object] | None, warmup: int = WARMUP_S
 class Recurrence:
     """Criterion 5 of one pytest process."""
 
-    def __init__(self, run: Run) -> None:
+    def __init__(self, run: RunParts) -> None:
         self.run = run
         self.simulated: SimulatedProbation | None = None
         self.source: MetricsSource | None = None
