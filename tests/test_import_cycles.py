@@ -10,13 +10,6 @@ import acceptance
 
 PACKAGE = Path(acceptance.__file__).resolve().parent
 
-# Cycles known and not broken yet, each with the reason; the test fails when one is broken too, so it is removed.
-KNOWN: set[frozenset[str]] = {
-    # the HTTP handler types `server.api` as the `EmulatedApi` that starts it; a Protocol of the ~30 calls
-    # the handler makes would break it
-    frozenset({"acceptance.sim.kubeapi.http", "acceptance.sim.kubeapi.server"}),
-}
-
 
 def modules(root: Path = PACKAGE) -> dict[str, Path]:
     """Every module of the package by dotted name (a package by its ``__init__``)."""
@@ -112,7 +105,7 @@ def test_the_graph_sees_imports_in_functions_and_under_type_checking(tmp_path: P
 
 
 def test_no_import_cycle_in_the_package() -> None:
-    """Criteria see their run through `criteria.runparts`, never the `Run` that imports them all."""
+    """Criteria see their run through `criteria.runparts`, never the `Run` that imports them all; the SSH signals
+    see their cluster through `signals.Hosts`, the emulator's HTTP handler its API through `http.Api`."""
     found = cycles(import_graph(modules()))
-    assert found - KNOWN == set(), "new import cycles"
-    assert KNOWN - found == set(), "a known cycle is broken: remove it from KNOWN"
+    assert sorted(sorted(group) for group in found) == []
