@@ -7,6 +7,7 @@ an XID on a GPU fails its node's DCGM diagnostics.
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Sequence
 from datetime import UTC, datetime
@@ -18,6 +19,7 @@ from acceptance import criteria
 from acceptance.baseline import BaselineStore
 from acceptance.clusters.base import Cluster, DcgmWorkload, NcclWorkload
 from acceptance.clusters.mock import MockCluster
+from acceptance.criteria import recording
 from acceptance.criteria.context import RunContext
 from acceptance.criteria.run import Run
 from acceptance.criteria.runfolder import RunFolder
@@ -119,3 +121,24 @@ def test_a_handle_of_another_cluster_is_refused(tmp_path: Path) -> None:
     (handle,) = one.submit([DcgmWorkload("d", RETURNED, 8, ("dcgmi", "diag", "-r", "1", "-j"))])
     with pytest.raises(Exception, match="was not submitted to this mock cluster"):
         other.wait([handle], 1)
+
+
+def test_recording_a_baseline_on_it_keeps_what_the_shipped_one_keeps(tmp_path: Path) -> None:
+    """``--record-baseline`` through the criteria and `recording` on a MockCluster: the same sections, conditions
+    and node set as the shipped simulated baseline (recorded through the emulator), and nothing missing."""
+    profile, folder = profile_of(tmp_path)
+    shipped = json.loads(BaselineStore(folder).latest().path.read_text())
+    context = RunContext.create(profile, None, returned_nodes=(), run_id="ra-mock", started=datetime.now(UTC))
+    (tmp_path / "run").mkdir()
+    run_folder = RunFolder(tmp_path / "run")
+    selected = frozenset(criteria.module(n) for n in (0, 1, 2, 3))
+    run = Run(context, MockCluster.from_profile(profile), run_folder, None, selected=selected)
+    assert failing(verdicts(run)) == {}
+    assert run.smoke.verdict().status is Status.PASS
+    doc = recording.assemble(context, recording.parts_of(context, run_folder), when=datetime.now(UTC), simulated=True)
+    assert set(doc["results"]) == set(shipped["results"])
+    assert set(doc["conditions"]) == set(shipped["conditions"])
+    for key in ("nodes", "kubernetes_version", "node_spec"):
+        assert doc["conditions"][key] == shipped["conditions"][key], key
+    assert doc["conditions"]["dcgm"] == shipped["conditions"]["dcgm"]  # version, level and image digest
+    assert sorted(doc["conditions"]["nccl"]) == sorted(shipped["conditions"]["nccl"])
