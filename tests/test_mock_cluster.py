@@ -142,3 +142,13 @@ def test_recording_a_baseline_on_it_keeps_what_the_shipped_one_keeps(tmp_path: P
         assert doc["conditions"][key] == shipped["conditions"][key], key
     assert doc["conditions"]["dcgm"] == shipped["conditions"]["dcgm"]  # version, level and image digest
     assert sorted(doc["conditions"]["nccl"]) == sorted(shipped["conditions"]["nccl"])
+
+
+def test_the_scheduler_submits_each_node_s_dcgm_once_for_all_items(tmp_path: Path) -> None:
+    """Three returned nodes, three DCGM items: one batch of three workloads, each submitted once."""
+    returned = ("sim-node-03", "sim-node-07", "sim-node-11")
+    run = run_on(tmp_path, returned=returned)
+    assert all(run.diagnostics.verdict(node).passed for node in returned)
+    assert isinstance(run.cluster, MockCluster)
+    dcgm = [w for w in run.cluster.submitted if isinstance(w, DcgmWorkload)]
+    assert sorted(w.node for w in dcgm) == list(returned)
