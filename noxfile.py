@@ -1,4 +1,5 @@
-"""Developer sessions: `nox -s lint typecheck tests`, `nox -s acceptance_sim`, `nox -s bench`."""
+"""Developer sessions: `nox -s fast` after every change, `nox -s lint typecheck tests`, `nox -s acceptance_sim`,
+`nox -s bench`."""
 
 from __future__ import annotations
 
@@ -14,6 +15,13 @@ def tests(session: nox.Session) -> None:
     """The project's own tests (unit, plugin through pytester, backends end to end)."""
     session.install("-e", ".[test]")
     session.run("pytest", *(session.posargs or ["-n", "2"]))
+
+
+@nox.session
+def fast(session: nox.Session) -> None:
+    """The fast tier, after every change: every test but the end-to-end ones that start a simulated cluster."""
+    session.install("-e", ".[test]")
+    session.run("pytest", "-m", "not slow", *(session.posargs or ["-n", "2"]))
 
 
 @nox.session

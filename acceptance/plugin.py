@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from acceptance import options
+from acceptance import criteria, options
 from acceptance.report.outcomes import PREFLIGHT_SKIP
 
 if TYPE_CHECKING:
@@ -28,7 +28,7 @@ if TYPE_CHECKING:
 
 SESSION: pytest.StashKey[AcceptanceSession] = pytest.StashKey()
 SUITE_DIR = Path(__file__).resolve().parent
-SITE_CHECKS_MODULE = SUITE_DIR / "test_site_checks.py"
+SITE_CHECKS_MODULE = SUITE_DIR / f"{criteria.of_phase('site')[0].module}.py"
 
 USAGE = (
     "the acceptance suite needs a cluster: `pytest acceptance/ --cluster=sim` runs it on the embedded "
@@ -230,7 +230,7 @@ class ActiveRun:
 
         self.recorder.add(report)
         name = report.nodeid.split("::")[-1]
-        if report.when == "call" and report.nodeid.split("::")[0].endswith("test_recurrence.py"):
+        if report.when == "call" and Path(report.nodeid.split("::")[0]).stem in criteria.modules_of("probation"):
             from acceptance.report.data import VERDICTS_ATTR
 
             self.probation = next(iter(getattr(report, VERDICTS_ATTR, None) or ()), None)

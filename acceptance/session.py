@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from acceptance import __version__, clusters
+from acceptance import __version__, clusters, criteria
 from acceptance.baseline import BaselineStore, LoadedBaseline, sha256_of
 from acceptance.baseline_trust import check_signer, require_agreement, trust
 from acceptance.clusters.base import Cluster
@@ -266,7 +266,7 @@ class AcceptanceSession:
         roots = [self.config.invocation_params.dir / "reports"]
         if self.report_folder is not None and self.report_folder.path.parent.parent not in roots:
             roots.append(self.report_folder.path.parent.parent)
-        if self.selected_modules == {"test_recurrence"}:
+        if self.selected_modules == criteria.modules_of("probation"):
             return resolve_outcome(roots, ticket, probation)
         return restore_outcome(roots, ticket, passed, at)
 

@@ -11,6 +11,7 @@ import shlex
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
+from acceptance import criteria
 from acceptance.clusters.base import DcgmWorkload
 from acceptance.criteria.outcomes import no_output
 from acceptance.criteria.parts import BaselinePart
@@ -23,9 +24,9 @@ from acceptance.profile import Profile
 from acceptance.tools import dcgm
 
 if TYPE_CHECKING:
-    from acceptance.criteria.run import Run
+    from acceptance.criteria.runparts import RunParts
 
-MODULE = "test_gpu_diagnostics"
+MODULE = criteria.module(1)
 
 
 def command(profile: Profile) -> dcgm.DcgmDiag:
@@ -48,7 +49,7 @@ def workload(profile: Profile, node: str) -> DcgmWorkload:
 class Diagnostics:
     """Criterion 1 of one pytest process."""
 
-    def __init__(self, run: Run) -> None:
+    def __init__(self, run: RunParts) -> None:
         self.run = run
 
     def batch(self) -> Batch:

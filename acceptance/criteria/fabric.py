@@ -25,13 +25,13 @@ from acceptance.tools import nccl
 from acceptance.tools.nccl.checks import command_mismatch
 
 if TYPE_CHECKING:
-    from acceptance.criteria.run import Run
+    from acceptance.criteria.runparts import RunParts
 
 
 class Fabric:
     """Criterion 2 of one pytest process."""
 
-    def __init__(self, run: Run) -> None:
+    def __init__(self, run: RunParts) -> None:
         self.run = run
         self._judged: dict[str, Verdict] = {}
 

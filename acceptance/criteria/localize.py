@@ -16,6 +16,7 @@ import time
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from acceptance import criteria
 from acceptance.criteria.localize_result import LocalizeResult
 from acceptance.criteria.localize_run import GroupCommand, measure, reference_of, round_rows, sweep
 from acceptance.criteria.parts import BaselinePart
@@ -29,17 +30,17 @@ from acceptance.judge.verdict import Status, Verdict
 from acceptance.profile import LocalizeSettings, Profile
 
 if TYPE_CHECKING:
-    from acceptance.criteria.run import Run
+    from acceptance.criteria.runparts import RunParts
 
 KEY = "localize"
 NO_PAIRS = "the round's median per size (the baseline has no pair baseline)"
-DIAGNOSTICS = "test_gpu_diagnostics"
+DIAGNOSTICS = criteria.module(1)
 
 
 class Localize:
     """Localization of one pytest process (see the module docstring)."""
 
-    def __init__(self, run: Run) -> None:
+    def __init__(self, run: RunParts) -> None:
         self.run = run
         self._topology: Topology | None = None
 

@@ -16,7 +16,7 @@ from acceptance.judge.verdict import Status, Verdict
 from acceptance.margins import Margins
 
 if TYPE_CHECKING:
-    from acceptance.criteria.run import Run
+    from acceptance.criteria.runparts import RunParts
 
 SUBJECT = "loss continuity"
 
@@ -28,7 +28,7 @@ def policy(margins: Margins) -> LossPolicy:
 class LossContinuity:
     """Criterion 4 of one pytest process."""
 
-    def __init__(self, run: Run) -> None:
+    def __init__(self, run: RunParts) -> None:
         self.run = run
 
     def verdict(self) -> Verdict:

@@ -16,9 +16,10 @@ from acceptance.criteria.runfolder import RunFolder
 from acceptance.errors import AcceptanceError, BaselineError
 from acceptance.judge import preflight
 from acceptance.judge.verdict import Status, Verdict
+from acceptance.profile import Profile
 
 if TYPE_CHECKING:
-    from acceptance.criteria.run import Run
+    from acceptance.criteria.runparts import RunParts
 
 ITEMS = ("cluster", "nodes", "versions", "leftovers")
 
@@ -35,7 +36,7 @@ class PreflightResult:
 class Preflight:
     """Criterion 0 of one pytest process (each process asks the cluster once)."""
 
-    def __init__(self, run: Run) -> None:
+    def __init__(self, run: RunParts) -> None:
         self.run = run
         self._result: PreflightResult | None = None
 
@@ -86,8 +87,8 @@ def _conditions_json(conditions: ClusterConditions) -> dict[str, Any]:
     }
 
 
-def baseline_part(folder: RunFolder) -> BaselinePart:
-    """The cluster-wide conditions: node set, Kubernetes version, worker node spec."""
+def baseline_part(folder: RunFolder, profile: Profile) -> BaselinePart:
+    """The cluster-wide conditions: node set, Kubernetes version, worker node spec (the same of any profile)."""
     cluster = folder.parts("cluster").get("conditions")
     if cluster is None:
         raise BaselineError("the preflight did not run, so the cluster's conditions are unknown; run the whole suite")

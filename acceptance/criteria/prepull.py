@@ -15,11 +15,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
+from acceptance import criteria
 from acceptance.clusters.base import NodeWorkload
 from acceptance.criteria.scheduler import Batch
 
 if TYPE_CHECKING:
-    from acceptance.criteria.run import Run
+    from acceptance.criteria.runparts import RunParts
 
 KEY = "prepull"
 ARGV = ("true",)
@@ -28,7 +29,7 @@ ARGV = ("true",)
 class PrePull:
     """Which images to pull ahead, where, for one pytest process's run."""
 
-    def __init__(self, run: Run) -> None:
+    def __init__(self, run: RunParts) -> None:
         self.run = run
 
     def images(self) -> list[str]:
@@ -38,9 +39,9 @@ class PrePull:
         if not ctx.profile.kube.get("prepull_images", True):
             return []
         wanted = []
-        if "test_fabric" in self.run.selected and ctx.nccl_tests:
+        if criteria.module(2) in self.run.selected and ctx.nccl_tests:
             wanted.append("nccl")
-        if {"test_smoke_step", "test_loss_continuity"} & self.run.selected and self.run.training.runs_job():
+        if {criteria.module(3), criteria.module(4)} & self.run.selected and self.run.training.runs_job():
             wanted.append("smoke")
         # an image DCGM runs is pulled by DCGM itself; one named twice is pulled once
         seen = {images.get("dcgm")}

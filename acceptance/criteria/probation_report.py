@@ -16,17 +16,12 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from acceptance.criteria import of_phase
 from acceptance.report.history import ticket_reports
 from acceptance.report.manifest import MANIFEST_NAME
 from acceptance.report.verify import verify
 
-ACCEPTANCE_MODULES = (
-    "test_preflight",
-    "test_gpu_diagnostics",
-    "test_fabric",
-    "test_smoke_step",
-    "test_loss_continuity",
-)
+ACCEPTANCE_MODULES = tuple(c.module for c in of_phase("acceptance"))
 
 
 class ReportRefused(Exception):

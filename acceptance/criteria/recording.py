@@ -3,19 +3,23 @@
 from __future__ import annotations
 
 import getpass
+import importlib
 import socket
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 from acceptance import __version__
 from acceptance.baseline import FORMAT, BaselineStore, Identity, sha256_of, utc_stamp
-from acceptance.criteria import diagnostics, fabric, localize, preflight, smoke
+from acceptance.criteria import CRITERIA
 from acceptance.criteria.context import RunContext
 from acceptance.criteria.parts import BaselinePart
 from acceptance.criteria.runfolder import RunFolder
 from acceptance.errors import BaselineError
+from acceptance.profile import Profile
+
+PartOf = Callable[[RunFolder, Profile], BaselinePart]
 
 
 def who() -> str:
@@ -27,16 +31,18 @@ def who() -> str:
 
 
 def parts_of(context: RunContext, folder: RunFolder, extra: Iterable[BaselinePart] = ()) -> list[BaselinePart]:
-    """What each criterion contributes (`extra`: the site checks')."""
-    p = context.profile
-    return [
-        preflight.baseline_part(folder),
-        diagnostics.baseline_part(folder, p),
-        fabric.baseline_part(folder, p),
-        localize.baseline_part(folder, p),
-        smoke.baseline_part(folder, p),
-        *extra,
-    ]
+    """What each criterion contributes, in the registry's order (`extra`: the site checks')."""
+    return [part(folder, context.profile) for part in part_functions()] + list(extra)
+
+
+def part_functions() -> list[PartOf]:
+    """The ``baseline_part`` of every module the registry names as a criterion's baseline part."""
+    out: list[PartOf] = []
+    for criterion in CRITERIA:
+        for name in criterion.baseline_parts:
+            part: PartOf = importlib.import_module(name).baseline_part
+            out.append(part)
+    return out
 
 
 def assemble(context: RunContext, parts: Sequence[BaselinePart], *, when: datetime, simulated: bool) -> dict[str, Any]:

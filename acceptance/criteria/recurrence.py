@@ -16,6 +16,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from acceptance import criteria
 from acceptance.criteria.probation_report import AcceptanceReport, ReportRefused, find_report, load_report
 from acceptance.errors import AcceptanceError
 from acceptance.judge.recurrence import SUBJECT, judge_cluster, judge_hardware, judge_job, judge_probation
@@ -27,10 +28,10 @@ from acceptance.metrics.base import MetricsSource, QueryFailed
 from acceptance.metrics.collect import JobSources, collect_hardware, collect_job, log_files
 
 if TYPE_CHECKING:
-    from acceptance.criteria.run import Run
+    from acceptance.criteria.runparts import RunParts
     from acceptance.sim.probation import SimulatedProbation
 
-MODULE = "test_recurrence"
+MODULE = criteria.module(5)
 WARMUP_STEPS = 3
 
 
@@ -47,7 +48,7 @@ def baseline_step_time(results: dict[str, object] | None, warmup: int = WARMUP_S
 class Recurrence:
     """Criterion 5 of one pytest process."""
 
-    def __init__(self, run: Run) -> None:
+    def __init__(self, run: RunParts) -> None:
         self.run = run
         self.simulated: SimulatedProbation | None = None
         self.source: MetricsSource | None = None

@@ -21,7 +21,7 @@ from acceptance.errors import UsageError
 from acceptance.judge.verdict import Verdict
 
 if TYPE_CHECKING:
-    from acceptance.criteria.run import Run
+    from acceptance.criteria.runparts import RunParts
 
 
 class SiteCheck:
@@ -52,7 +52,7 @@ class SiteCheck:
 class SiteChecks:
     """The site checks of one pytest process."""
 
-    def __init__(self, run: Run, checks: Sequence[SiteCheck]) -> None:
+    def __init__(self, run: RunParts, checks: Sequence[SiteCheck]) -> None:
         self.run = run
         self.checks = {c.name: c for c in checks}
 

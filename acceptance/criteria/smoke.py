@@ -23,7 +23,7 @@ from acceptance.profile import Profile
 from acceptance.tools import trainlog
 
 if TYPE_CHECKING:
-    from acceptance.criteria.run import Run
+    from acceptance.criteria.runparts import RunParts
 
 SUBJECT = "smoke step time"
 
@@ -45,7 +45,7 @@ def recorded_step_times(log: trainlog.TrainLog) -> dict[str, list[Any]]:
 class SmokeStep:
     """Criterion 3 of one pytest process."""
 
-    def __init__(self, run: Run) -> None:
+    def __init__(self, run: RunParts) -> None:
         self.run = run
 
     def verdict(self) -> Verdict:

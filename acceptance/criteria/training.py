@@ -17,13 +17,13 @@ from acceptance.profile import SmokeSpec
 from acceptance.tools import trainlog
 
 if TYPE_CHECKING:
-    from acceptance.criteria.run import Run
+    from acceptance.criteria.runparts import RunParts
 
 
 class TrainingLogs:
     """The smoke and pre-incident logs of one pytest process (parsed once each)."""
 
-    def __init__(self, run: Run) -> None:
+    def __init__(self, run: RunParts) -> None:
         self.run = run
         self._parsed: dict[str, trainlog.TrainLog] = {}
 

@@ -26,10 +26,11 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from acceptance.criteria import CRITERIA, of_phase
 from acceptance.report.data import ReportData, TestRecord
 from acceptance.report.outcomes import BAD_STATUSES, PREFLIGHT_SKIP
 
-ACCEPTANCE_CRITERIA = (0, 1, 2, 3, 4)
+ACCEPTANCE_CRITERIA = tuple(c.number for c in of_phase("acceptance") if c.number is not None)
 RECORDING = "record-baseline"  # provenance "mode" of a run that records the handover baseline (RunContext.mode)
 # The line of an item a bad verdict failed starts FAIL, ERROR, NOT COMPARABLE or INCONCLUSIVE
 _LABELS = {status: status.upper().replace("-", " ") for status in BAD_STATUSES}
@@ -102,15 +103,7 @@ class CriterionResult:
         return f"{len(self.having(State.PASSED))}/{len(judged)} {noun} passed{what}"
 
 
-_NOUNS: dict[int | None, tuple[str, str]] = {
-    0: ("preflight checks", ""),
-    1: ("nodes", " DCGM"),
-    2: ("nccl-tests", " within the agreed margin"),
-    3: ("smoke runs", " within the step-time margin"),
-    4: ("loss checks", ""),
-    5: ("probation checks", ""),
-    None: ("items", ""),
-}
+_NOUNS: dict[int | None, tuple[str, str]] = {c.number: (c.noun, c.detail) for c in CRITERIA}
 
 
 def _figure(item: Item, name: str) -> Any:

@@ -10,18 +10,30 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from acceptance.clusters.base import (
     GPUS_NOT_ALLOCATABLE,
     NODE_NOT_READY,
     NODE_PROBLEM,
     ClusterEvent,
+    ClusterInventory,
 )
 from acceptance.clusters.ssh.hostset import HostSet
+from acceptance.profile import Profile
 
-if TYPE_CHECKING:
-    from acceptance.clusters.ssh.cluster import SshCluster
+
+class Hosts(Protocol):
+    """What `node_signals` asks of the SSH cluster (`SshCluster` is one): its hosts, profile and inventory."""
+
+    @property
+    def hostset(self) -> HostSet: ...
+
+    @property
+    def profile(self) -> Profile: ...
+
+    def inventory(self) -> ClusterInventory: ...
+
 
 UNREADABLE = "@kernel-log-unreadable"
 KERNEL_LOG_UNREAD = "KernelLogNotRead"
@@ -85,7 +97,7 @@ def unread(silent: dict[str, str], now: datetime) -> list[ClusterEvent]:
             for node, why in silent.items()]  # fmt: skip
 
 
-def node_signals(cluster: SshCluster, nodes: Sequence[str], since: datetime) -> list[ClusterEvent]:
+def node_signals(cluster: Hosts, nodes: Sequence[str], since: datetime) -> list[ClusterEvent]:
     """`Cluster.node_signals` over SSH: each host now (reachable, Ready, GPUs), and its kernel lines since `since`."""
     now = datetime.now(UTC)
     wanted = list(dict.fromkeys(nodes))

@@ -12,15 +12,55 @@ import select
 import socket
 import ssl
 import time
+from collections.abc import Sequence
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 from urllib.parse import parse_qs, urlsplit
 
 from acceptance.sim.kubeapi import discovery as disc
-from acceptance.sim.kubeapi.store import ApiError, Gone, Obj, parse_field_selector, parse_label_selector
+from acceptance.sim.kubeapi.faults import Faults
+from acceptance.sim.kubeapi.store import ApiError, Gone, Obj, Store, parse_field_selector, parse_label_selector
 
-if TYPE_CHECKING:
-    from acceptance.sim.kubeapi.server import EmulatedApi
+
+class Api(Protocol):
+    """What the handler asks of the API it serves (`server.EmulatedApi` is the one)."""
+
+    token: str
+    address: str
+    mpi_operator: bool
+
+    @property
+    def faults(self) -> Faults: ...
+
+    @property
+    def store(self) -> Store: ...
+
+    def count(self, verb: str) -> None: ...
+
+    def audit(self, verb: str, group: str, resource: str, namespace: str | None) -> None: ...
+
+    def inject(self, rate: float, parts: list[str]) -> bool: ...
+
+    def store_stopped_or(self, seconds: float) -> None: ...
+
+    def inject_gone(self) -> bool: ...
+
+    def rng_choice(self, options: Sequence[int]) -> int: ...
+
+    def rng_uniform(self, low: float, high: float) -> float: ...
+
+    def create(self, res: disc.Resource, namespace: str | None, body: Obj) -> Obj: ...
+
+    def merge_patch(self, res: disc.Resource, namespace: str, name: str, patch: Obj) -> Obj: ...
+
+    def delete(self, res: disc.Resource, namespace: str, name: str, policy: str) -> Obj: ...
+
+    def delete_collection(
+        self, res: disc.Resource, namespace: str | None, query: dict[str, str], policy: str
+    ) -> Obj: ...
+
+    def pod_log(self, namespace: str, name: str, query: dict[str, str]) -> str: ...
+
 
 MAX_WATCH_S = 1800.0
 BLACKHOLE_S = 600.0  # a black-holed request is held this long at most (or until the emulator stops)
@@ -29,7 +69,7 @@ BLACKHOLE_S = 600.0  # a black-holed request is held this long at most (or until
 class Server(ThreadingHTTPServer):
     daemon_threads = True
     allow_reuse_address = True
-    api: EmulatedApi
+    api: Api
 
 
 class Handler(BaseHTTPRequestHandler):
