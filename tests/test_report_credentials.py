@@ -405,3 +405,19 @@ def test_what_scrubbing_leaves_the_scan_accepts(before: str, after: str, name: s
     scrubbed = scrub_text(text)
     assert find_credentials(scrubbed) == []
     assert value not in scrubbed.replace(before, "").replace(after, "")
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        "train-pre-incident-ra-20261202141957-1842-launcher-bpwdb",  # a Job pod's random suffix holding "pwd"
+        "dcgm-sim-node-07-ra-20261202141957-1842-pwdxq",
+        "passwordless_login",
+        "mysecretthing",
+    ],
+)
+def test_a_keyword_inside_a_word_of_a_name_is_not_a_credentials_name(name: str) -> None:
+    """Keywords are whole parts of a name: a healthy report's pod names were redacted now and then before."""
+    assert not is_secret_name(name)
+    assert is_secret_name("MYSQL_PWD")
+    assert is_secret_name("db_pass")

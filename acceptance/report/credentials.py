@@ -154,7 +154,9 @@ _LOOKUP = frozenset(
         "map",
     ]
 )
-_KEYWORD = re.compile("|".join(f"(?:{word})" for word in KEYWORD_DENYLIST))
+# detect-secrets' keywords, matched as whole parts of a name (`db_pass`, `apikey`), never inside one: a pod's
+# random suffix (`...-launcher-bpwdb`) or a word that merely contains a keyword is not a credential's name
+_KEYWORD = re.compile(r"(?:^|_)(?:" + "|".join(f"(?:{word})" for word in KEYWORD_DENYLIST) + r")(?:_|$)")
 
 
 def name_parts(name: str) -> list[str]:
