@@ -17,7 +17,7 @@ import pytest
 import yaml
 
 from tests.served import kube_profile, labelled_objects, served_cluster
-from tests.suite_run import copy_agreement
+from tests.suite_run import copy_agreement, demo_key
 
 pytestmark = pytest.mark.slow
 
@@ -37,8 +37,7 @@ def test_an_interrupt_during_diagnostics_deletes_everything_then_signs_an_interr
 ) -> None:
     """SIGTERM once left objects and wrote no report; SIGINT's report did not say it was interrupted."""
     folder = kube_profile(tmp_path, served)
-    key = tmp_path / "signing_key"
-    subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(key)], check=True)
+    key = demo_key(tmp_path)  # --record-baseline refuses, before the run, a key allowed_signers does not list
     report = tmp_path / "report"
     log = tmp_path / "pytest.out"
     with log.open("w") as handle:
@@ -69,7 +68,8 @@ def test_an_interrupt_during_diagnostics_deletes_everything_then_signs_an_interr
     assert "not judged: the run was interrupted before they finished" in (report / "report.html").read_text()
     assert '<div class="verdict not-accepted" id="verdict">' in (report / "report.html").read_text()
     allowed = tmp_path / "allowed_signers"
-    allowed.write_text("oncall@provider " + " ".join(key.with_suffix(".pub").read_text().split()[:2]) + "\n")
+    public = (ROOT / "fixtures" / "keys" / "sim-baseline-demo-key.pub").read_text().split()[:2]
+    allowed.write_text("oncall@provider " + " ".join(public) + "\n")
     verified = subprocess.run(
         [sys.executable, "-m", "acceptance", "verify", str(report), "--allowed-signers", str(allowed)],
         capture_output=True, text=True, check=False, timeout=120,
