@@ -92,7 +92,7 @@ def parse_input(item: Input, *, year: int | None = None, year_from: str = "") ->
     torch = torchlogs.parse(text, item.label, year=year)
     k = kernel.parse(text, item.label, year=year)
     smi = nvsmi.parse(text, item.label)
-    kc = kubectl.parse(text, item.label)
+    kc = kubectl.parse(text, item.label) if kubectl.may_recognise(text) else None
     steps, saves, _ = _steps(text, item.label)
     stamps = tuple(torchlogs.step_times(text)) if steps is not None else ()
     events = tuple(launcher.parse(text, item.label))
@@ -106,7 +106,7 @@ def parse_input(item: Input, *, year: int | None = None, year_from: str = "") ->
         launcher=events,
         kernel=k if k.recognised else None,
         nvsmi=smi if smi.recognised else None,
-        kubectl=kc if kc.recognised else None,
+        kubectl=kc if kc is not None and kc.recognised else None,
         steps=steps,
         stamps=stamps,
         saves=saves,
