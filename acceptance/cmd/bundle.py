@@ -32,7 +32,8 @@ from acceptance.incident import assemble, changes, nodes
 from acceptance.incident.inputs import Input, Parsed, parse_input
 from acceptance.incident.severity import SeverityPolicy
 from acceptance.profile import Profile, load_profile
-from acceptance.report.bundle import default_folder, write_bundle
+from acceptance.report.bundle import add_input, default_folder, open_folder, write_bundle
+from acceptance.report.folder import ReportFolder
 from acceptance.report.sign import SignOptions
 
 
@@ -160,6 +161,26 @@ def _parse(item: Input, around: datetime | None, created: datetime) -> Parsed:
     return parse_input(item, year=year, year_from=f"{year} from {source}")
 
 
+class _Reader:
+    """Each input in turn: read (a file only now), parsed, copied scrubbed into the bundle's evidence, let go;
+    what is kept of its text is the CUDA banner line (the change log's `now`)."""
+
+    def __init__(self, out: ReportFolder, around: datetime | None, created: datetime, notes: list[str]) -> None:
+        self.out, self.around, self.created, self.notes = out, around, created, notes
+        self.copied = 0
+        self.cuda: list[str] = []
+
+    def __call__(self, item: Input) -> Parsed:
+        item = src.loaded(item, self.notes)
+        parsed = _parse(item, self.around, self.created)
+        self.copied += 1
+        add_input(self.out, self.copied, item.label, item.text)
+        if not self.cuda:
+            line = src.cuda_line(item.text)
+            self.cuda += [line] if line else []
+        return parsed
+
+
 def _run(args: argparse.Namespace) -> int:
     created = datetime.now(UTC).replace(tzinfo=None, microsecond=0)
     profile = load_profile(args.cluster, args.baselines_dir)
@@ -172,8 +193,11 @@ def _run(args: argparse.Namespace) -> int:
     src.read_files(args.evidence, "evidence", gathered)
     run_id = f"ra-bundle-{created:%Y%m%d%H%M%S}"
     job, inventory, cluster = _cluster_answers(profile, args, gathered, run_id)
+    folder = args.out or default_folder(args.reports_dir, profile.name, args.ticket, created)
     try:
-        parsed = [_parse(i, around, created) for i in gathered.inputs]
+        opened = open_folder(folder)
+        reader = _Reader(opened, around, created, gathered.notes)
+        parsed = [reader(i) for i in gathered.inputs]
         refs, baseline = src.references(profile, args.reports_dir, gathered.notes)
         full = (
             len(baseline.baseline.conditions.nodes) * baseline.baseline.conditions.node_spec.gpus_per_node
@@ -204,18 +228,17 @@ def _run(args: argparse.Namespace) -> int:
         names = [a.node for a in found.affected if a.is_cluster_node]
         read = _host_evidence(cluster, names, gathered)
         if read:  # the affected hosts' own kernel log and nvidia-smi -q: findings again, with them
-            parsed += [_parse(i, around, created) for i in read]
+            parsed += [reader(i) for i in read]
             found = assemble.findings(parsed, ctx)
             names = [a.node for a in found.affected if a.is_cluster_node]
         conds, events, alloc = _node_answers(cluster, inventory, names, created - timedelta(hours=24), gathered.notes)
         evidence = nodes.node_evidence(found.affected, parsed, conds, events, alloc)
-        now = src.now_state(job, found.nccl.nccl_versions, (i.text for i in gathered.inputs), inventory)
+        now = src.now_state(job, found.nccl.nccl_versions, reader.cuda, inventory)
         log = changes.changelog(now, refs, created)
         bundle = assemble.bundle(parsed, found, ctx, evidence, log, gathered.notes)
     finally:
         if cluster is not None:
             cluster.close()
-    folder = args.out or default_folder(args.reports_dir, profile.name, args.ticket, created)
     sign = SignOptions.from_options(no_sign=args.no_sign, sign_key=args.sign_key, environ=os.environ)
     cluster_files: dict[str, Any] = {}
     if job is not None:
@@ -251,11 +274,12 @@ def _run(args: argparse.Namespace) -> int:
     written = write_bundle(
         bundle,
         folder,
-        [(i.label, i.text) for i in gathered.inputs],
+        (),
         cluster_files,
         sign,
         secrets=profile.secret_values(),
         allow_unredacted=args.allow_unredacted,
+        opened=opened,
     )
     if args.json:
         json.dump(json.loads(written.document.read_text(encoding="utf-8")), sys.stdout, indent=2)

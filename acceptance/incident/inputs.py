@@ -33,6 +33,7 @@ class Input:
     host: str | None = None
     origin: str = "file"  # "file" | "pod" | "evidence"
     mtime: datetime | None = None  # the file's modification time (naive UTC), when it is a file
+    path: str | None = None  # a file not read yet (`text` empty until then): read, parsed and copied one by one
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,97 @@
+"""`acceptance bundle` reads its input files one at a time (issue 24: a capture of 900 MiB must not be held).
+
+Listing a file says what must be said of it (too long, not UTF-8) without keeping its text; the text is
+read when its turn comes, parsed, copied scrubbed into the evidence and let go.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from acceptance.cli import main
+from acceptance.cmd import bundle_sources as src
+from tests.incident_logs import write
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _listed(*paths: Path) -> src.Gathered:
+    gathered = src.Gathered()
+    src.read_files([str(p) for p in paths], "file", gathered)
+    return gathered
+
+
+def test_listing_keeps_no_text_and_the_text_is_read_in_turn(tmp_path: Path) -> None:
+    log = tmp_path / "a.log"
+    log.write_text("first\n")
+    gathered = _listed(log)
+    assert [(i.text, i.path) for i in gathered.inputs] == [("", str(log))]
+    log.write_text("read later\n")
+    assert src.loaded(gathered.inputs[0], gathered.notes).text == "read later\n"
+    assert src.loaded(gathered.inputs[0], gathered.notes).path is None
+
+
+@pytest.mark.parametrize(
+    ("raw", "noted"),
+    [
+        (b"plain ascii\n", False),
+        ("caf\u00e9 \ufffd already a replacement character\n".encode(), False),
+        (b"bad \xff byte\n", True),
+        (b"bad \xff byte and a real \xef\xbf\xbd\n", False),  # as before: a text that holds U+FFFD is not noted
+        (b"x" * 5 + b"\xe2\x82", True),  # cut inside a character at the end
+    ],
+)
+def test_not_utf8_note_as_when_the_whole_file_was_decoded(tmp_path: Path, raw: bytes, noted: bool) -> None:
+    path = tmp_path / "l.log"
+    path.write_bytes(raw)
+    gathered = _listed(path)
+    assert any("not UTF-8 throughout" in n for n in gathered.notes) is noted
+    assert src.loaded(gathered.inputs[0], []).text == raw.decode("utf-8", "replace")
+
+
+def test_a_file_over_the_limit_is_noted_and_only_its_end_read(tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.setattr(src, "MAX_BYTES", 10)
+    path = tmp_path / "long.log"
+    path.write_bytes(b"0123456789abcdefghij")
+    gathered = _listed(path)
+    assert gathered.notes == [f"{path}: 20 bytes, over 10: only the last 10 read"]
+    assert src.loaded(gathered.inputs[0], []).text == "abcdefghij"
+
+
+def test_a_file_that_vanished_before_its_turn_is_noted(tmp_path: Path) -> None:
+    path = tmp_path / "gone.log"
+    path.write_text("x\n")
+    gathered = _listed(path)
+    path.unlink()
+    notes: list[str] = []
+    assert src.loaded(gathered.inputs[0], notes).text == ""
+    assert notes
+    assert "cannot be read" in notes[0]
+
+
+def test_each_input_is_read_parsed_and_copied_before_the_next_is_read(tmp_path: Path, monkeypatch) -> None:
+    folder = tmp_path / "logs"
+    folder.mkdir()
+    xid = write(folder, only=("xid",))["xid"]
+    (folder / "again.log").write_text(xid.read_text())
+    seen: list[tuple[str, int]] = []
+    real = src.loaded
+
+    def spy(item, notes):
+        copies = sorted((tmp_path / "b" / "evidence" / "inputs").glob("*")) if (tmp_path / "b").exists() else []
+        seen.append((Path(item.label).name, len(copies)))
+        return real(item, notes)
+
+    monkeypatch.setattr(src, "loaded", spy)
+    status = main(["bundle", "--cluster", "sim", "--baselines-dir", str(ROOT / "baselines"), "--no-sign",
+                   "--reports-dir", str(tmp_path / "reports"), "--out", str(tmp_path / "b"),
+                   "--job-logs", str(folder)])  # fmt: skip
+    assert status == 0
+    assert len(seen) >= 2
+    assert [n for _, n in seen] == list(range(len(seen)))  # the n-th read finds n copies written
+    doc = json.loads((tmp_path / "b" / "bundle.json").read_text())
+    assert len(list((tmp_path / "b" / "evidence" / "inputs").iterdir())) == len(seen)
+    assert doc["cluster"]["affected"]
