@@ -7,11 +7,13 @@ read when its turn comes, parsed, copied scrubbed into the evidence and let go.
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
 
 from acceptance.cli import main
+from acceptance.cmd import bundle as bundle_cmd
 from acceptance.cmd import bundle_sources as src
 from tests.incident_logs import write
 
@@ -95,3 +97,35 @@ def test_each_input_is_read_parsed_and_copied_before_the_next_is_read(tmp_path: 
     doc = json.loads((tmp_path / "b" / "bundle.json").read_text())
     assert len(list((tmp_path / "b" / "evidence" / "inputs").iterdir())) == len(seen)
     assert doc["cluster"]["affected"]
+
+
+def _masked(folder: Path) -> str:
+    text = (folder / "bundle.json").read_text().replace(str(folder), "OUT")
+    return re.sub(r'"20\d\d-\d\d-\d\dT\d\d:\d\d:\d\dZ"', '"T"', text)  # the bundle's own creation time
+
+
+def test_a_process_pool_reads_big_inputs_into_the_same_bundle(tmp_path: Path, monkeypatch) -> None:
+    folder = tmp_path / "logs"
+    folder.mkdir()
+    xid = write(folder, only=("xid",))["xid"]
+    (folder / "b-copy.log").write_text(xid.read_text().replace("sim-node-00", "sim-node-0O"))
+    (folder / "c-kernel.log").write_text("Dec  2 10:00:00 sim-node-03 kernel: NVRM: Xid (PCI:0000:1b:00): 79, pid=1\n")
+    outs = {}
+    for name, limit in (("serial", 1 << 40), ("pool", 0)):
+        monkeypatch.setattr(bundle_cmd, "PARALLEL_BYTES", limit)
+        status = main(["bundle", "--cluster", "sim", "--baselines-dir", str(ROOT / "baselines"), "--no-sign",
+                       "--reports-dir", str(tmp_path / "reports"), "--out", str(tmp_path / name),
+                       "--job-logs", str(folder)])  # fmt: skip
+        assert status == 0
+        outs[name] = tmp_path / name
+    assert bundle_cmd._workers(src.Gathered().inputs) == 1
+    assert _masked(outs["pool"]) == _masked(outs["serial"])
+    for copy in sorted((outs["serial"] / "evidence" / "inputs").iterdir()):
+        assert (outs["pool"] / "evidence" / "inputs" / copy.name).read_bytes() == copy.read_bytes()
+    serial = json.loads((outs["serial"] / "MANIFEST.json").read_text())
+    pool = json.loads((outs["pool"] / "MANIFEST.json").read_text())
+
+    def evidence(manifest: dict) -> object:
+        return json.dumps(manifest["files"], sort_keys=True).count("evidence/inputs/")
+
+    assert evidence(serial) == evidence(pool) == 3
