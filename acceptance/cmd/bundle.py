@@ -170,7 +170,7 @@ class _Read:
 
     parsed: Parsed
     copy: str  # the evidence copy's path relative to the bundle folder
-    copy_sha256: str
+    copy_sha256: str | None  # of the bytes written through the scrub (None: written otherwise, searched again)
     cuda: str | None
     notes: tuple[str, ...]
 
@@ -183,7 +183,7 @@ def _read_one(item: Input, n: int, folder: Path, around: datetime | None, create
     out = ReportFolder(folder)
     path = add_input(out, n, item.label, item.text)
     rel = path.relative_to(folder).as_posix()
-    return _Read(parsed, rel, out.scrubbed[rel], src.cuda_line(item.text), tuple(notes))
+    return _Read(parsed, rel, out.scrubbed.get(rel), src.cuda_line(item.text), tuple(notes))
 
 
 PARALLEL_BYTES = 64 << 20  # inputs of more bytes than this (a big job's per-node logs) are read by a process pool
@@ -224,7 +224,8 @@ class _Reader:
         else:
             done = list(map(_read_one, *args))
         for read in done:
-            self.out.scrubbed[read.copy] = read.copy_sha256
+            if read.copy_sha256 is not None:
+                self.out.scrubbed[read.copy] = read.copy_sha256
             self.notes.extend(read.notes)
             if not self.cuda and read.cuda:
                 self.cuda.append(read.cuda)
