@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import re
+import threading
 from pathlib import Path
 
 import pytest
@@ -15,6 +16,7 @@ import pytest
 from acceptance.cli import main
 from acceptance.cmd import bundle as bundle_cmd
 from acceptance.cmd import bundle_sources as src
+from acceptance.incident.inputs import Input
 from tests.incident_logs import write
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -111,6 +113,15 @@ def test_a_process_pool_reads_big_inputs_into_the_same_bundle(tmp_path: Path, mo
     (folder / "b-copy.log").write_text(xid.read_text().replace("sim-node-00", "sim-node-0O"))
     (folder / "c-kernel.log").write_text("Dec  2 10:00:00 sim-node-03 kernel: NVRM: Xid (PCI:0000:1b:00): 79, pid=1\n")
     outs = {}
+    pools: list[int] = []
+    real_pool = bundle_cmd.ProcessPoolExecutor
+
+    def pool(workers: int, **kwargs):
+        pools.append(workers)
+        return real_pool(workers, **kwargs)
+
+    monkeypatch.setattr(bundle_cmd, "ProcessPoolExecutor", pool)
+    monkeypatch.setattr(bundle_cmd.os, "sched_getaffinity", lambda pid: {0, 1}, raising=False)
     for name, limit in (("serial", 1 << 40), ("pool", 0)):
         monkeypatch.setattr(bundle_cmd, "PARALLEL_BYTES", limit)
         status = main(["bundle", "--cluster", "sim", "--baselines-dir", str(ROOT / "baselines"), "--no-sign",
@@ -118,7 +129,7 @@ def test_a_process_pool_reads_big_inputs_into_the_same_bundle(tmp_path: Path, mo
                        "--job-logs", str(folder)])  # fmt: skip
         assert status == 0
         outs[name] = tmp_path / name
-    assert bundle_cmd._workers(src.Gathered().inputs) == 1
+    assert pools == [2]  # the second run only
     assert _masked(outs["pool"]) == _masked(outs["serial"])
     for copy in sorted((outs["serial"] / "evidence" / "inputs").iterdir()):
         assert (outs["pool"] / "evidence" / "inputs" / copy.name).read_bytes() == copy.read_bytes()
@@ -129,3 +140,18 @@ def test_a_process_pool_reads_big_inputs_into_the_same_bundle(tmp_path: Path, mo
         return json.dumps(manifest["files"], sort_keys=True).count("evidence/inputs/")
 
     assert evidence(serial) == evidence(pool) == 3
+
+
+def test_no_process_pool_from_a_process_that_runs_threads(tmp_path: Path, monkeypatch) -> None:
+    big = [Input(f"{n}.log", "x" * 10) for n in range(4)]
+    monkeypatch.setattr(bundle_cmd, "PARALLEL_BYTES", 0)
+    monkeypatch.setattr(bundle_cmd.os, "sched_getaffinity", lambda pid: {0, 1, 2}, raising=False)
+    assert bundle_cmd._workers(big) == 3
+    stop = threading.Event()
+    thread = threading.Thread(target=stop.wait)
+    thread.start()
+    try:
+        assert bundle_cmd._workers(big) == 1
+    finally:
+        stop.set()
+        thread.join()

@@ -21,6 +21,7 @@ import json
 import multiprocessing
 import os
 import sys
+import threading
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -190,14 +191,16 @@ PARALLEL_BYTES = 64 << 20  # inputs of more bytes than this (a big job's per-nod
 
 
 def _workers(items: list[Input]) -> int:
-    """How many processes read `items`: one (this process) unless they are big and there are cores to share."""
+    """How many processes read `items`: one (this process) unless they are big and there are cores to share.
+    Forked, so only from a process that runs no other thread (a lock held by one would stay held in a child)."""
     size = 0
     for item in items:
         try:
             size += Path(item.path).stat().st_size if item.path else len(item.text)
         except OSError:
             continue
-    if size <= PARALLEL_BYTES or len(items) < 2 or "fork" not in multiprocessing.get_all_start_methods():
+    forkable = "fork" in multiprocessing.get_all_start_methods() and threading.active_count() == 1
+    if size <= PARALLEL_BYTES or len(items) < 2 or not forkable:
         return 1
     return max(1, min(len(items), len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else 1, 16))
 
