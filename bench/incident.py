@@ -96,12 +96,14 @@ def _rss_mib() -> float:
 
 def capture(ranks: int, bundle: bool) -> dict[str, object]:
     """The NCCL-INFO-heavy capture (one log per node, in a temporary folder): each reader's lines per second
-    over it, read one file at a time (the resident set after every eighth of the files shows it stays flat),
+    over it (the six that `parse_input` runs, `parse_input` itself, and the scrub of the evidence copy), read one
+    file at a time (the resident set after every eighth of the files shows it stays flat),
     then ``acceptance bundle`` on the folder end to end, in a child process."""
     import nccl_capture
 
-    from acceptance.incident.inputs import Input, parse_input
-    from acceptance.tools import launcher, logtime, torchlogs
+    from acceptance.incident import inputs
+    from acceptance.report.secrets import scrub_text
+    from acceptance.tools import kernel, kubectl, launcher, logtime, nvsmi, torchlogs
 
     nodes = ranks // 8
     out: dict[str, object] = {"capture_ranks": ranks, "files": nodes}
@@ -115,24 +117,27 @@ def capture(ranks: int, bundle: bool) -> dict[str, object]:
             "generate_s": round(time.perf_counter() - start, 1),
         }
         files = sorted(folder.iterdir())
-        spent = {"torchlogs": 0.0, "launcher": 0.0, "parse_input": 0.0}
+        readers = {
+            "torchlogs": lambda text, name, year: torchlogs.parse(text, name, year=year),
+            "launcher": lambda text, name, year: launcher.parse(text, name),
+            "trainlog": lambda text, name, year: inputs._steps(text, name),
+            "kubectl": lambda text, name, year: kubectl.may_recognise(text) and kubectl.parse(text, name),
+            "kernel": lambda text, name, year: kernel.parse(text, name, year=year),
+            "nvsmi": lambda text, name, year: nvsmi.parse(text, name),
+            "parse_input": lambda text, name, year: inputs.parse_input(inputs.Input(name, text), year=year),
+            "scrub": lambda text, name, year: scrub_text(text),  # the evidence copy's credentials scrub
+        }
+        spent = dict.fromkeys(readers, 0.0)
         cpu = dict.fromkeys(spent, 0.0)  # CPU seconds too: on a shared machine the wall clock also counts waiting
         rss: list[float] = []
         for n, path in enumerate(files):
             text = path.read_text()
             year = logtime.first_year(text)
-            start, clock = time.perf_counter(), time.process_time()
-            torchlogs.parse(text, path.name, year=year)
-            spent["torchlogs"] += time.perf_counter() - start
-            cpu["torchlogs"] += time.process_time() - clock
-            start, clock = time.perf_counter(), time.process_time()
-            launcher.parse(text, path.name)
-            spent["launcher"] += time.perf_counter() - start
-            cpu["launcher"] += time.process_time() - clock
-            start, clock = time.perf_counter(), time.process_time()
-            parse_input(Input(str(path), text), year=year)
-            spent["parse_input"] += time.perf_counter() - start
-            cpu["parse_input"] += time.process_time() - clock
+            for name, read in readers.items():
+                start, clock = time.perf_counter(), time.process_time()
+                read(text, str(path), year)
+                spent[name] += time.perf_counter() - start
+                cpu[name] += time.process_time() - clock
             if n % max(1, len(files) // 8) == 0:
                 rss.append(_rss_mib())
         for name, seconds in spent.items():

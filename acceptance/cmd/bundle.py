@@ -18,8 +18,12 @@ from __future__ import annotations
 
 import argparse
 import json
+import multiprocessing
 import os
 import sys
+import threading
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -32,7 +36,8 @@ from acceptance.incident import assemble, changes, nodes
 from acceptance.incident.inputs import Input, Parsed, parse_input
 from acceptance.incident.severity import SeverityPolicy
 from acceptance.profile import Profile, load_profile
-from acceptance.report.bundle import default_folder, write_bundle
+from acceptance.report.bundle import add_input, default_folder, open_folder, write_bundle
+from acceptance.report.folder import ReportFolder
 from acceptance.report.sign import SignOptions
 
 
@@ -160,6 +165,76 @@ def _parse(item: Input, around: datetime | None, created: datetime) -> Parsed:
     return parse_input(item, year=year, year_from=f"{year} from {source}")
 
 
+@dataclass(frozen=True)
+class _Read:
+    """What is kept of one input once it is read, parsed and copied: its text is let go."""
+
+    parsed: Parsed
+    copy: str  # the evidence copy's path relative to the bundle folder
+    copy_sha256: str | None  # of the bytes written through the scrub (None: written otherwise, searched again)
+    cuda: str | None
+    notes: tuple[str, ...]
+
+
+def _read_one(item: Input, n: int, folder: Path, around: datetime | None, created: datetime) -> _Read:
+    """Read the `n`-th input (a file only now), parse it and copy it scrubbed into the bundle's evidence."""
+    notes: list[str] = []
+    item = src.loaded(item, notes)
+    parsed = _parse(item, around, created)
+    out = ReportFolder(folder)
+    path = add_input(out, n, item.label, item.text)
+    rel = path.relative_to(folder).as_posix()
+    return _Read(parsed, rel, out.scrubbed.get(rel), src.cuda_line(item.text), tuple(notes))
+
+
+PARALLEL_BYTES = 64 << 20  # inputs of more bytes than this (a big job's per-node logs) are read by a process pool
+
+
+def _workers(items: list[Input]) -> int:
+    """How many processes read `items`: one (this process) unless they are big and there are cores to share.
+    Forked, so only from a process that runs no other thread (a lock held by one would stay held in a child)."""
+    size = 0
+    for item in items:
+        try:
+            size += Path(item.path).stat().st_size if item.path else len(item.text)
+        except OSError:
+            continue
+    forkable = "fork" in multiprocessing.get_all_start_methods() and threading.active_count() == 1
+    if size <= PARALLEL_BYTES or len(items) < 2 or not forkable:
+        return 1
+    return max(1, min(len(items), len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else 1, 16))
+
+
+class _Reader:
+    """Each input in turn: read (a file only now), parsed, copied scrubbed into the bundle's evidence, let go
+    (memory stays flat); big inputs are shared out among processes, the results taken in the inputs' order.
+    What is kept of the texts is the first CUDA banner line (the change log's `now`)."""
+
+    def __init__(self, out: ReportFolder, around: datetime | None, created: datetime, notes: list[str]) -> None:
+        self.out, self.around, self.created, self.notes = out, around, created, notes
+        self.copied = 0
+        self.cuda: list[str] = []
+
+    def __call__(self, items: list[Input]) -> list[Parsed]:
+        numbers = range(self.copied + 1, self.copied + 1 + len(items))
+        self.copied += len(items)
+        args = (items, numbers, [self.out.path] * len(items), [self.around] * len(items), [self.created] * len(items))
+        workers = _workers(items)
+        if workers > 1:
+            context = multiprocessing.get_context("fork")
+            with ProcessPoolExecutor(workers, mp_context=context) as pool:
+                done = list(pool.map(_read_one, *args))
+        else:
+            done = list(map(_read_one, *args))
+        for read in done:
+            if read.copy_sha256 is not None:
+                self.out.scrubbed[read.copy] = read.copy_sha256
+            self.notes.extend(read.notes)
+            if not self.cuda and read.cuda:
+                self.cuda.append(read.cuda)
+        return [read.parsed for read in done]
+
+
 def _run(args: argparse.Namespace) -> int:
     created = datetime.now(UTC).replace(tzinfo=None, microsecond=0)
     profile = load_profile(args.cluster, args.baselines_dir)
@@ -172,8 +247,11 @@ def _run(args: argparse.Namespace) -> int:
     src.read_files(args.evidence, "evidence", gathered)
     run_id = f"ra-bundle-{created:%Y%m%d%H%M%S}"
     job, inventory, cluster = _cluster_answers(profile, args, gathered, run_id)
+    folder = args.out or default_folder(args.reports_dir, profile.name, args.ticket, created)
     try:
-        parsed = [_parse(i, around, created) for i in gathered.inputs]
+        opened = open_folder(folder)
+        reader = _Reader(opened, around, created, gathered.notes)
+        parsed = reader(gathered.inputs)
         refs, baseline = src.references(profile, args.reports_dir, gathered.notes)
         full = (
             len(baseline.baseline.conditions.nodes) * baseline.baseline.conditions.node_spec.gpus_per_node
@@ -204,18 +282,17 @@ def _run(args: argparse.Namespace) -> int:
         names = [a.node for a in found.affected if a.is_cluster_node]
         read = _host_evidence(cluster, names, gathered)
         if read:  # the affected hosts' own kernel log and nvidia-smi -q: findings again, with them
-            parsed += [_parse(i, around, created) for i in read]
+            parsed += reader(read)
             found = assemble.findings(parsed, ctx)
             names = [a.node for a in found.affected if a.is_cluster_node]
         conds, events, alloc = _node_answers(cluster, inventory, names, created - timedelta(hours=24), gathered.notes)
         evidence = nodes.node_evidence(found.affected, parsed, conds, events, alloc)
-        now = src.now_state(job, found.nccl.nccl_versions, (i.text for i in gathered.inputs), inventory)
+        now = src.now_state(job, found.nccl.nccl_versions, reader.cuda, inventory)
         log = changes.changelog(now, refs, created)
         bundle = assemble.bundle(parsed, found, ctx, evidence, log, gathered.notes)
     finally:
         if cluster is not None:
             cluster.close()
-    folder = args.out or default_folder(args.reports_dir, profile.name, args.ticket, created)
     sign = SignOptions.from_options(no_sign=args.no_sign, sign_key=args.sign_key, environ=os.environ)
     cluster_files: dict[str, Any] = {}
     if job is not None:
@@ -251,11 +328,12 @@ def _run(args: argparse.Namespace) -> int:
     written = write_bundle(
         bundle,
         folder,
-        [(i.label, i.text) for i in gathered.inputs],
+        (),
         cluster_files,
         sign,
         secrets=profile.secret_values(),
         allow_unredacted=args.allow_unredacted,
+        opened=opened,
     )
     if args.json:
         json.dump(json.loads(written.document.read_text(encoding="utf-8")), sys.stdout, indent=2)

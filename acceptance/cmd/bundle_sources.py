@@ -7,6 +7,8 @@ honoured is a usage error.
 
 from __future__ import annotations
 
+import codecs
+import dataclasses
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -60,8 +62,61 @@ def _files(path: Path) -> list[Path]:
     return [path]
 
 
+def _tail(file: Path) -> bytes:
+    """The file's bytes, its last `MAX_BYTES` when it is longer."""
+    with file.open("rb") as handle:
+        size = handle.seek(0, 2)
+        handle.seek(max(0, size - MAX_BYTES))
+        return handle.read()
+
+
+def _file_notes(file: Path) -> list[str]:
+    """What the bundle says about the file before it is read (read here in chunks, nothing kept): over
+    `MAX_BYTES` (only its end is read), not UTF-8 throughout (undecodable bytes replaced)."""
+    notes = []
+    size = file.stat().st_size
+    if size > MAX_BYTES:
+        notes.append(f"{file}: {size} bytes, over {MAX_BYTES}: only the last {MAX_BYTES} read")
+    decoder = codecs.getincrementaldecoder("utf-8")("strict")
+    invalid = replacement = False
+    tail = b""
+    with file.open("rb") as handle:
+        handle.seek(max(0, size - MAX_BYTES))
+        while chunk := handle.read(1 << 24):
+            replacement = replacement or b"\xef\xbf\xbd" in tail + chunk[:2] or b"\xef\xbf\xbd" in chunk
+            tail = chunk[-2:]
+            if not invalid:
+                try:
+                    decoder.decode(chunk)
+                except UnicodeDecodeError:
+                    invalid = True
+    if not invalid:
+        try:
+            decoder.decode(b"", final=True)
+        except UnicodeDecodeError:
+            invalid = True
+    if invalid and not replacement:
+        notes.append(f"{file}: not UTF-8 throughout; undecodable bytes were replaced")
+    return notes
+
+
+def loaded(item: Input, notes: list[str]) -> Input:
+    """`item` with its text: a file listed by `read_files` is read now (one at a time keeps memory flat)."""
+    if item.path is None:
+        return item
+    try:
+        raw = _tail(Path(item.path))
+    except OSError as exc:
+        notes.append(f"{item.path}: cannot be read ({exc.strerror or exc})")
+        raw = b""
+    return dataclasses.replace(item, text=raw.decode("utf-8", "replace"), path=None)
+
+
 def read_files(specs: Sequence[str], origin: str, gathered: Gathered) -> None:
-    """``PATH`` or ``HOST=PATH`` (a file or a folder of files); a missing path is a usage error."""
+    """``PATH`` or ``HOST=PATH`` (a file or a folder of files); a missing path is a usage error.
+
+    Each file is listed with what must be said about it (unreadable, too long, not UTF-8); its text is
+    read by `loaded`, when its turn comes."""
     for spec in specs:
         host, sep, rest = spec.partition("=")
         path = Path(rest if sep and not Path(spec).exists() else spec)
@@ -71,18 +126,13 @@ def read_files(specs: Sequence[str], origin: str, gathered: Gathered) -> None:
             raise UsageError(f"{flag} {spec}: {path} does not exist")
         for file in _files(path):
             try:
-                raw = file.read_bytes()
+                notes = _file_notes(file)
                 mtime = datetime.fromtimestamp(file.stat().st_mtime, UTC).replace(tzinfo=None)
             except OSError as exc:
                 gathered.notes.append(f"{file}: cannot be read ({exc.strerror or exc})")
                 continue
-            if len(raw) > MAX_BYTES:
-                gathered.notes.append(f"{file}: {len(raw)} bytes, over {MAX_BYTES}: only the last {MAX_BYTES} read")
-                raw = raw[-MAX_BYTES:]
-            text = raw.decode("utf-8", "replace")
-            if "\ufffd" in text and b"\xef\xbf\xbd" not in raw:
-                gathered.notes.append(f"{file}: not UTF-8 throughout; undecodable bytes were replaced")
-            gathered.inputs.append(Input(str(file), text, host_name, origin, mtime))
+            gathered.notes.extend(notes)
+            gathered.inputs.append(Input(str(file), "", host_name, origin, mtime, str(file)))
 
 
 def job_inputs(job: JobLogs, gathered: Gathered) -> None:
@@ -129,8 +179,15 @@ def _scrubbed(env: Mapping[str, str]) -> dict[str, str]:
     return {k: "[REDACTED]" if is_secret_name(k) else scrub_text(v) for k, v in env.items()}
 
 
+def cuda_line(text: str) -> str | None:
+    """The NCCL banner that names the CUDA version (``NCCL version 2.21.5+cuda12.4``), the first in `text`."""
+    found = _CUDA.search(text)
+    return found.group(0) if found else None
+
+
 def now_state(job: JobLogs | None, nccl_versions: Iterable[str], logs: Iterable[str], inventory: Any) -> State:
-    """What the job and the cluster run now, as far as the evidence says."""
+    """What the job and the cluster run now, as far as the evidence says (`logs`: the inputs' texts, or
+    their `cuda_line`)."""
     versions: dict[str, str] = {}
     found = list(nccl_versions)
     if found:

@@ -33,6 +33,7 @@ class Input:
     host: str | None = None
     origin: str = "file"  # "file" | "pod" | "evidence"
     mtime: datetime | None = None  # the file's modification time (naive UTC), when it is a file
+    path: str | None = None  # a file not read yet (`text` empty until then): read, parsed and copied one by one
 
 
 @dataclass(frozen=True)
@@ -92,7 +93,7 @@ def parse_input(item: Input, *, year: int | None = None, year_from: str = "") ->
     torch = torchlogs.parse(text, item.label, year=year)
     k = kernel.parse(text, item.label, year=year)
     smi = nvsmi.parse(text, item.label)
-    kc = kubectl.parse(text, item.label)
+    kc = kubectl.parse(text, item.label) if kubectl.may_recognise(text) else None
     steps, saves, _ = _steps(text, item.label)
     stamps = tuple(torchlogs.step_times(text)) if steps is not None else ()
     events = tuple(launcher.parse(text, item.label))
@@ -106,7 +107,7 @@ def parse_input(item: Input, *, year: int | None = None, year_from: str = "") ->
         launcher=events,
         kernel=k if k.recognised else None,
         nvsmi=smi if smi.recognised else None,
-        kubectl=kc if kc.recognised else None,
+        kubectl=kc if kc is not None and kc.recognised else None,
         steps=steps,
         stamps=stamps,
         saves=saves,

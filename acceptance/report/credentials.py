@@ -288,6 +288,9 @@ _CASED_HINTS = (
 )
 _ANY_HINT = re.compile("|".join(re.escape(hint) for hint in _HINTS))
 _HINT_REGEXES = tuple(re.compile(re.escape(hint)) for hint in _HINTS)
+# Hints that share a literal: one search for it spares the searches of all of them in a text without it.
+_SHARED = tuple(re.compile(shared) for shared in ("pass", "pat"))
+_SHARING = {regex: next((s for s in _SHARED if s.pattern in regex.pattern), None) for regex in _HINT_REGEXES}
 _ANY_CASED_HINT = re.compile("|".join(regex.pattern for regex in _CASED_HINTS))
 
 
@@ -335,7 +338,10 @@ def _blocks(text: str) -> list[tuple[int, int]]:
         return []
     low = text.lower()
     found: list[tuple[int, int]] = []
+    absent = {shared for shared in _SHARED if shared.search(low) is None}
     for regex in _HINT_REGEXES:  # a literal's regex search is faster than str.find on long texts
+        if _SHARING[regex] in absent:
+            continue
         hit = regex.search(low)
         while hit is not None:
             block, resume = _hit_block(text, hit.start())

@@ -17,6 +17,7 @@ kubectl output gives an empty result (`recognised` False).
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 
 from acceptance.tools.kubectl import command, describe, events, listing, paste
@@ -34,13 +35,21 @@ from acceptance.tools.kubectl.model import (
 )
 
 __all__ = ["READY_NOT_IN_PASTE", "Condition", "ContainerState", "Event", "KubectlText", "NodeDescription",
-           "NodeRow", "PodDescription", "PodRow", "parse"]  # fmt: skip
+           "NodeRow", "PodDescription", "PodRow", "may_recognise", "parse"]  # fmt: skip
 
 _NODE_HINTS = ("Roles:", "Taints:", "System Info:", "Kubelet Version", "ProviderID:", "Non-terminated Pods:",
                "Unschedulable:", "Lease:")  # fmt: skip
 _NODE_SECTIONS = ("Roles:", "Labels:", "Taints:", "Unschedulable:", "Lease:", "Conditions:", "Addresses:",
                   "Capacity:", "Allocatable:", "System Info:", "Events:")  # fmt: skip
 Lines = list[tuple[int, str]]
+# Every way `parse` recognises something needs one of these in the text (undoing the paste only strips
+# lines at their ends, so it makes none appear): a command line (`kubectl`), a Conditions header
+# (`LastHeartbeatTime`), a describe block (`Name:`), a pod's status message (`Message:`) or an events header
+# (its MESSAGE or Message column), a node or pod table header (`NAME`), an event row (`Normal`/`Warning`),
+# a Conditions row (True/False/Unknown, followed by RFC 1123 times, see `_CONDITION_TIME`).
+_LITERALS = ("kubectl", "LastHeartbeatTime", "Name:", "Message", "MESSAGE", "NAME", "Normal", "Warning")
+_STATUS_WORDS = ("True", "False", "Unknown")
+_CONDITION_TIME = re.compile(r"(?:True|False|Unknown)\s+[A-Z][a-z]{2}, \d{2} [A-Z][a-z]{2} \d{4} ")
 
 
 @dataclass
@@ -125,6 +134,15 @@ def _segment(cmd: Command | None, rows: Lines, found: _Found) -> None:
             found.nodes.append(describe.node(block))
         elif (cmd is not None and cmd.resource == "pod") or "Containers:" in body or "Controlled By:" in body:
             found.pods.append(describe.pod(block))
+
+
+def may_recognise(text: str) -> bool:
+    """False when `parse(text)` can recognise nothing (`recognised` False): the text holds none of the
+    literals that every node or pod description, event or table row needs. A cheap test (substring searches)
+    that spares the line-by-line reading of long logs that hold no kubectl output."""
+    if any(word in text for word in _LITERALS):
+        return True
+    return any(word in text for word in _STATUS_WORDS) and _CONDITION_TIME.search(text) is not None
 
 
 def parse(text: str, source: str = "<text>") -> KubectlText:

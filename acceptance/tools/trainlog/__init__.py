@@ -127,6 +127,14 @@ def _resume_format(line: str) -> str | None:
     return "torchtitan" if START_AT.search(line) else None
 
 
+def _may_detect(line: str) -> bool:
+    """False when no detector, `LOAD` or `START_AT` can match `line`: each of them needs one of these literals
+    (iteration / iter N, step: / step= / global step / at step, [timer.py:, a brace, /Rnk:, checkpoint)."""
+    return (
+        "iter" in line or "step" in line or "timer.py" in line or "{" in line or "Rnk:" in line or "checkpoint" in line
+    )
+
+
 def _detect(it: Iterator[str], source: str, columns: Mapping[str, str] | None) -> tuple[str, list[str]]:
     """Read lines until one identifies the format; return it with the lines read so far.
 
@@ -145,6 +153,8 @@ def _detect(it: Iterator[str], source: str, columns: Mapping[str, str] | None) -
             structured = _structured(line, columns)
             if structured is not None:
                 return structured, head
+        if not _may_detect(line):  # most lines of a long non-training log (NCCL INFO): skip the regexes
+            continue
         for name, pattern in DETECTORS:
             if pattern.search(line):
                 if name == "megatron-straggler":
