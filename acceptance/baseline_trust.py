@@ -28,11 +28,11 @@ from pathlib import Path
 from typing import Any
 
 from acceptance.baseline import Identity, LoadedBaseline, is_store_name, load, signature_sha256
-from acceptance.errors import BaselineError
+from acceptance.errors import BaselineError, Unreadable
 from acceptance.profile import Profile
 from acceptance.report.parties import PARTIES, agreement_line, check_attribution, party_signature_path, signed_line
 from acceptance.report.sign import SignOptions, SignOutcome, sign_files, signature_path
-from acceptance.report.verify import Unreadable, check_signature, who_signed
+from acceptance.report.verify import check_signature, who_signed
 
 #: an amendment chain longer than this is refused rather than walked (a loop guard; real chains are short)
 MAX_CHAIN = 1000

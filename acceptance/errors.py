@@ -76,3 +76,36 @@ class Unschedulable(ClusterError):
 
 class SshError(ClusterError):
     """An SSH connection or command failed."""
+
+
+class KubeApiError(ClusterError):
+    """A Kubernetes API call failed for good: the call, its HTTP status and the server's message (redacted)."""
+
+    def __init__(self, detail: str, status: int | None = None) -> None:
+        self.status = status
+        super().__init__(detail)
+
+
+class HostKeyRefused(SshError):
+    """The server's host key is unknown or has changed; nothing was sent to it."""
+
+
+class Unreadable(AcceptanceError):
+    """A file or signature that cannot be read for a check (missing, not a signature, ssh-keygen absent)."""
+
+
+class ReportRefused(AcceptanceError):
+    """An acceptance report cannot start a probation; `args[0]` says why, `lines` what was checked."""
+
+    def __init__(self, reason: str, lines: tuple[str, ...] = ()) -> None:
+        super().__init__(reason)
+        self.lines = lines
+
+
+class QueryFailed(AcceptanceError):
+    """A metrics query the source could not answer: the query and what came back, for the verdict's evidence."""
+
+    def __init__(self, query: str, answer: str) -> None:
+        self.query = query
+        self.answer = answer
+        super().__init__(f"query failed: {query} -> {answer}")

@@ -17,9 +17,9 @@ from pathlib import Path
 import pytest
 
 from acceptance.clusters.base import DcgmWorkload, NcclWorkload, RunResult
-from acceptance.clusters.kube.client import KubeApiError
 from acceptance.clusters.kube.cluster import KubeCluster
 from acceptance.clusters.kube.settings import ApiRetry, KubeSettings
+from acceptance.errors import KubeApiError
 from acceptance.sim.kubeapi import EmulatedApi
 from acceptance.sim.kubeapi.faults import Faults
 from tests.kube_tool_double import CannedRunner, node_names

@@ -10,7 +10,7 @@ import pytest
 from jsonschema import Draft7Validator
 
 from acceptance.clusters.base import DcgmWorkload, NcclWorkload, RunResult, SmokeWorkload
-from acceptance.clusters.kube.client import KubeApiError, redact
+from acceptance.clusters.kube.client import api_error, redact
 from acceptance.clusters.kube.manifests import (
     dcgm_job,
     label_value,
@@ -160,7 +160,7 @@ def test_settings_from_profile_mapping() -> None:
 def test_credentials_never_reach_error_text() -> None:
     assert "s3cr3t" not in redact("Authorization: Bearer s3cr3t.tok-en")
     assert "s3cr3t" not in redact('{"token": "s3cr3t"}')
-    err = KubeApiError("create Job x", 403, "forbidden: Bearer s3cr3t", {"spec": {"token": "s3cr3t"}})
+    err = api_error("create Job x", 403, "forbidden: Bearer s3cr3t", {"spec": {"token": "s3cr3t"}})
     assert "s3cr3t" not in str(err)
     assert "HTTP 403" in str(err)
     assert "sent:" in str(err)

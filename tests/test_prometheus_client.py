@@ -11,9 +11,8 @@ from pathlib import Path
 import bcrypt
 import pytest
 
-from acceptance.errors import UsageError
+from acceptance.errors import QueryFailed, UsageError
 from acceptance.metrics import promql
-from acceptance.metrics.base import QueryFailed
 from acceptance.metrics.client import PrometheusClient
 from acceptance.metrics.settings import PrometheusSettings
 from acceptance.sim import promserver

@@ -21,9 +21,9 @@ from acceptance.baseline import BaselineStore
 from acceptance.clusters.base import NODE_NOT_READY, ClusterEvent
 from acceptance.criteria.context import ProbationOptions, RunContext
 from acceptance.criteria.recurrence import Recurrence, baseline_step_time
+from acceptance.errors import QueryFailed
 from acceptance.judge.verdict import Status, Verdict
 from acceptance.metrics import open_source
-from acceptance.metrics.base import QueryFailed
 from acceptance.profile import load_profile_file
 from acceptance.sim.probation import PROGRESS, STEP_TIME
 from tests.probation_support import (

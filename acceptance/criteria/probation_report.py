@@ -17,19 +17,12 @@ from pathlib import Path
 from typing import Any
 
 from acceptance.criteria import of_phase
+from acceptance.errors import ReportRefused
 from acceptance.report.history import ticket_reports
 from acceptance.report.manifest import MANIFEST_NAME
 from acceptance.report.verify import verify
 
 ACCEPTANCE_MODULES = tuple(c.module for c in of_phase("acceptance"))
-
-
-class ReportRefused(Exception):
-    """The acceptance report cannot start a probation; `args[0]` says why, `lines` what was checked."""
-
-    def __init__(self, reason: str, lines: tuple[str, ...] = ()) -> None:
-        super().__init__(reason)
-        self.lines = lines
 
 
 @dataclass(frozen=True)

@@ -17,14 +17,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from acceptance import criteria
-from acceptance.criteria.probation_report import AcceptanceReport, ReportRefused, find_report, load_report
-from acceptance.errors import AcceptanceError
+from acceptance.criteria.probation_report import AcceptanceReport, find_report, load_report
+from acceptance.errors import AcceptanceError, QueryFailed, ReportRefused
 from acceptance.judge.recurrence import SUBJECT, judge_cluster, judge_hardware, judge_job, judge_probation
 from acceptance.judge.recurrence_records import PartResult
 from acceptance.judge.recurrence_rules import RecurrenceRules, Window, rules_from_profile
 from acceptance.judge.verdict import Status, Verdict
 from acceptance.metrics import open_source
-from acceptance.metrics.base import MetricsSource, QueryFailed
+from acceptance.metrics.base import MetricsSource
 from acceptance.metrics.collect import JobSources, collect_hardware, collect_job, log_files
 
 if TYPE_CHECKING:

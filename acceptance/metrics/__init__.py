@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from acceptance.errors import UsageError
-from acceptance.metrics.base import MetricsSource, QueryFailed, QueryStats
+from acceptance.errors import QueryFailed, UsageError
+from acceptance.metrics.base import MetricsSource, QueryStats
 from acceptance.profile import Profile
 
 __all__ = ["MetricsSource", "QueryFailed", "QueryStats", "open_source"]

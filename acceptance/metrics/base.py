@@ -16,22 +16,11 @@ from typing import Protocol
 
 import pandas as pd
 
-from acceptance.errors import AcceptanceError
-
 # How a point of a hardware series is picked (see acceptance.judge.recurrence_rules for the kinds).
 XID_CHANGES = "xid"  # a non-zero XID gauge that differs from its value a minute earlier
 INCREASES = "increase"  # a counter's increase over the minute to the point (> 0)
 NONZERO = "nonzero"  # a gauge above zero
 BITS = "bits"  # a bitmask gauge with one of the mask's bits set
-
-
-class QueryFailed(AcceptanceError):
-    """A query the source could not answer: the query and what came back, for the verdict's evidence."""
-
-    def __init__(self, query: str, answer: str) -> None:
-        self.query = query
-        self.answer = answer
-        super().__init__(f"query failed: {query} -> {answer}")
 
 
 @dataclass(frozen=True)

@@ -18,7 +18,8 @@ from typing import Any
 
 import urllib3
 
-from acceptance.metrics.base import QueryFailed, QueryStats
+from acceptance.errors import QueryFailed
+from acceptance.metrics.base import QueryStats
 from acceptance.metrics.settings import PrometheusSettings
 
 TRANSIENT = frozenset({429, 502, 503, 504})

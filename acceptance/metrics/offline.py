@@ -18,8 +18,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from acceptance.errors import ParseError, UsageError
-from acceptance.metrics.base import BITS, INCREASES, NONZERO, XID_CHANGES, Grid, QueryFailed, QueryStats
+from acceptance.errors import ParseError, QueryFailed, UsageError
+from acceptance.metrics.base import BITS, INCREASES, NONZERO, XID_CHANGES, Grid, QueryStats
 from acceptance.tools import prometheus
 from acceptance.tools.prometheus import FP64_BLANK
 

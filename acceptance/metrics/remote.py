@@ -17,8 +17,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from acceptance.errors import QueryFailed
 from acceptance.metrics import promql
-from acceptance.metrics.base import BITS, INCREASES, NONZERO, XID_CHANGES, Grid, QueryFailed, QueryStats
+from acceptance.metrics.base import BITS, INCREASES, NONZERO, XID_CHANGES, Grid, QueryStats
 from acceptance.metrics.client import PrometheusClient
 from acceptance.metrics.settings import PrometheusSettings
 

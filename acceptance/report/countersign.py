@@ -15,10 +15,10 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from acceptance.errors import UsageError
+from acceptance.errors import Unreadable, UsageError
 from acceptance.report.parties import PARTIES, Parties, Signature, attribute, other, party_signature_path
 from acceptance.report.sign import SignOptions, sign_files, signature_path
-from acceptance.report.verify import Unreadable, check_signature, who_signed
+from acceptance.report.verify import check_signature, who_signed
 
 
 @dataclass(frozen=True)

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from acceptance.errors import ParseError
+from acceptance.errors import ParseError, Unreadable
 from acceptance.report.manifest import MANIFEST_NAME, check_files, read_manifest
 from acceptance.report.parties import (
     PARTIES,
@@ -89,10 +89,6 @@ _SIGNER = re.compile(r"by \S+ key (SHA256:\S+)")
 
 #: the files of a rendered agreement (`acceptance agreement NAME --out DIR`), each signed by both parties
 AGREEMENT_NAMES = ("agreement.md", "agreement.html")
-
-
-class Unreadable(Exception):
-    pass
 
 
 def _ssh_keygen(argv: list[str], data: bytes) -> subprocess.CompletedProcess[bytes]:

@@ -12,11 +12,12 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from acceptance.clusters.kube.client import KubeApi, KubeApiError, transient
+from acceptance.clusters.kube.client import KubeApi, transient
 from acceptance.clusters.kube.lease import lease_until
 from acceptance.clusters.kube.manifests import MPI_API_VERSION, managed_selector
 from acceptance.clusters.kube.settings import RUN_ID_KEY
 from acceptance.clusters.kube.status import parse_time
+from acceptance.errors import KubeApiError
 
 
 @dataclass(frozen=True)

@@ -16,7 +16,7 @@ from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 from acceptance.clusters.kube.settings import ApiRetry, KubeSettings
-from acceptance.errors import ClusterError
+from acceptance.errors import ClusterError, KubeApiError
 
 TRANSIENT = frozenset({429, 500, 502, 503, 504})
 _BEARER = re.compile(r"(?i)\b(bearer\s+)[A-Za-z0-9._~+/=-]+")
@@ -31,16 +31,13 @@ def redact(text: str) -> str:
     return _KEYED.sub(r"\1<redacted>", _BEARER.sub(r"\1<redacted>", text))
 
 
-class KubeApiError(ClusterError):
-    """An API call failed for good: status, reason, the server's message and what was sent."""
-
-    def __init__(self, what: str, status: int | None, message: str, sent: object = None) -> None:
-        self.status = status
-        detail = f"{what}: " + (f"HTTP {status}: " if status else "") + message
-        if sent is not None:
-            shown = json.dumps(sent, sort_keys=True, default=str)
-            detail += f" (sent: {shown[:2000]}{'...' if len(shown) > 2000 else ''})"
-        super().__init__(redact(detail))
+def api_error(what: str, status: int | None, message: str, sent: object = None) -> KubeApiError:
+    """The error of an API call that failed for good: the call, status, the server's message, what was sent."""
+    detail = f"{what}: " + (f"HTTP {status}: " if status else "") + message
+    if sent is not None:
+        shown = json.dumps(sent, sort_keys=True, default=str)
+        detail += f" (sent: {shown[:2000]}{'...' if len(shown) > 2000 else ''})"
+    return KubeApiError(redact(detail), status)
 
 
 def build_api_client(settings: KubeSettings) -> Any:
@@ -157,11 +154,11 @@ class KubeApi:
                     wait = max(wait, min(float(retry_after), self.retry.max_backoff_s))
                 late = until is not None and time.monotonic() + wait >= until
                 if status not in TRANSIENT or attempt >= most or late:
-                    raise KubeApiError(what, status, _server_message(exc), sent) from None
+                    raise api_error(what, status, _server_message(exc), sent) from None
             except (HTTPError, OSError, ValueError) as exc:
                 late = until is not None and time.monotonic() + delay >= until
                 if attempt >= most or late:
-                    raise KubeApiError(what, None, f"{exc.__class__.__name__}: {exc}", sent) from None
+                    raise api_error(what, None, f"{exc.__class__.__name__}: {exc}", sent) from None
                 wait = delay
             self.retries += 1
             self.sleep(wait)
@@ -191,10 +188,10 @@ class KubeApi:
                 if status not in TRANSIENT:
                     return None
                 if attempt == self.retry.attempts:
-                    raise KubeApiError(what, status, _server_message(exc)) from None
+                    raise api_error(what, status, _server_message(exc)) from None
             except (HTTPError, OSError) as exc:
                 if attempt == self.retry.attempts:
-                    raise KubeApiError(what, None, f"{exc.__class__.__name__}: {exc}") from None
+                    raise api_error(what, None, f"{exc.__class__.__name__}: {exc}") from None
             self.retries += 1
             self.sleep(delay)
             delay = min(delay * 2, self.retry.max_backoff_s)

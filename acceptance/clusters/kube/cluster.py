@@ -32,14 +32,14 @@ from acceptance.clusters.base import (
     Workload,
 )
 from acceptance.clusters.kube.cleanup import delete_labelled, delete_run, list_labelled, live_runs, older_than
-from acceptance.clusters.kube.client import KubeApi, KubeApiError, build_api_client
+from acceptance.clusters.kube.client import KubeApi, build_api_client
 from acceptance.clusters.kube.joblogs import read_job
 from acceptance.clusters.kube.lease import Lease
 from acceptance.clusters.kube.manifests import MPI_API_VERSION, label_value, manifest_for, run_selector
 from acceptance.clusters.kube.settings import KubeSettings
 from acceptance.clusters.kube.status import parse_time
 from acceptance.clusters.kube.wait import Waiter
-from acceptance.errors import ClusterError, UsageError
+from acceptance.errors import ClusterError, KubeApiError, UsageError
 from acceptance.profile import Profile
 
 __all__ = ["KubeCluster", "KubeSettings"]

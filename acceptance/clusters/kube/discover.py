@@ -10,8 +10,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from acceptance.clusters.kube.client import KubeApi, KubeApiError, build_api_client
+from acceptance.clusters.kube.client import KubeApi, build_api_client
 from acceptance.clusters.kube.settings import KubeSettings
+from acceptance.errors import KubeApiError
 
 
 @dataclass(frozen=True)

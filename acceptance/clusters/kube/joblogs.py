@@ -11,8 +11,9 @@ from collections.abc import Mapping
 from typing import Any
 
 from acceptance.clusters.base import ClusterEvent, JobContainer, JobLogs, JobPod
-from acceptance.clusters.kube.client import KubeApi, KubeApiError
+from acceptance.clusters.kube.client import KubeApi
 from acceptance.clusters.kube.status import parse_time
+from acceptance.errors import KubeApiError
 
 
 def _container(spec: Mapping[str, Any], status: Mapping[str, Any] | None) -> JobContainer:

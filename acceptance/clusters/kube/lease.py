@@ -12,9 +12,10 @@ import threading
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from acceptance.clusters.kube.client import KubeApi, KubeApiError
+from acceptance.clusters.kube.client import KubeApi
 from acceptance.clusters.kube.manifests import object_name, run_labels
 from acceptance.clusters.kube.status import parse_time
+from acceptance.errors import KubeApiError
 
 LEASE_KEY = "recovery-acceptance/lease-until"
 LEASE_WORKLOAD = "lease"

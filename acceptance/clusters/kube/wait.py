@@ -17,7 +17,7 @@ from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 
 from acceptance.clusters.base import Handle, ProgressSink, RunResult, RunStatus, WorkloadProgress, workload_kind
-from acceptance.clusters.kube.client import KubeApi, KubeApiError
+from acceptance.clusters.kube.client import KubeApi
 from acceptance.clusters.kube.manifests import MPI_API_VERSION, label_value, run_selector
 from acceptance.clusters.kube.progress import workload_progress
 from acceptance.clusters.kube.settings import WORKLOAD_KEY, KubeSettings
@@ -35,6 +35,7 @@ from acceptance.clusters.kube.status import (
     where,
 )
 from acceptance.clusters.kube.watch import Feed, Item
+from acceptance.errors import KubeApiError
 
 ROLE = "training.kubeflow.org/job-role"
 TOPS = {"jobs": "Job", "mpijobs": "MPIJob"}

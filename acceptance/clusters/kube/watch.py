@@ -15,7 +15,8 @@ import threading
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from acceptance.clusters.kube.client import KubeApi, KubeApiError, iter_watch
+from acceptance.clusters.kube.client import KubeApi, iter_watch
+from acceptance.errors import KubeApiError
 
 Item = tuple[str, str, Mapping[str, Any]]
 WATCH_TIMEOUT_S = 30

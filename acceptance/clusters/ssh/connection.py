@@ -18,9 +18,9 @@ from typing import Any
 
 import paramiko
 
-from acceptance.clusters.ssh.hostkeys import HostKeyRefused, KnownHosts, VerifiedKey
+from acceptance.clusters.ssh.hostkeys import KnownHosts, VerifiedKey
 from acceptance.clusters.ssh.targets import Endpoint, HostTarget
-from acceptance.errors import SshError
+from acceptance.errors import HostKeyRefused, SshError
 
 KEEPALIVE_S = 15
 MAX_OUTPUT = 64 * 1024 * 1024

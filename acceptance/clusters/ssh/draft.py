@@ -16,9 +16,8 @@ from pathlib import Path
 from acceptance.clusters.base import NodeInfo
 from acceptance.clusters.drafting import agreement_lines, common, env_and_nodes_lines, most_gpus, q, signers_lines
 from acceptance.clusters.ssh import inventory
-from acceptance.clusters.ssh.hostkeys import HostKeyRefused
 from acceptance.clusters.ssh.hostset import HostSet, read_inventory
-from acceptance.errors import UsageError
+from acceptance.errors import HostKeyRefused, UsageError
 from acceptance.profile import SshSettings
 
 

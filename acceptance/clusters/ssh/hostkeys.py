@@ -16,7 +16,7 @@ from pathlib import Path
 import paramiko
 
 from acceptance.clusters.ssh.targets import Endpoint, split_address
-from acceptance.errors import SshError, UsageError
+from acceptance.errors import HostKeyRefused, UsageError
 
 
 @dataclass(frozen=True)
@@ -30,10 +30,6 @@ class VerifiedKey:
 
     def as_dict(self) -> dict[str, str]:
         return {"type": self.key_type, "fingerprint": self.fingerprint, "trusted_by": self.trusted_by}
-
-
-class HostKeyRefused(SshError):
-    """The server's host key is unknown or has changed; nothing was sent to it."""
 
 
 def keyscan_type(key_type: str) -> str:

@@ -1,0 +1,43 @@
+"""One exception tree: every error the harness raises on purpose is defined in acceptance/errors.py."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import acceptance.errors as errors
+
+PACKAGE = Path(errors.__file__).resolve().parent
+# Not the harness's errors: the Kubernetes API emulator's HTTP answers (a status the emulator sends, never
+# raised to a user), and value errors a parser or loader turns into a ParseError/ProfileError naming the line.
+OUTSIDE = {
+    ("sim/kubeapi/store.py", "ApiError"),
+    ("sim/kubeapi/store.py", "Gone"),
+    ("tools/nccl/layout.py", "NonFinite"),
+    ("agreement/coverage.py", "CoverageError"),
+}
+
+
+def _exception_classes() -> set[tuple[str, str]]:
+    found = set()
+    for path in PACKAGE.rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ClassDef) and any(
+                ast.unparse(b).split(".")[-1].endswith(("Error", "Exception", "Refused", "Failed", "Unreadable"))
+                or ast.unparse(b).split(".")[-1] in {c for c in dir(errors) if isinstance(getattr(errors, c), type)}
+                for b in node.bases
+            ):
+                found.add((path.relative_to(PACKAGE).as_posix(), node.name))
+    return found
+
+
+def test_every_exception_of_the_harness_is_in_errors_py() -> None:
+    stray = {c for c in _exception_classes() if c[0] != "errors.py"} - OUTSIDE
+    assert stray == set()
+
+
+def test_every_error_of_errors_py_is_an_acceptance_error() -> None:
+    classes = [getattr(errors, n) for n in dir(errors) if isinstance(getattr(errors, n), type)]
+    raised = [c for c in classes if issubclass(c, Exception)]
+    assert len(raised) >= 15
+    assert all(issubclass(c, errors.AcceptanceError) for c in raised)
