@@ -29,7 +29,7 @@ import threading
 from collections.abc import Callable, Mapping, Sequence
 
 from acceptance.errors import UsageError
-from acceptance.sim.model import dcgmmodel, dcgmrender, hostlogs, ncclperf, nccltext, perftest
+from acceptance.sim.model import dcgmmodel, dcgmrender, hostlogs, kubectl, ncclperf, nccltext, perftest
 from acceptance.sim.model.cluster import GPU_NAME, GPUS_PER_NODE, SimCluster, Versions, derive_seed, node_spec, rng
 from acceptance.sim.model.faults import Fault, FaultSet
 from acceptance.sim.model.ncclargs import NcclArgs, parse_mpirun, parse_nccl_args, simulated_collective
@@ -103,6 +103,8 @@ class SimRunner:
         if prog == "dmesg" or (prog == "nvidia-smi" and {"-q", "--query", "-a"} & set(argv[1:])):
             render = hostlogs.dmesg if prog == "dmesg" else hostlogs.nvidia_smi_q
             return ToolRun(*render(self.cluster, self.faults, node, self.versions), 0.2)
+        if prog == "kubectl":
+            return self._kubectl(argv, env, seed)
         chore = shell_chore(argv, env, node)
         if chore is not None:
             return ToolRun(chore, 0, 0.0)
@@ -119,6 +121,16 @@ class SimRunner:
                 job_hosts = [Host(h.hostname, h.node, min(h.slots, launch.per_node)) for h in job_hosts]
             return self._program(program, job_env, node, job_hosts, launch.np, seed=seed, mpirun=True)
         return self._program(argv, env, node, [], None, seed=seed, mpirun=False)
+
+    def _kubectl(self, argv: list[str], env: Mapping[str, str], seed: int) -> ToolRun:
+        """``kubectl describe node NODE`` and ``kubectl get events``, as an operator pastes them."""
+        words = [a for a in argv[1:] if not a.startswith("-") and a != "wide"]
+        if words[:2] in (["describe", "node"], ["describe", "nodes"]) and len(words) == 3:
+            shape = kubectl.choose(rng(seed, "kubectl").getrandbits(32), env)
+            return ToolRun(kubectl.describe_node(self.cluster, self.faults, words[2], shape), 0, 0.3)
+        if words[:2] == ["get", "events"]:
+            return ToolRun(kubectl.get_events(self.cluster, self.faults, argv), 0, 0.3)
+        return ToolRun(f"simulated kubectl: only 'describe node NODE' and 'get events' ({' '.join(argv)})\n", 1, 0.0)
 
     def _program(
         self,
