@@ -26,6 +26,8 @@ class TrainingLogs:
     def __init__(self, run: Run) -> None:
         self.run = run
         self._parsed: dict[str, trainlog.TrainLog] = {}
+        #: key → why the harness stopped that run early (the smoke run's verdict was decided); absent: ran whole
+        self.stopped: dict[str, str] = {}
 
     @property
     def restore_step(self) -> int | None:
@@ -95,7 +97,12 @@ class TrainingLogs:
         spec = self._spec()
         workload = SmokeWorkload(f"train-{key}", p.nodes, p.gpus_per_node, argv, dict(spec.env), spec.timeout_s)
         self.run.diagnostics.finish_first()
-        result = self.run.scheduler.results(Batch(f"train-{key}", "training", {key: workload}, spec.timeout_s))[key]
+        watch = self.run.smoke.watch(lambda text: self._parse(text, f"{key} run (streaming)")) if key == "smoke" \
+            else None  # fmt: skip
+        batch = Batch(f"train-{key}", "training", {key: workload}, spec.timeout_s, watch=watch)
+        result = self.run.scheduler.results(batch)[key]
+        if result.stopped:
+            self.stopped[key] = result.stopped
         if not result.ok:
             why = result.reason or f"exit {result.exit_code}"
             tail = result.log_tail.strip().splitlines()[-1:] if result.log_tail else []
