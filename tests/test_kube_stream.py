@@ -47,7 +47,9 @@ def test_a_followed_log_grows_while_the_job_runs_and_a_stop_ends_it_with_nothing
         thread.join(10)
         assert len(chunks) > 1, "the log arrived in pieces, as the job printed it"
         assert all(c.endswith("\n") for c in chunks), "complete lines only"
-        assert result.ok and result.status == "succeeded" and result.exit_code is None
+        assert result.ok
+        assert result.status == "succeeded"
+        assert result.exit_code is None
         assert result.stopped == "decided PASS after 20 of at most 200 steps"
         assert "stopped by the harness" in result.reason
         printed = result.output.splitlines()
@@ -57,10 +59,12 @@ def test_a_followed_log_grows_while_the_job_runs_and_a_stop_ends_it_with_nothing
 
 
 def test_a_job_that_is_not_stopped_runs_to_its_end_unchanged() -> None:
-    with cluster(time_scale=0.01, runner=CountingRunner()) as (api, kube):
+    with cluster(time_scale=0.01, runner=CountingRunner()) as (_api, kube):
         [handle] = kube.submit([smoke(50)])
         followed = "".join(kube.follow(handle, 30))
         [result] = kube.wait([handle], 30)
-        assert result.ok and result.exit_code == 0 and result.stopped == ""
+        assert result.ok
+        assert result.exit_code == 0
+        assert result.stopped == ""
         assert result.output == followed == "".join(f"line {i}\n" for i in range(1, 51))
         assert "stopped" not in result.to_json()

@@ -17,8 +17,10 @@ from acceptance.sim.model.scenario import load_scenario
 from acceptance.tools import trainlog
 from tests.suite_run import ROOT
 
-SMOKE = ("python pretrain_gpt.py --train-iters 1200 --log-interval 1 --save-interval 200 --eval-interval 500 "
-         "--load /ckpt --ckpt-step 1000 --exit-interval 1200").split()  # fmt: skip
+SMOKE = [
+    "python", "pretrain_gpt.py", "--train-iters", "1200", "--log-interval", "1", "--save-interval", "200",
+    "--eval-interval", "500", "--load", "/ckpt", "--ckpt-step", "1000", "--exit-interval", "1200",
+]  # fmt: skip
 
 
 def _smoke_text(faults: tuple[str, ...] = ()) -> str:
@@ -62,6 +64,7 @@ def test_the_hold_is_criterion_4s_check_steps_after_a_restore_and_none_without_o
 @pytest.mark.parametrize("fault", ["gpu-throttle@sim-node-05:2"])
 def test_a_slowed_job_is_stopped_early_with_a_fail(fault: str) -> None:
     used, why = _stop_point(_smoke_text((fault,)), hold=50)
-    assert why is not None and why.startswith("decided FAIL after")
+    assert why is not None
+    assert why.startswith("decided FAIL after")
     assert 50 <= used < 200
     assert SUBJECT == "smoke step time"
