@@ -34,6 +34,7 @@ from acceptance.tools import trainlog
 if TYPE_CHECKING:
     from collections.abc import Callable
 
+    from acceptance.criteria.context import RunContext
     from acceptance.criteria.run import Run
 
 SUBJECT = "smoke step time"
@@ -80,6 +81,25 @@ def watch(
     return stop_now
 
 
+def stream_watch(
+    ctx: RunContext, restore_step: int | None, parse: Callable[[str], trainlog.TrainLog]
+) -> Callable[[str], str | None] | None:
+    """The smoke log's reader while the job runs (`watch`), when the baseline's agreed rule may stop it
+    early; None with the fixed rule, or with no baseline sample to judge against (recording runs it whole)."""
+    if ctx.baseline is None or ctx.margins.smoke_stop_rule == "fixed":
+        return None
+    recorded = ctx.baseline.baseline.data["results"].get("smoke")
+    if not recorded:
+        return None
+    rule = SequentialRule.from_margins(ctx.margins)
+    found = policy(ctx.profile, ctx.margins)
+    try:
+        reference = prepare(reference_series(recorded), rule, dataclasses.replace(found, margin=rule.margin))
+    except ValueError:  # judged whole at the end, where the verdict says why it cannot be judged
+        return None
+    return watch(reference, rule, found, hold_steps(restore_step, loss_policy(ctx.margins)), parse)
+
+
 def recorded_step_times(log: trainlog.TrainLog) -> dict[str, list[Any]]:
     """The per-step times a baseline keeps (steps and seconds), at full size."""
     series = step_times(log)
@@ -119,23 +139,6 @@ class SmokeStep:
             return judge_steptime(reference, smoke, policy(ctx.profile, ctx.margins), subject=SUBJECT)
         except (AcceptanceError, ValueError) as exc:
             return Verdict(Status.ERROR, SUBJECT, f"{SUBJECT}: cannot judge ({exc})")
-
-    def watch(self, parse: Callable[[str], trainlog.TrainLog]) -> Callable[[str], str | None] | None:
-        """The smoke log's reader while the job runs (`watch`), when the agreed rule may stop it early;
-        None with the fixed rule, or with no baseline sample to judge against (recording runs it whole)."""
-        ctx = self.run.context
-        if ctx.baseline is None or ctx.margins.smoke_stop_rule == "fixed":
-            return None
-        recorded = ctx.baseline.baseline.data["results"].get("smoke")
-        if not recorded:
-            return None
-        rule = SequentialRule.from_margins(ctx.margins)
-        found = policy(ctx.profile, ctx.margins)
-        try:
-            reference = prepare(reference_series(recorded), rule, dataclasses.replace(found, margin=rule.margin))
-        except ValueError:  # judged whole at the end, where the verdict says why it cannot be judged
-            return None
-        return watch(reference, rule, found, self._hold(), parse)
 
     def _hold(self) -> int:
         return hold_steps(self.run.training.restore_step, loss_policy(self.run.context.margins))

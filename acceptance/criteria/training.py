@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 
 from acceptance.clusters.base import SmokeWorkload
 from acceptance.criteria.scheduler import Batch
+from acceptance.criteria.smoke import stream_watch
 from acceptance.errors import JobFailed, UsageError, WorkloadNotRun
 from acceptance.profile import SmokeSpec
 from acceptance.tools import trainlog
@@ -97,8 +98,9 @@ class TrainingLogs:
         spec = self._spec()
         workload = SmokeWorkload(f"train-{key}", p.nodes, p.gpus_per_node, argv, dict(spec.env), spec.timeout_s)
         self.run.diagnostics.finish_first()
-        watch = self.run.smoke.watch(lambda text: self._parse(text, f"{key} run (streaming)")) if key == "smoke" \
-            else None  # fmt: skip
+        watch = None
+        if key == "smoke":  # read as it runs, when the agreed rule may stop it early (criterion 3)
+            watch = stream_watch(self.run.context, self.restore_step, lambda t: self._parse(t, "smoke run (streaming)"))
         batch = Batch(f"train-{key}", "training", {key: workload}, spec.timeout_s, watch=watch)
         result = self.run.scheduler.results(batch)[key]
         if result.stopped:
