@@ -68,3 +68,31 @@ def test_a_slowed_job_is_stopped_early_with_a_fail(fault: str) -> None:
     assert why.startswith("decided FAIL after")
     assert 50 <= used < 200
     assert SUBJECT == "smoke step time"
+
+
+def test_loss_continuity_never_judges_a_stopped_log_with_fewer_steps_than_its_minimum() -> None:
+    """A smoke job stopped before criterion 4's own `check_steps` after the restore is not judged by it."""
+    from types import SimpleNamespace
+
+    from acceptance.criteria.loss import LossContinuity
+    from acceptance.judge.verdict import Status, Verdict
+    from acceptance.margins import Margins
+
+    runner = SimRunner.from_scenario(load_scenario("healthy-16"), seed=20261129)
+    pre_argv = [*SMOKE[: SMOKE.index("--load")], "--exit-interval", "1000"]
+    pre = trainlog.parse(runner.run(pre_argv, {}, "sim-node-01", ()).stdout.splitlines(keepends=True), source="pre")
+    lines = _smoke_text().splitlines(keepends=True)
+    cut = [i for i, line in enumerate(lines) if re.search(r"iteration\s+\d+/", line)]
+
+    def verdict(steps: int, stopped: str) -> Verdict:
+        smoke = trainlog.parse(lines[: cut[steps - 1] + 1], source="smoke")
+        training = SimpleNamespace(pre_incident=lambda: pre, smoke=lambda: smoke, restore_step=1000,
+                                   stopped={"smoke": stopped} if stopped else {})  # fmt: skip
+        run = SimpleNamespace(training=training, context=SimpleNamespace(margins=Margins()))
+        return LossContinuity(run).verdict()  # type: ignore[arg-type]
+
+    held = verdict(49, "decided PASS after 49 of at most 200 steps")
+    assert held.status == Status.INCONCLUSIVE
+    assert "after 49 steps past the restore, fewer than the 50 this criterion judges" in held.summary
+    assert verdict(50, "decided PASS after 50 of at most 200 steps").status == Status.PASS
+    assert "stopped" not in verdict(49, "").summary, "a log that ended by itself is judged as before"
