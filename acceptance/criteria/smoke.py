@@ -13,10 +13,12 @@ which stops at the same step, and says how many steps it used and why it stopped
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
+from acceptance.criteria.context import RunContext
 from acceptance.criteria.loss import policy as loss_policy
 from acceptance.criteria.outcomes import not_judged
 from acceptance.criteria.parts import BaselinePart
@@ -32,9 +34,6 @@ from acceptance.profile import Profile
 from acceptance.tools import trainlog
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
-
-    from acceptance.criteria.context import RunContext
     from acceptance.criteria.run import Run
 
 SUBJECT = "smoke step time"
