@@ -20,6 +20,7 @@ import pandas as pd
 
 from acceptance.criteria.context import RunContext
 from acceptance.criteria.loss import policy as loss_policy
+from acceptance.criteria.loss import stopped_early
 from acceptance.criteria.outcomes import not_judged
 from acceptance.criteria.parts import BaselinePart
 from acceptance.criteria.runfolder import RunFolder
@@ -149,7 +150,7 @@ class SmokeStep:
                                     subject=SUBJECT)  # fmt: skip
         verdict = decision.verdict
         assert verdict is not None, "judge_sequential always ends with a verdict"
-        stopped = self.run.training.stopped.get("smoke", "")
+        stopped = stopped_early(self.run.training, "smoke")
         if stopped:
             reason = f"{decision.reason}; the job was stopped then"
         else:
