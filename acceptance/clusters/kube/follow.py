@@ -1,9 +1,10 @@
 """A running workload's log as it grows: its launcher pod's (an MPIJob) or its pod's (a Job).
 
-The log is read again every `POLL_S` seconds and what is new in it handed out in complete
-lines, until the pod has ended (the last of its log is read then), the workload's objects are
-gone (stopped or deleted), or the deadline passes. A read the API fails is retried at the next
-poll; a pod that is not up yet is waited for.
+The main pod is found by the workload's label and its log followed (``follow=true``); what
+arrives is handed out in complete lines. A follow that breaks is opened again and what was
+already handed out skipped; once the pod has ended the last of its log is read and handed out.
+It ends then, when the workload's pods are gone (stopped or deleted), when the caller says it
+is stopped, or at the deadline. A pod that is not up yet is waited for.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from acceptance.clusters.kube.settings import WORKLOAD_KEY
 
 POLL_S = 0.1
 ROLE = "training.kubeflow.org/job-role"
+ENDED = ("Succeeded", "Failed")
 
 
 def _main_pod(pods: list[dict[str, Any]], kind: str) -> dict[str, Any] | None:
@@ -56,16 +58,27 @@ def follow_log(
             sleep(POLL_S)
             continue
         seen_pod = True
-        phase = (pod.get("status") or {}).get("phase")
-        try:
-            text = api.log(namespace, pod["metadata"]["name"]) or ""
-        except KubeApiError:
-            text = None
-        if text is not None:
-            complete = text if phase in ("Succeeded", "Failed") else text[: text.rfind("\n") + 1]
-            if len(complete) > sent:
-                yield complete[sent:]
-                sent = len(complete)
-        if phase in ("Succeeded", "Failed"):
+        name, phase = pod["metadata"]["name"], (pod.get("status") or {}).get("phase")
+        if phase in ENDED:
+            try:
+                text = api.log(namespace, name) or ""
+            except KubeApiError:
+                text = ""
+            if len(text) > sent:
+                yield text[sent:]
             return
-        sleep(POLL_S)
+        if phase != "Running":
+            sleep(POLL_S)
+            continue
+        got = ""  # this follow's text, from the log's start
+        try:
+            for piece in api.follow(namespace, name, end - clock()):
+                got += piece
+                complete = got.rfind("\n") + 1
+                if complete > sent:
+                    yield got[sent:complete]
+                    sent = complete
+                if stopped():
+                    return
+        except KubeApiError:
+            sleep(POLL_S)  # broken or refused: look at the pod again, then follow again
