@@ -4,7 +4,7 @@ that ends the wait with the log kept and every object deleted (issue 28)."""
 from __future__ import annotations
 
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 
 from acceptance.clusters.base import SmokeWorkload, StreamsLogs
@@ -68,3 +68,40 @@ def test_a_job_that_is_not_stopped_runs_to_its_end_unchanged() -> None:
         assert result.stopped == ""
         assert result.output == followed == "".join(f"line {i}\n" for i in range(1, 51))
         assert "stopped" not in result.to_json()
+
+
+def test_a_broken_follow_is_resumed_without_repeating_or_losing_a_line() -> None:
+    from datetime import UTC, datetime
+    from types import SimpleNamespace
+
+    from acceptance.clusters.base import Handle
+    from acceptance.clusters.kube.client import KubeApiError
+    from acceptance.clusters.kube.follow import follow_log
+
+    full = "".join(f"line {i}\n" for i in range(1, 11))
+    phases = iter(["Running", "Running", "Succeeded"])
+    follows: list[int] = []
+
+    class Api:
+        core = SimpleNamespace(list_namespaced_pod=None)
+
+        def call(self, what: str, fn: object, *args: object, **kwargs: object) -> dict[str, object]:
+            pod = {"metadata": {"name": "p", "labels": {"training.kubeflow.org/job-role": "launcher"}},
+                   "status": {"phase": next(phases)}}  # fmt: skip
+            return {"items": [pod]}
+
+        def follow(self, namespace: str, pod: str, timeout_s: float) -> Iterator[str]:
+            follows.append(1)
+            if len(follows) == 1:
+                yield full[:23]  # "line 1\nline 2\nline 3\nli": the stream breaks mid-line
+                raise KubeApiError("follow log of pod p", None, "connection reset")
+            yield full[:60]
+
+        def log(self, namespace: str, pod: str) -> str:
+            return full
+
+    handle = Handle(smoke(10), (("MPIJob", "train-smoke"),), (), datetime.now(UTC))
+    chunks = list(follow_log(Api(), "ns", "run", handle, 30, lambda: False, sleep=lambda s: None))  # type: ignore[arg-type]
+    assert len(follows) == 2
+    assert "".join(chunks) == full
+    assert chunks[0] == "line 1\nline 2\nline 3\n", "complete lines only"
