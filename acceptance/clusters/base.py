@@ -8,7 +8,7 @@ exception, so a verdict can be built from it.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, fields
 from datetime import datetime
 from typing import Any, Literal, Protocol, runtime_checkable
@@ -232,6 +232,9 @@ class RunResult:
     MPI job); `placement` maps each pod of the workload to its node; `reason` is one
     line (the scheduler's message, ``OOMKilled``, ...), empty on success. `streams` are
     further outputs kept as evidence by name (an SSH host's stderr, another node's log).
+    `stopped` is why the harness stopped the workload before it ended on its own (the smoke run
+    whose verdict was decided, `StreamsLogs.stop`): its status is then ``succeeded`` with no exit
+    code, and `output` is what it printed until then. Empty when it ran to its end.
     """
 
     workload: str
@@ -248,10 +251,11 @@ class RunResult:
     log_tail: str
     image: str = ""  # the tool's image as the cluster ran it: with its digest when the cluster reports one
     streams: Mapping[str, str] = field(default_factory=dict)
+    stopped: str = ""
 
     @property
     def ok(self) -> bool:
-        return self.status == "succeeded" and self.exit_code == 0
+        return self.status == "succeeded" and (self.exit_code == 0 or (bool(self.stopped) and self.exit_code is None))
 
     @classmethod
     def not_run(cls, workload: Workload, reason: str, when: datetime) -> RunResult:
@@ -275,6 +279,7 @@ class RunResult:
             "log_tail": self.log_tail,
             "image": self.image,
             "streams": dict(self.streams),
+            **({"stopped": self.stopped} if self.stopped else {}),
         }
 
     @classmethod
@@ -297,6 +302,7 @@ class RunResult:
             log_tail=doc["log_tail"],
             image=str(doc.get("image", "")),
             streams=dict(doc.get("streams") or {}),
+            stopped=str(doc.get("stopped") or ""),
         )
 
     def rank_placement(self, rank_hosts: Mapping[int, str]) -> dict[int, RankPlacement]:
@@ -511,4 +517,23 @@ class HostEvidence(Protocol):
 
     def host_evidence(self, nodes: Sequence[str]) -> tuple[dict[str, dict[str, str]], list[str]]:
         """node → ``{"dmesg": text, "nvidia-smi-q": text}`` (what could be read), and what could not, in words."""
+        ...
+
+
+@runtime_checkable
+class StreamsLogs(Protocol):
+    """A backend that hands out a workload's log while it runs, and stops a workload on request.
+
+    Optional: a backend without it has its workloads' logs judged whole, once they end. The
+    smoke run uses it to stop as soon as its verdict is decided (criterion 3, sequential rule).
+    """
+
+    def follow(self, handle: Handle, deadline_s: float) -> Iterator[str]:
+        """The text the workload prints (its launcher's stdout), in complete lines, as it arrives; ends
+        when the workload ends, when it is stopped, or after `deadline_s` seconds."""
+        ...
+
+    def stop(self, handle: Handle, reason: str) -> None:
+        """Ask that the workload be stopped the backend's normal way; the `wait` awaiting it then ends
+        with a ``succeeded`` result whose `stopped` is `reason`, its output up to the stop kept."""
         ...

@@ -61,6 +61,9 @@ class TrainingPart(Protocol):
     @property
     def restore_step(self) -> int | None: ...
 
+    @property
+    def stopped(self) -> Mapping[str, str]: ...  # why the harness stopped a run of the job early, by run
+
     def runs_job(self) -> bool: ...
 
     def smoke(self) -> trainlog.TrainLog: ...

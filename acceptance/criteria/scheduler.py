@@ -22,14 +22,22 @@ import json
 import math
 import threading
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, nullcontext, suppress
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Protocol
 
-from acceptance.clusters.base import Cluster, Handle, ProgressSink, RunResult, Workload, WorkloadProgress
+from acceptance.clusters.base import (
+    Cluster,
+    Handle,
+    ProgressSink,
+    RunResult,
+    StreamsLogs,
+    Workload,
+    WorkloadProgress,
+)
 from acceptance.criteria.evidence import Evidence
 from acceptance.criteria.runfolder import RunFolder, write_json
 from acceptance.errors import AcceptanceError, RunDeadline
@@ -54,6 +62,9 @@ class Batch:
     note: str = ""  # shown on the batch's progress line while it runs
     gpus: bool = True  # False: holds no GPU, so it neither waits for nor takes the GPU lock
     alongside: Batch | None = None  # holds no GPUs; started in the background once this batch is submitted
+    #: read the workload's log as it arrives (a backend that `StreamsLogs`, one workload): given the text so far,
+    #: it returns why to stop the workload now, or None to let it run; the wait then ends with the stopped result
+    watch: Callable[[str], str | None] | None = dataclasses.field(default=None, compare=False)
 
 
 class ProgressListener(Protocol):
@@ -185,7 +196,12 @@ class Scheduler:
                     self.start(batch.alongside)
                 handles = [Handle.from_json(h) for h in submitted]
                 wait_s = min(batch.deadline_s, self._check_deadline("before this batch was awaited"))
-                results = self.cluster.wait(handles, wait_s, progress=self._sink(batch))
+                watcher = self._watch(batch, handles, wait_s)
+                try:
+                    results = self.cluster.wait(handles, wait_s, progress=self._sink(batch))
+                finally:
+                    if watcher is not None:
+                        watcher.join(timeout=5.0)
                 if wait_s < batch.deadline_s:
                     results = [self._cut_short(r) for r in results]
         except AcceptanceError as exc:  # the cluster failed us: every subject's item says so
@@ -203,6 +219,29 @@ class Scheduler:
                 path.write_text(json.dumps(result.to_json()))
                 paths[subject] = str(path)
         return paths
+
+    def _watch(self, batch: Batch, handles: Sequence[Handle], wait_s: float) -> threading.Thread | None:
+        """Follow the log of a watched batch's one workload in a thread; stop it when the watch says so."""
+        cluster = self.cluster
+        if batch.watch is None or len(handles) != 1 or not isinstance(cluster, StreamsLogs):
+            return None
+        watch, handle = batch.watch, handles[0]
+
+        def follow() -> None:
+            text: list[str] = []
+            try:
+                for chunk in cluster.follow(handle, wait_s):
+                    text.append(chunk)
+                    reason = watch("".join(text))
+                    if reason:
+                        cluster.stop(handle, reason)
+                        return
+            except AcceptanceError:  # the log could not be followed: the job runs its length, judged whole
+                return
+
+        thread = threading.Thread(target=follow, name=f"watch-{batch.key}", daemon=True)
+        thread.start()
+        return thread
 
     def _cut_short(self, result: RunResult) -> RunResult:
         """A workload the run's deadline cut short (not its own): an error, nothing to judge, not a timeout."""

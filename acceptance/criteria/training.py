@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 
 from acceptance.clusters.base import SmokeWorkload
 from acceptance.criteria.scheduler import Batch
+from acceptance.criteria.smoke import stream_watch
 from acceptance.errors import JobFailed, UsageError, WorkloadNotRun
 from acceptance.profile import SmokeSpec
 from acceptance.tools import trainlog
@@ -26,6 +27,8 @@ class TrainingLogs:
     def __init__(self, run: RunParts) -> None:
         self.run = run
         self._parsed: dict[str, trainlog.TrainLog] = {}
+        #: key → why the harness stopped that run early (the smoke run's verdict was decided); absent: ran whole
+        self.stopped: dict[str, str] = {}
 
     @property
     def restore_step(self) -> int | None:
@@ -95,7 +98,13 @@ class TrainingLogs:
         spec = self._spec()
         workload = SmokeWorkload(f"train-{key}", p.nodes, p.gpus_per_node, argv, dict(spec.env), spec.timeout_s)
         self.run.diagnostics.finish_first()
-        result = self.run.scheduler.results(Batch(f"train-{key}", "training", {key: workload}, spec.timeout_s))[key]
+        watch = None
+        if key == "smoke":  # read as it runs, when the agreed rule may stop it early (criterion 3)
+            watch = stream_watch(self.run.context, self.restore_step, lambda t: self._parse(t, "smoke run (streaming)"))
+        batch = Batch(f"train-{key}", "training", {key: workload}, spec.timeout_s, watch=watch)
+        result = self.run.scheduler.results(batch)[key]
+        if result.stopped:
+            self.stopped[key] = result.stopped
         if not result.ok:
             why = result.reason or f"exit {result.exit_code}"
             tail = result.log_tail.strip().splitlines()[-1:] if result.log_tail else []

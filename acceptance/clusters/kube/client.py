@@ -197,6 +197,37 @@ class KubeApi:
             delay = min(delay * 2, self.retry.max_backoff_s)
         raise AssertionError("unreachable: the last attempt returns or raises")
 
+    def follow(self, namespace: str, pod: str, timeout_s: float) -> Iterator[str]:
+        """A pod's log as it grows (``follow=true``), from its start, until the container ends, the pod goes,
+        or `timeout_s` passes without output. KubeApiError when the stream cannot be opened or breaks: the
+        caller reads the log again (no retries here: a follow is resumed by reading what is there)."""
+        import codecs
+
+        from kubernetes.client.exceptions import ApiException
+        from urllib3.exceptions import HTTPError
+
+        what = f"follow log of pod {pod}"
+        self.calls += 1
+        try:
+            resp: Any = self.core.read_namespaced_pod_log(
+                pod, namespace, follow=True, _preload_content=False,
+                _request_timeout=(self.retry.request_timeout[0], max(1.0, timeout_s)),
+            )  # fmt: skip
+        except ApiException as exc:
+            raise api_error(what, int(exc.status or 0), _server_message(exc)) from None
+        except (HTTPError, OSError) as exc:
+            raise api_error(what, None, f"{exc.__class__.__name__}: {exc}") from None
+        decoder = codecs.getincrementaldecoder("utf-8")("replace")
+        try:
+            for data in resp.stream(65536):
+                text = decoder.decode(data)
+                if text:
+                    yield text
+        except (HTTPError, OSError) as exc:
+            raise api_error(what, None, f"{exc.__class__.__name__}: {exc}") from None
+        finally:
+            resp.close()
+
 
 def iter_watch(resp: Any) -> Iterator[Mapping[str, Any]]:
     """The JSON events of a watch response, one per line."""

@@ -11,7 +11,7 @@ import os
 import signal
 import sys
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from datetime import UTC, datetime
 from types import FrameType, TracebackType
 from typing import Any, Self
@@ -33,6 +33,7 @@ from acceptance.clusters.base import (
 )
 from acceptance.clusters.kube.cleanup import delete_labelled, delete_run, list_labelled, live_runs, older_than
 from acceptance.clusters.kube.client import KubeApi, build_api_client
+from acceptance.clusters.kube.follow import follow_log
 from acceptance.clusters.kube.joblogs import read_job
 from acceptance.clusters.kube.lease import Lease
 from acceptance.clusters.kube.manifests import MPI_API_VERSION, label_value, manifest_for, run_selector
@@ -113,6 +114,7 @@ class KubeCluster:
         self._cleaned = False
         self.lease = Lease(self.api, settings.namespace, label_value(run_id), settings.lease_s)
         self.in_cluster = settings.kubeconfig is None and bool(os.environ.get("KUBERNETES_SERVICE_HOST"))
+        self._stops: dict[str, str] = {}  # workload object name -> why the harness stops it (`stop`)
 
     @classmethod
     def from_profile(cls, profile: Profile, run_id: str) -> KubeCluster:
@@ -223,7 +225,19 @@ class KubeCluster:
     def wait(
         self, handles: Sequence[Handle], deadline_s: float, *, progress: ProgressSink | None = None
     ) -> list[RunResult]:
-        return Waiter(self.api, self.settings, self.run_id).wait(handles, deadline_s, progress)
+        return Waiter(self.api, self.settings, self.run_id, self._stops).wait(handles, deadline_s, progress)
+
+    # ------------------------------------------------------------ StreamsLogs
+
+    def follow(self, handle: Handle, deadline_s: float) -> Iterator[str]:
+        """The workload's launcher (MPIJob) or pod (Job) log as it grows, in complete lines."""
+        name = handle.objects[0][1]
+        return follow_log(self.api, self.settings.namespace, self.run_id, handle, deadline_s,
+                          lambda: name in self._stops)  # fmt: skip
+
+    def stop(self, handle: Handle, reason: str) -> None:
+        """Stop the workload as a finished one is: the `wait` awaiting it reads its log, then deletes it."""
+        self._stops.setdefault(handle.objects[0][1], reason)
 
     def run(self, workloads: Sequence[Workload], deadline_s: float) -> list[RunResult]:
         """Submit and wait in one go."""

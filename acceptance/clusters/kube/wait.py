@@ -60,6 +60,7 @@ class _Track:
     pods_seen: dict[str, str] = field(default_factory=dict)
     result: RunResult | None = None
     failed_seen: float | None = None  # when the MPIJob's Failed condition was first seen
+    stopped: str = ""  # why the harness stopped it (`KubeCluster.stop`)
 
 
 class _State:
@@ -120,8 +121,12 @@ class _State:
 
 
 class Waiter:
-    def __init__(self, api: KubeApi, settings: KubeSettings, run_id: str) -> None:
+    def __init__(
+        self, api: KubeApi, settings: KubeSettings, run_id: str, stops: Mapping[str, str] | None = None
+    ) -> None:
+        """`stops`: workload object name → why the harness stops it; read while waiting (it may grow)."""
         self.api = api
+        self.stops: Mapping[str, str] = stops if stops is not None else {}
         self.settings = settings
         self.run_id = run_id
         self.ns = settings.namespace
@@ -206,7 +211,12 @@ class Waiter:
             else:
                 todo = [t for label in state.dirty for t in by_label.get(label, ()) if id(t) in pending]
             state.dirty.clear()
+            listed = {id(t) for t in todo}
+            todo += [t for t in pending.values() if t.name in self.stops and id(t) not in listed]
             for t in todo:
+                if t.outcome is None and t.name in self.stops:
+                    t.stopped = self.stops[t.name]
+                    t.outcome = ("succeeded", f"stopped by the harness: {t.stopped}", None)
                 if t.outcome is None:
                     t.outcome = self._evaluate(t, state, now)
                 if t.outcome is None and now >= t.deadline:
@@ -342,6 +352,7 @@ class Waiter:
             manifests=t.handle.manifests,
             log_tail="".join(output.splitlines(keepends=True)[-LOG_TAIL_LINES:]),
             image=image_of(main) if main is not None else "",
+            stopped=t.stopped if status == "succeeded" else "",
         )
         undeleted = self._delete(t)
         if undeleted and status not in ("succeeded", "failed"):  # it may still run: say so beside the reason

@@ -11,7 +11,7 @@ answer; `node_signals` is what the hosts say now (reachable, GPUs seen, kernel X
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from datetime import UTC, datetime
 
 from acceptance.clusters.base import (
@@ -103,6 +103,14 @@ class SshCluster:
         self, handles: Sequence[Handle], deadline_s: float, *, progress: ProgressSink | None = None
     ) -> list[RunResult]:
         return self.workloads.wait(handles, deadline_s, progress)
+
+    def follow(self, handle: Handle, deadline_s: float) -> Iterator[str]:
+        """`StreamsLogs`: the workload's launcher stdout as it arrives."""
+        return self.workloads.follow(handle, deadline_s)
+
+    def stop(self, handle: Handle, reason: str) -> None:
+        """`StreamsLogs`: end the workload's processes; the wait awaiting it keeps what they printed."""
+        self.workloads.stop(handle, reason)
 
     def events(self, nodes: Sequence[str], since: datetime) -> list[ClusterEvent]:
         """NVIDIA kernel lines (Xids) of the hosts since `since`; a host whose kernel log was not read says so."""

@@ -120,6 +120,23 @@ def wait_script(folder: str, poll_s: float = 0.2) -> str:
     ]) + "\n"  # fmt: skip
 
 
+def follow_script(folder: str, poll_s: float = 0.2) -> str:
+    """Print the workload's stdout as it grows, until it has ended (its exit status written, or its
+    session gone), then what is left of it; nothing when its folder does not exist."""
+    return "\n".join([
+        f"D={shlex.quote(folder)}",
+        'cd "$D" 2>/dev/null || exit 0',
+        "n=0",
+        "while :; do",
+        '  e=0; [ -e rc ] && e=1; pid=$(cat pid 2>/dev/null); [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null || e=1',
+        "  s=$(wc -c < out 2>/dev/null || echo 0)",
+        '  if [ "$s" -gt "$n" ]; then tail -c +$((n+1)) out | head -c $((s-n)); n=$s; fi',
+        '  [ "$e" = 1 ] && break',
+        f"  sleep {poll_s}",
+        "done",
+    ]) + "\n"  # fmt: skip
+
+
 def kill_script(run_id: str, run_dir: str, workload: str | None = None, grace_s: float = KILL_GRACE_S) -> str:
     """End the processes of a run (or of one workload of it): TERM, up to `grace_s`, then KILL.
 

@@ -9,8 +9,11 @@ workload at once; one past its deadline has its processes ended and keeps what i
 
 from __future__ import annotations
 
+import queue
+import threading
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import replace
 from datetime import UTC, datetime
 from typing import Any
 
@@ -19,7 +22,7 @@ from acceptance.clusters.ssh import parallel, remote
 from acceptance.clusters.ssh.hostset import HostSet
 from acceptance.clusters.ssh.lease import SshLease
 from acceptance.clusters.ssh.mpi import MpiVersion, parse_mpirun_version
-from acceptance.clusters.ssh.plans import HostCommand, PlanContext, plan
+from acceptance.clusters.ssh.plans import MAIN, HostCommand, PlanContext, plan
 from acceptance.clusters.ssh.progress import done_progress, running_progress
 from acceptance.clusters.ssh.results import HostOutcome, run_result
 from acceptance.errors import AcceptanceError, SshError, UsageError
@@ -39,6 +42,7 @@ class Workloads:
         self.hostnames: dict[str, str] = {}  # node → the name its processes print (nccl-tests' rank lines)
         self.mpi: MpiVersion | None = None
         self._launch_errors: dict[tuple[str, str], str] = {}
+        self._stops: dict[str, str] = {}  # workload name -> why the harness stopped it (`stop`)
 
     def _mpi_version(self) -> MpiVersion | None:
         if self.mpi is None:
@@ -155,10 +159,54 @@ class Workloads:
             )  # fmt: skip
             per_handle.setdefault(id(handle), []).append(got)
         self.learn_hostnames([n for h in handles for n in workload_nodes(h.workload)])
-        results = [run_result(h, per_handle[id(h)], self.hostnames) for h in handles]
+        results = [self._stopped(h, run_result(h, per_handle[id(h)], self.hostnames)) for h in handles]
         if progress is not None:
             progress(done_progress(handles, results, deadline_s, datetime.now(UTC)))
         return results
+
+    def _stopped(self, handle: Handle, result: RunResult) -> RunResult:
+        """A workload the harness stopped (`stop`) ended because it was: a success with no exit status."""
+        why = self._stops.get(handle.workload.name)
+        if why is None or result.status not in ("succeeded", "failed"):
+            return result
+        return replace(result, status="succeeded", exit_code=None, stopped=why, reason=f"stopped by the harness: {why}")
+
+    def follow(self, handle: Handle, deadline_s: float) -> Iterator[str]:
+        """The MAIN host's stdout of the workload (the head node's ``mpirun``) as it grows, in complete lines."""
+        command = next((HostCommand.from_json(m) for m in handle.manifests if m.get("role") == MAIN), None)
+        if command is None:
+            return
+        chunks: queue.Queue[bytes | None] = queue.Queue()
+
+        def read() -> None:
+            try:
+                conn = self.hosts.connections[command.node]
+                conn.run(remote.sh(remote.follow_script(command.folder)), deadline_s, on_stdout=chunks.put)
+            except AcceptanceError:
+                pass
+            finally:
+                chunks.put(None)
+
+        threading.Thread(target=read, name=f"follow-{handle.workload.name}", daemon=True).start()
+        pending = b""
+        while handle.workload.name not in self._stops:
+            chunk = chunks.get()
+            if chunk is None:
+                if pending:
+                    yield pending.decode("utf-8", "replace")
+                return
+            pending += chunk
+            cut = pending.rfind(b"\n") + 1
+            if cut:
+                yield pending[:cut].decode("utf-8", "replace")
+                pending = pending[cut:]
+
+    def stop(self, handle: Handle, reason: str) -> None:
+        """End the workload's processes on every host (TERM, then KILL); its `wait` keeps what they printed."""
+        self._stops.setdefault(handle.workload.name, reason)
+        nodes = [HostCommand.from_json(m).node for m in handle.manifests]
+        kill = remote.kill_script(self.run_id, self.settings.run_dir, handle.workload.name)
+        self.hosts.each(nodes, self.hosts.script(kill, 60), 70)
 
     def _end_late(self, handle: Handle, command: HostCommand) -> HostOutcome:
         """A workload past its deadline: end its processes, keep what it printed."""

@@ -120,6 +120,9 @@ class Controller:
         self.images = ImageCache(image_pull, time_scale) if image_pull is not None else None
         self.rng = random.Random(faults.seed)
         self.logs: dict[tuple[str, str], str] = {}
+        #: a running container's whole output, when it started and how long it runs (wall seconds): its log
+        #: grows line by line over that time, as a real container's does (`running_log`)
+        self.live: dict[tuple[str, str], tuple[str, float, float]] = {}
         self.placement = Placement()
         self.pending: set[tuple[str, str]] = set()
         self._events: dict[tuple[str, str, str], str] = {}
@@ -399,7 +402,19 @@ class Controller:
         if self.faults.oom and self.faults.oom in name:
             lines = output.splitlines(keepends=True)
             output, code, reason, duration = "".join(lines[: len(lines) // 2]), 137, "OOMKilled", duration / 2
+        self.live[(ns, name)] = (output, time.monotonic(), max(0.0, duration) * self.time_scale)
         self.after(duration, lambda: self._finish(ns, name, uid, output, code, reason))
+
+    def running_log(self, ns: str, name: str) -> str | None:
+        """What a running container has printed so far: its output's lines in proportion to the time it has
+        run (simulated time, on the time scale); None when it is not running."""
+        found = self.live.get((ns, name))
+        if found is None:
+            return None
+        output, started, wall = found
+        lines = output.splitlines(keepends=True)
+        done = 1.0 if wall <= 0 else min(1.0, (time.monotonic() - started) / wall)
+        return "".join(lines[: int(len(lines) * done)])
 
     @staticmethod
     def _cstatus(container: Mapping[str, Any], state: Obj, ready: bool) -> Obj:
@@ -430,6 +445,7 @@ class Controller:
         if self._alive(ns, name, uid) is None:
             return
         self.logs[(ns, name)] = output
+        self.live.pop((ns, name), None)
         finished = now_iso()
 
         def terminated(p: Obj) -> None:

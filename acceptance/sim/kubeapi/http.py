@@ -12,7 +12,7 @@ import select
 import socket
 import ssl
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Protocol
 from urllib.parse import parse_qs, urlsplit
@@ -20,6 +20,13 @@ from urllib.parse import parse_qs, urlsplit
 from acceptance.sim.kubeapi import discovery as disc
 from acceptance.sim.kubeapi.faults import Faults
 from acceptance.sim.kubeapi.store import ApiError, Gone, Obj, Store, parse_field_selector, parse_label_selector
+
+
+class LogKeeper(Protocol):
+    """The part of the controller a followed pod log reads: each pod's log so far, by (namespace, name)."""
+
+    @property
+    def logs(self) -> Mapping[tuple[str, str], str]: ...
 
 
 class Api(Protocol):
@@ -34,6 +41,9 @@ class Api(Protocol):
 
     @property
     def store(self) -> Store: ...
+
+    @property
+    def controller(self) -> LogKeeper: ...
 
     def count(self, verb: str) -> None: ...
 
@@ -207,6 +217,8 @@ class Handler(BaseHTTPRequestHandler):
         if method == "GET":
             if name is None:
                 self._list_or_watch(res, namespace, query)
+            elif sub == "log" and res.name == "pods" and query.get("follow") in ("true", "1"):
+                self._follow_log(namespace or "", name, query)
             elif sub == "log" and res.name == "pods":
                 self._send_text(api.pod_log(namespace or "", name, query))
             else:
@@ -254,6 +266,40 @@ class Handler(BaseHTTPRequestHandler):
         data = json.dumps(event, separators=(",", ":")).encode() + b"\n"
         self.wfile.write(f"{len(data):x}\r\n".encode() + data + b"\r\n")
         self.wfile.flush()
+
+    def _follow_log(self, namespace: str, name: str, query: dict[str, str]) -> None:
+        """``GET .../log?follow=true``: the log as the container prints it, until it ends or the pod goes."""
+        api = self.server.api
+        first = api.pod_log(namespace, name, query)  # the errors of a plain read (a pod not started yet)
+        self.send_response(200)
+        self.send_header("Content-Type", "text/plain")
+        self.send_header("Transfer-Encoding", "chunked")
+        self.end_headers()
+        sent = 0
+        text = first
+        try:
+            while True:
+                if len(text) > sent:
+                    data = text[sent:].encode()
+                    self.wfile.write(f"{len(data):x}\r\n".encode() + data + b"\r\n")
+                    self.wfile.flush()
+                    sent = len(text)
+                pod = api.store.get("pods", namespace, name)
+                if pod is None or pod["status"].get("phase") != "Running" or api.store.stopped or self._client_gone():
+                    if pod is not None and (namespace, name) in api.controller.logs:
+                        rest = api.controller.logs[(namespace, name)][sent:].encode()
+                        if rest:
+                            self.wfile.write(f"{len(rest):x}\r\n".encode() + rest + b"\r\n")
+                    break
+                time.sleep(0.02)
+                try:
+                    text = api.pod_log(namespace, name, {})
+                except ApiError:
+                    break
+            self.wfile.write(b"0\r\n\r\n")
+            self.wfile.flush()
+        except (BrokenPipeError, ConnectionResetError):
+            return
 
     def _watch(
         self, res: disc.Resource, namespace: str | None, labels: Any, fields: Any, query: dict[str, str]

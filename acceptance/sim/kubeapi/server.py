@@ -257,6 +257,8 @@ class EmulatedApi:
     def pod_log(self, namespace: str, name: str, query: dict[str, str]) -> str:
         pod = self.store.require("pods", namespace, name)
         text = self.controller.logs.get((namespace, name))
+        if text is None and pod["status"].get("phase") == "Running":
+            text = self.controller.running_log(namespace, name)
         if text is None:
             statuses = pod["status"].get("containerStatuses") or ()
             waiting = [s["state"]["waiting"] for s in statuses if "waiting" in s.get("state", {})]

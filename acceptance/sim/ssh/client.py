@@ -110,9 +110,14 @@ def main() -> None:
     request = {"tool": tool, "argv": [tool, *args], "node": node, "hosts": hosts,
                "env": {k: v for k, v in env.items() if k.startswith(keep)}}  # fmt: skip
     answer = json.loads(_ask(os.path.join(sim, "sim.sock"), json.dumps(request).encode() + b"\n", tool))
-    time.sleep(float(answer["wall_s"]))
-    sys.stdout.write(answer["stdout"])
-    sys.stdout.flush()
+    # the tool's lines appear over its (scaled) time, as a real tool prints them while it runs
+    lines = str(answer["stdout"]).splitlines(keepends=True)
+    start, wall = time.monotonic(), float(answer["wall_s"])
+    for i, line in enumerate(lines, 1):
+        time.sleep(max(0.0, start + wall * i / len(lines) - time.monotonic()))
+        sys.stdout.write(line)
+        sys.stdout.flush()
+    time.sleep(max(0.0, start + wall - time.monotonic()))
     sys.exit(int(answer["exit_code"]))
 
 
