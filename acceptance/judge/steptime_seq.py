@@ -246,6 +246,11 @@ def prepare(baseline: pd.Series | TrainLog, rule: SequentialRule, policy: StepTi
     )
 
 
+def _with_rule(verdict: Verdict, reason: str, figures: Mapping[str, Figure]) -> Verdict:
+    """`verdict` with the rule's reason after its summary and the rule's figures beside its own."""
+    return dataclasses.replace(verdict, summary=f"{verdict.summary}; {reason}", figures={**verdict.figures, **figures})
+
+
 def _logged_steps(data: pd.Series | TrainLog) -> np.ndarray:
     """The distinct logged steps, in logged order."""
     if isinstance(data, TrainLog):
@@ -376,16 +381,7 @@ def decide(
     outcome = {Status.PASS: PASS, Status.FAIL: FAIL, Status.INCONCLUSIVE: INCONCLUSIVE}.get(verdict.status, STOPPED)
     how = "fixed rule" if rule.method == "fixed" else "fixed rule at the maximum"
     reason = f"{outcome if outcome != STOPPED else 'error'} after {seen} of at most {rule.max_steps} steps ({how})"
-    figures = {**verdict.figures, **_rule_figures(rule, seen, outcome, "fixed")}
-    verdict = Verdict(
-        verdict.status,
-        verdict.subject,
-        f"{verdict.summary}; {reason}",
-        figures,
-        verdict.evidence,
-        verdict.table,
-        verdict.details,
-    )
+    verdict = _with_rule(verdict, reason, _rule_figures(rule, seen, outcome, "fixed"))
     return Decision(outcome, seen, rule.max_steps, reason, seen >= hold_steps, verdict)
 
 
@@ -505,14 +501,5 @@ def judge_sequential(
     verdict = judge_steptime(ref.source, first_steps(smoke, rule.max_steps), policy, seed=seed, subject=subject)
     outcome = {Status.PASS: PASS, Status.FAIL: FAIL}.get(verdict.status, INCONCLUSIVE)
     reason = f"{outcome} after {seen} of at most {rule.max_steps} steps (the log ended; fixed rule)"
-    figures = {**verdict.figures, **_rule_figures(rule, seen, outcome, "fixed")}
-    verdict = Verdict(
-        verdict.status,
-        verdict.subject,
-        f"{verdict.summary}; {reason}",
-        figures,
-        verdict.evidence,
-        verdict.table,
-        verdict.details,
-    )
+    verdict = _with_rule(verdict, reason, _rule_figures(rule, seen, outcome, "fixed"))
     return Decision(outcome, seen, rule.max_steps, reason, True, verdict)
