@@ -1,6 +1,6 @@
 """The agreement: ``baselines/<cluster>/cluster.yaml``.
 
-A profile says how to reach a cluster (backend ``kube``, ``ssh`` or ``sim``) and what
+A profile says how to reach a cluster (backend ``kube``, ``ssh``, ``slurm`` or ``sim``) and what
 both sides agreed: node set, GPUs per node, DCGM level, the nccl-tests commands,
 margins, the smoke job, the provider's identifiers of the cluster (``provider:``) and the
 severity levels with their clocks (``severity:``, read by `acceptance.incident.severity`), counted in
@@ -96,6 +96,27 @@ class SshSettings:
 
 
 @dataclass(frozen=True)
+class SlurmSettings:
+    """How backend ``slurm`` reaches the scheduler (``slurm:``): locally, or on `login` over SSH.
+
+    `launch` is how nccl-tests and the smoke job start inside their allocation: ``srun`` (with ``--mpi=``
+    `mpi`) or ``mpirun`` (Open MPI, which finds the allocation itself). `run_dir` holds the jobs' output
+    files; it must be visible from the login node (a shared file system, as Slurm sites have).
+    """
+
+    partition: str | None = None
+    account: str | None = None
+    login: str | None = None
+    launch: str = "srun"
+    mpi: str = "pmi2"
+    run_dir: str = "/tmp/recovery-acceptance-slurm"
+    env: Mapping[str, str] = field(default_factory=dict)
+    command_timeout_s: float = 60.0
+    time_slack_s: float = 300.0  # added to a workload's deadline for its --time (start-up, the step's end)
+    pending_timeout_s: float = 600.0  # a job still PENDING this long fails with the scheduler's reason
+
+
+@dataclass(frozen=True)
 class TopologySettings:
     """Where the fabric's leaves and spines come from: node labels, or a listing (SSH hosts)."""
 
@@ -150,6 +171,7 @@ class Profile:
     recurrence: Mapping[str, Any] = field(default_factory=dict)  # criterion 5's rules and job sources
     prometheus: Mapping[str, Any] = field(default_factory=dict)  # where criterion 5 reads metrics
     links: NodeLinks | None = None  # what one node's links carry (`nodes.links`): bounds a plausible busbw
+    slurm: SlurmSettings | None = None  # backend ``slurm``: how the scheduler is reached
 
     def nccl_test(self, name: str) -> NcclTestSpec:
         for test in self.nccl_tests:
@@ -169,6 +191,8 @@ class Profile:
         envs: list[Mapping[str, Any]] = [self.kube.get("env") or {}, *(t.env for t in self.nccl_tests)]
         if self.ssh is not None:
             envs.append(self.ssh.env)
+        if self.slurm is not None:
+            envs.append(self.slurm.env)
         if self.smoke is not None:
             envs.append(self.smoke.env)
         found = {
@@ -313,7 +337,7 @@ def _build(doc: Document) -> Profile:
         problems.append(_format(doc, path, found, expected))
 
     backend = data["backend"]
-    section = {"kube": "kube", "ssh": "ssh", "sim": "sim"}[backend]
+    section = {"kube": "kube", "ssh": "ssh", "sim": "sim", "slurm": "slurm"}[backend]
     if section not in data:
         bad([], f"backend {backend!r} without a '{section}' section", f"a '{section}' section")
 
@@ -325,7 +349,7 @@ def _build(doc: Document) -> Profile:
         seen.add(node)
         if not _NODE.fullmatch(node) or len(node) > 253:
             bad(["nodes", "names", i], repr(node[:80]), "a host name (RFC 1123: letters, digits, '-', '.')")
-        elif backend != "ssh" and node != node.lower():
+        elif backend not in ("ssh", "slurm") and node != node.lower():
             bad(["nodes", "names", i], repr(node), "a Kubernetes node name (lower case)")
 
     def duration(where: list[str | int], value: Any, default: float) -> float:
@@ -406,6 +430,23 @@ def _build(doc: Document) -> Profile:
             time_scale=float(raw_sim.get("time_scale", 0.001)),
         )
 
+    slurm = None
+    if "slurm" in data:
+        raw_slurm = data["slurm"] or {}
+        slurm = SlurmSettings(
+            partition=raw_slurm.get("partition"),
+            account=raw_slurm.get("account"),
+            login=raw_slurm.get("login"),
+            launch=str(raw_slurm.get("launch", "srun")),
+            mpi=str(raw_slurm.get("mpi", "pmi2")),
+            run_dir=str(raw_slurm.get("run_dir", "/tmp/recovery-acceptance-slurm")).rstrip("/")
+            or "/tmp/recovery-acceptance-slurm",
+            env=_env(raw_slurm.get("env")),
+            command_timeout_s=duration(["slurm", "command_timeout"], raw_slurm.get("command_timeout"), 60),
+            time_slack_s=duration(["slurm", "time_slack"], raw_slurm.get("time_slack"), 300),
+            pending_timeout_s=duration(["slurm", "pending_timeout"], raw_slurm.get("pending_timeout"), 600),
+        )
+
     smoke = None
     if "smoke" in data:
         raw_smoke = data["smoke"]
@@ -455,6 +496,7 @@ def _build(doc: Document) -> Profile:
         recurrence=dict(data.get("recurrence", {})),
         prometheus=dict(data.get("prometheus", {})),
         links=_links(data["nodes"].get("links")),
+        slurm=slurm,
     )
 
 
