@@ -202,7 +202,8 @@ class SlurmCluster:
         seen: dict[str, tools.Job] = {}
         pending_since: dict[str, float] = {}
         ended: dict[str, tuple[str, str]] = {}  # workload → (status, reason) decided here (deadline, pending)
-        open_ = {h.workload.name for h in handles if ids[h.workload.name] and h.workload.name not in self._launch_errors}
+        open_ = {h.workload.name for h in handles
+                 if ids[h.workload.name] and h.workload.name not in self._launch_errors}  # fmt: skip
         events: dict[str, list[dict[str, str]]] = {h.workload.name: [] for h in handles}
         for h in handles:
             if h.workload.name in open_:
@@ -219,8 +220,13 @@ class SlurmCluster:
                     open_.discard(name)
                     continue
                 if name not in seen or seen[name].state != job.state:
-                    events[name].append(_event(job.state.title(), f"job {job.job_id} {job.state} on {job.nodes or '-'}"
-                                               + (f" ({job.reason})" if job.reason and job.reason != "None" else "")))
+                    events[name].append(
+                        _event(
+                            job.state.title(),
+                            f"job {job.job_id} {job.state} on {job.nodes or '-'}"
+                            + (f" ({job.reason})" if job.reason and job.reason != "None" else ""),
+                        )
+                    )
                 seen[name] = job
                 limit = min(deadline_s, h.workload.deadline_s)
                 if job.state == "PENDING":
@@ -256,16 +262,21 @@ class SlurmCluster:
         quoted = [shlex.quote(p) for p in (output, f"{output}.err", f"{output}.rc")]
         answer = self._run(f"cat {quoted[0]} 2>/dev/null; echo {_SPLIT}; cat {quoted[1]} 2>/dev/null; "
                            f"echo {_SPLIT}; cat {quoted[2]} 2>/dev/null")  # fmt: skip
-        parts = (answer.stdout.split(f"{_SPLIT}\n") + ["", "", ""])[:3]
+        parts = [*answer.stdout.split(f"{_SPLIT}\n"), "", "", ""][:3]
         out, err, rc_text = parts
         rc = int(rc_text.strip()) if rc_text.strip().lstrip("-").isdigit() else None
-        nodes = [n for n in manifest.get("nodes", ())]
+        listed = manifest.get("nodes")
+        nodes = [str(n) for n in listed] if isinstance(listed, list) else []
         if ended is not None:
             status, reason = ended
         elif rc is None:
             last = job.state if job is not None else "unknown"
-            status, reason = "failed", f"job {manifest['job_id']} ended without its exit status (last seen {last}" + (
-                f", {job.reason}" if job is not None and job.reason and job.reason != "None" else "") + ")"
+            status, reason = (
+                "failed",
+                f"job {manifest['job_id']} ended without its exit status (last seen {last}"
+                + (f", {job.reason}" if job is not None and job.reason and job.reason != "None" else "")
+                + ")",
+            )
         else:
             status, reason = ("succeeded", "") if rc == 0 else ("failed", f"exit {rc}")
         events.append(_event("Ended", f"{status}{': ' + reason if reason else ''}"))
@@ -292,7 +303,8 @@ class SlurmCluster:
         for name in nodes:
             node = known.get(name)
             if node is not None and not node.state.usable:
-                out.append(ClusterEvent(datetime.now(UTC), f"node/{name}", NODE_NOT_READY, node_reason(node), "Warning"))
+                why = node_reason(node)
+                out.append(ClusterEvent(datetime.now(UTC), f"node/{name}", NODE_NOT_READY, why, "Warning"))
         return out
 
     def node_signals(self, nodes: Sequence[str], since: datetime) -> list[ClusterEvent]:
@@ -366,11 +378,12 @@ def _event(reason: str, message: str) -> dict[str, str]:
     return ClusterEvent(datetime.now(UTC), "slurm-job", reason, message).as_dict()
 
 
-def _progress(handle: Handle, job: tools.Job | None, running: bool, elapsed: float, deadline: float) -> WorkloadProgress:
+def _progress(
+    handle: Handle, job: tools.Job | None, running: bool, elapsed: float, deadline: float
+) -> WorkloadProgress:
     if not running:
         return WorkloadProgress.of(handle.workload, "done", elapsed, deadline)
     if job is None or job.state == "PENDING":
         note = job.reason if job is not None else ""
         return WorkloadProgress.of(handle.workload, "pending", elapsed, deadline, note=note)
     return WorkloadProgress.of(handle.workload, "running", elapsed, deadline)
-

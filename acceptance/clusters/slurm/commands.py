@@ -112,7 +112,7 @@ def plan(opts: JobOptions, workload: Workload, env: Mapping[str, str]) -> JobPla
     kind = workload_kind(workload)
     name = job_name(opts.run_id, kind, workload.name)
     output = f"{opts.run_dir}/{opts.run_id}/{_NAME_SAFE.sub('_', workload.name)}.{kind}.out"
-    argv = _common(opts, name, output, workload.deadline_s) + [f"--error={output}.err"]
+    argv = [*_common(opts, name, output, workload.deadline_s), f"--error={output}.err"]
     if isinstance(workload, DcgmWorkload | NodeWorkload):
         gpus = workload.gpus
         argv += [f"--nodelist={workload.node}", "--nodes=1", "--ntasks=1"]
@@ -120,11 +120,14 @@ def plan(opts: JobOptions, workload: Workload, env: Mapping[str, str]) -> JobPla
             argv.append(f"--gpus-per-node={gpus}")
         step = ["srun", f"--nodelist={workload.node}", "--nodes=1", "--ntasks=1"]
         step += [f"--gpus-per-node={gpus}"] if gpus else []
-        command = ["bash", "-c", dcgm_script(workload.argv, f"nv-hostengine.{opts.run_id}.$SLURMD_NODENAME.pid")] if (
-            isinstance(workload, DcgmWorkload)) else list(workload.argv)
+        if isinstance(workload, DcgmWorkload):  # the host's engine when one answers, else one for this diagnostic
+            pidfile = f"nv-hostengine.{opts.run_id}.$SLURMD_NODENAME.pid"
+            command = ["bash", "-c", dcgm_script(workload.argv, pidfile)]
+        else:
+            command = list(workload.argv)
         extra = env if isinstance(workload, NodeWorkload) else {}
-        return JobPlan(workload.name, name, tuple(argv), _script([shlex.join([*step, *command])], extra, output), output,
-                       (workload.node,))  # fmt: skip
+        script = _script([shlex.join([*step, *command])], extra, output)
+        return JobPlan(workload.name, name, tuple(argv), script, output, (workload.node,))
     assert isinstance(workload, NcclWorkload | SmokeWorkload)
     nodes = tuple(workload.nodes)
     gpus = workload.gpus_per_node

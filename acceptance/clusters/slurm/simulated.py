@@ -16,17 +16,20 @@ import shlex
 import shutil
 import stat
 import tempfile
-import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from acceptance.clusters.slurm.cluster import SlurmCluster
 from acceptance.clusters.slurm.transport import LocalTransport
-from acceptance.errors import AcceptanceError, ClusterError, UsageError
+from acceptance.errors import AcceptanceError, UsageError
 from acceptance.profile import Profile, SlurmSettings
 from acceptance.sim.ssh.hosts import SYSTEM_PATH
 from acceptance.sim.ssh.server import SimServer
 from acceptance.sim.ssh.shims import shims, write_shims
+
+if TYPE_CHECKING:
+    from acceptance.sim.slurm.daemons import SimSlurm
 
 SLURM_FAULTS = ("node-drain", "slurmd-down")
 DRAIN_REASON = "recovery-acceptance simulator: node-drain fault (an admin drained it)"
@@ -74,8 +77,10 @@ def step_wrapper(tool: str, folder: str) -> str:
 class SimulatedSlurmCluster(SlurmCluster):
     """The Slurm backend over the simulated Slurm of this run."""
 
-    def __init__(self, profile: Profile, run_id: str, settings: SlurmSettings, env: Mapping[str, str],
-                 faults: Sequence[str], folder: Path | None, slurm: object, server: SimServer | None) -> None:  # fmt: skip
+    def __init__(
+        self, profile: Profile, run_id: str, settings: SlurmSettings, env: Mapping[str, str],
+        faults: Sequence[str], folder: Path | None, slurm: SimSlurm | None, server: SimServer | None,
+    ) -> None:  # fmt: skip
         super().__init__(profile, run_id, LocalTransport(env), settings)
         self.faults = tuple(faults)
         self.folder = folder
@@ -167,18 +172,11 @@ class SimulatedSlurmCluster(SlurmCluster):
             super().close()
         finally:
             if self.slurm is not None:
-                from acceptance.sim.slurm.daemons import SimSlurm
-
-                assert isinstance(self.slurm, SimSlurm)
                 self.slurm.stop()
                 self.slurm = None
             if self.server is not None:
                 self.server.close()
                 self.server = None
             if self.folder is not None:
-                time.sleep(0)
                 shutil.rmtree(self.folder, ignore_errors=True)  # made by `start` in this process
                 self.folder = None
-
-
-__all__ = ["ClusterError", "SimulatedSlurmCluster", "split_faults", "step_wrapper"]
