@@ -13,6 +13,7 @@ that is not ours).
 
 from __future__ import annotations
 
+import dataclasses
 import shlex
 import time
 from collections.abc import Mapping, Sequence
@@ -186,7 +187,8 @@ class SlurmCluster:
             answer = self._run(commands.submit_command(job))
             job_id = commands.job_id_of(answer.stdout) if answer.ok else None
             if job_id is None:
-                self._launch_errors[w.name] = f"sbatch refused the job: {answer.said()}"
+                said = dataclasses.replace(answer, command=shlex.join(job.argv)).said()
+                self._launch_errors[w.name] = f"sbatch refused the job: {said}"
             manifest: dict[str, Any] = {"kind": "SlurmJob", "workload": w.name, "run_id": self.run_id,
                                         "job_id": job_id, "name": job.name, "argv": list(job.argv),
                                         "script": job.script, "output": job.output, "nodes": list(job.nodes),
@@ -257,7 +259,8 @@ class SlurmCluster:
         manifest = handle.manifests[0]
         error = self._launch_errors.get(w.name)
         if error is not None or not manifest.get("job_id"):
-            return RunResult.not_run(w, error or "the job was not submitted", handle.submitted)
+            failed = RunResult.not_run(w, error or "the job was not submitted", handle.submitted)
+            return dataclasses.replace(failed, manifests=tuple(handle.manifests))
         output = str(manifest["output"])
         quoted = [shlex.quote(p) for p in (output, f"{output}.err", f"{output}.rc")]
         answer = self._run(f"cat {quoted[0]} 2>/dev/null; echo {_SPLIT}; cat {quoted[1]} 2>/dev/null; "

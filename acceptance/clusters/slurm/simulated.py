@@ -81,7 +81,7 @@ class SimulatedSlurmCluster(SlurmCluster):
         self, profile: Profile, run_id: str, settings: SlurmSettings, env: Mapping[str, str],
         faults: Sequence[str], folder: Path | None, slurm: SimSlurm | None, server: SimServer | None,
     ) -> None:  # fmt: skip
-        super().__init__(profile, run_id, LocalTransport(env), settings)
+        super().__init__(profile, run_id, LocalTransport(env, inherit=False), settings)
         self.faults = tuple(faults)
         self.folder = folder
         self.slurm = slurm

@@ -31,7 +31,7 @@ class Answer:
         """The command and what it printed, in one line for a verdict's evidence."""
         text = (self.stderr.strip() or self.stdout.strip()).replace("\n", " | ")
         how = "did not finish in time" if self.timed_out else f"exited {self.exit_code}"
-        return f"`{self.command[:300]}` {how}: {text[:limit] or 'no output'}"
+        return f"`{self.command[:1000]}` {how}: {text[:limit] or 'no output'}"
 
 
 class Transport(Protocol):
@@ -43,12 +43,13 @@ class Transport(Protocol):
 
 
 class LocalTransport:
-    """Commands in a local bash, with `env` added to this process's environment (``SLURM_CONF``, PATH ...)."""
+    """Commands in a local bash, with `env` added to this process's environment (``SLURM_CONF``, PATH ...);
+    with `inherit` False, `env` alone (a simulated cluster's commands see nothing of this process's)."""
 
     where = "this machine"
 
-    def __init__(self, env: Mapping[str, str] | None = None) -> None:
-        self.env = {**os.environ, **(env or {})}
+    def __init__(self, env: Mapping[str, str] | None = None, *, inherit: bool = True) -> None:
+        self.env = {**(os.environ if inherit else {}), **(env or {})}
 
     def run(self, command: str, timeout_s: float) -> Answer:
         try:

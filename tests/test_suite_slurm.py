@@ -1,0 +1,293 @@
+"""The acceptance suite on Slurm: a real slurmctld and one slurmd per node on loopback, the same verdicts.
+
+Suite runs (slow, module-scoped): an 8-node variant of ``baselines/sim-slurm`` records its own handover
+baseline once (signed with the simulator's demo key, as the shipped one is); every other run is judged
+against it with the fault matrix `--cluster=sim` must meet, plus the two Slurm faults. The backend
+itself (slow too): one simulated Slurm for the module, the backend's bad-input and fault paths, and after
+each of them ``squeue`` shows no job of the run. Skipped, with what to install, without the packages.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import stat
+import time
+from collections.abc import Iterator
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+
+from acceptance.clusters.base import DcgmWorkload, NcclWorkload
+from acceptance.clusters.slurm import commands
+from acceptance.clusters.slurm.cluster import SlurmCluster
+from acceptance.clusters.slurm.simulated import SimulatedSlurmCluster
+from acceptance.clusters.slurm.transport import LocalTransport
+from acceptance.errors import ClusterError
+from acceptance.profile import load_profile_file
+from acceptance.tools import slurm as tools
+from tests.slurm_support import NEEDS_SLURM, sim_slurm_profile
+from tests.ssh_support import Run, run_suite
+from tests.suite_run import sign_as_demo
+from tests.test_suite_ssh import FAULT_CHECKS
+
+pytestmark = [NEEDS_SLURM, pytest.mark.slow]
+
+
+class Runs:
+    """The module's suite runs, made once each on demand."""
+
+    def __init__(self, base: Path) -> None:
+        self.base = base
+        self.baselines = sim_slurm_profile(base, nodes=8).parent
+        self._runs: dict[tuple[str, ...], Run] = {}
+
+    def get(self, *args: str) -> Run:
+        if args not in self._runs:
+            report = self.base / f"report-{len(self._runs)}"
+            self._runs[args] = run_suite(self.baselines, "sim-slurm", report, *args)
+        return self._runs[args]
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory: pytest.TempPathFactory) -> Runs:
+    made = Runs(tmp_path_factory.mktemp("suite-slurm"))
+    recorded = made.get("--record-baseline")
+    assert recorded.returncode == 0, recorded.stdout[-3000:] + recorded.stderr[-2000:]
+    [path] = (made.baselines / "sim-slurm").glob("handover-*.json")
+    sign_as_demo(path)
+    return made
+
+
+def _no_cleanup_problem(run: Run) -> None:
+    text = run.stdout + run.stderr
+    assert "cleanup of run" not in text, text[-2000:]
+    assert "Traceback" not in run.stderr
+
+
+def test_recording_on_slurm_keeps_the_scheduler_version_and_the_identity_of_the_cluster(runs: Runs) -> None:
+    [path] = (runs.baselines / "sim-slurm").glob("handover-*.json")
+    baseline = json.loads(path.read_text())
+    assert baseline["conditions"]["kubernetes_version"].startswith("slurm")
+    assert baseline["identity"]["cluster"] == "sim-slurm"
+    assert baseline["identity"]["provider_cluster_id"] == "sim-slurm-h200-0001"
+    assert baseline["provenance"]["simulated"] is True
+
+
+def test_the_healthy_suite_is_accepted_on_slurm_with_its_jobs_as_evidence(runs: Runs) -> None:
+    run = runs.get()
+    assert run.returncode == 0, run.stdout[-3000:]
+    outcomes = run.outcomes()
+    assert outcomes.pop("test_recurrence::test_no_recurrence") == "skipped"
+    assert set(outcomes.values()) == {"passed"}
+    assert "SIMULATED Slurm cluster: a real slurmctld and 8 slurmd on loopback" in run.stdout
+    manifest = (run.report / "manifests" / "nccl" / "all_reduce_perf.yaml").read_text()
+    assert "kind: SlurmJob" in manifest
+    assert "--nodes=8" in manifest
+    assert "srun --mpi=pmi2 --nodes=8 --ntasks-per-node=8 --gpus-per-node=8" in manifest
+    dcgm = (run.report / "manifests" / "dcgm" / "sim-node-05.yaml").read_text()
+    assert "--nodelist=sim-node-05" in dcgm
+    assert "--comment=ra-" in dcgm
+    assert "--time=" in dcgm
+    _no_cleanup_problem(run)
+
+
+@pytest.mark.parametrize(("fault", "expected"), FAULT_CHECKS, ids=[f for f, _ in FAULT_CHECKS])
+def test_an_injected_fault_fails_the_same_criteria_as_on_the_kubernetes_simulator(
+    runs: Runs, fault: str, expected: str
+) -> None:
+    run = runs.get(f"--sim-fault={fault}")
+    assert run.returncode == 1, run.stdout[-3000:]
+    assert run.failing_modules() == set(expected.split(","))
+    _no_cleanup_problem(run)
+
+
+@pytest.mark.parametrize(
+    ("fault", "said"),
+    [("node-drain@sim-node-06", "Reason=recovery-acceptance simulator: node-drain fault"),
+     ("slurmd-down@sim-node-04", "NOT_RESPONDING")],
+)  # fmt: skip
+def test_a_node_slurm_does_not_schedule_fails_the_preflight_naming_it_and_why_not_hardware(
+    runs: Runs, fault: str, said: str
+) -> None:
+    run = runs.get(f"--sim-fault={fault}")
+    assert run.returncode == 1, run.stdout[-3000:]
+    assert run.failing_modules() == {"test_preflight"}
+    node = fault.split("@")[1]
+    message = run.message("test_node_set_ready")
+    assert f"{node}: NotReady (Slurm state " in message
+    assert said in message
+    if fault.startswith("node-drain"):
+        assert "(set by root at " in message
+    _no_cleanup_problem(run)
+
+
+# ---- the backend against one simulated Slurm ----------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def sim(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SimulatedSlurmCluster]:
+    base = tmp_path_factory.mktemp("slurm-backend")
+    profile = load_profile_file(sim_slurm_profile(base, nodes=4) / "cluster.yaml")
+    cluster = SimulatedSlurmCluster.start(profile, "ra-20261202T0000-test", ())
+    try:
+        yield cluster
+    finally:
+        cluster.close()
+
+
+def _squeue(cluster: SlurmCluster) -> list[tools.Job]:
+    answer = cluster.transport.run("squeue --noheader --all --format='" + tools.JOB_FORMAT + "'", 30)
+    assert answer.ok, answer.said()
+    return list(tools.jobs(tools.parse_squeue(answer.stdout, tools.JOB_FORMAT))) if answer.stdout.strip() else []
+
+
+def _of_run(cluster: SlurmCluster, run_id: str) -> list[tools.Job]:
+    return [j for j in _squeue(cluster) if j.comment == run_id]
+
+
+def _other(sim: SimulatedSlurmCluster, run_id: str, **settings: object) -> SlurmCluster:
+    """Another backend (run, settings) on the same simulated Slurm."""
+    replaced = dataclasses.replace(sim.settings, **settings)  # type: ignore[arg-type]
+    return SlurmCluster(sim.profile, run_id, sim.transport, replaced)
+
+
+def test_a_dcgm_step_per_node_runs_and_leaves_no_job(sim: SimulatedSlurmCluster) -> None:
+    argv = ("bash", "-c", "nv-hostengine -n && exec dcgmi diag -r 1 -j")
+    handles = sim.submit([DcgmWorkload(f"dcgm-{n}", n, 8, argv, deadline_s=300) for n in sim.profile.nodes[:2]])
+    results = sim.wait(handles, 300)
+    assert [r.status for r in results] == ["succeeded", "succeeded"], [r.reason + r.log_tail for r in results]
+    assert all('"DCGM Diagnostic"' in r.output or "Diagnostic" in r.output for r in results)
+    sim.cleanup()
+    assert _of_run(sim, sim.run_id) == []
+
+
+def test_an_unknown_partition_is_an_error_with_sbatch_s_own_words(sim: SimulatedSlurmCluster) -> None:
+    other = _other(sim, "ra-20261202T0000-part", partition="no-such-partition")
+    [handle] = other.submit([DcgmWorkload("d", "sim-node-01", 8, ("dcgmi", "diag", "-r", "1"), deadline_s=60)])
+    [result] = other.wait([handle], 60)
+    assert result.status == "error"
+    assert "sbatch refused the job: `sbatch --parsable " in result.reason
+    assert "--partition=no-such-partition" in result.reason
+    assert "invalid partition" in result.reason.lower()
+    assert _of_run(sim, other.run_id) == []
+
+
+def test_a_job_that_stays_pending_is_cancelled_with_the_scheduler_s_reason(sim: SimulatedSlurmCluster) -> None:
+    assert sim.slurm is not None
+    sim.slurm.drain("sim-node-04", "test: pending")
+    try:
+        other = _other(sim, "ra-20261202T0000-pend", pending_timeout_s=3.0)
+        workload = NcclWorkload("all_reduce_perf", ("sim-node-03", "sim-node-04"), 8, ("all_reduce_perf", "-b", "8"))
+        [handle] = other.submit([workload])
+        start = time.monotonic()
+        [result] = other.wait([handle], 120)
+        assert time.monotonic() - start < 60
+        assert result.status == "unschedulable"
+        assert "still PENDING after" in result.reason
+        assert "the scheduler's reason: " in result.reason
+        assert result.reason.rsplit(": ", 1)[1] not in ("", "none given")
+        deadline = time.monotonic() + 30
+        while _of_run(sim, other.run_id) and time.monotonic() < deadline:
+            time.sleep(0.5)
+        assert _of_run(sim, other.run_id) == []
+    finally:
+        sim.slurm.resume("sim-node-04")
+
+
+def test_cleanup_cancels_a_running_job_of_the_run_and_never_another_user_s_or_run_s(
+    sim: SimulatedSlurmCluster,
+) -> None:
+    mine = _other(sim, "ra-20261202T0000-mine")
+    theirs = _other(sim, "ra-20261202T0000-theirs")
+    long = ("bash", "-c", "sleep 300")
+    [h1] = mine.submit([DcgmWorkload("long", "sim-node-01", 0, long, deadline_s=600)])
+    [h2] = theirs.submit([DcgmWorkload("long", "sim-node-02", 0, long, deadline_s=600)])
+    user_job = sim.transport.run("sbatch --parsable --job-name=train-gpt --comment=ra-20261202T0000-mine "
+                                 "--nodelist=sim-node-03 --time=5 --wrap='sleep 300'", 30)  # fmt: skip
+    assert user_job.ok, user_job.said()
+    try:
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline and {j.state for j in _squeue(sim)} != {"RUNNING"}:
+            time.sleep(0.5)
+        found = mine.leftovers()
+        assert [(item.run_id, "long" in item.object) for item in found] == [("ra-20261202T0000-theirs", True)]
+        mine.cleanup()
+        left = {j.job_id: j for j in _squeue(sim)}
+        assert str(h1.manifests[0]["job_id"]) not in left
+        assert str(h2.manifests[0]["job_id"]) in left  # another run's job is not touched by this run's cleanup
+        assert commands.job_id_of(user_job.stdout) in left  # nor a job that is not the harness's
+        removed = mine.remove_leftovers(None)  # `acceptance cleanup`: what other runs of the harness left
+        assert [item.run_id for item in removed] == ["ra-20261202T0000-theirs"]
+        deadline = time.monotonic() + 30
+        while _of_run(sim, theirs.run_id) and time.monotonic() < deadline:
+            time.sleep(0.5)
+        assert _of_run(sim, theirs.run_id) == []
+        assert commands.job_id_of(user_job.stdout) in {j.job_id for j in _squeue(sim)}
+    finally:
+        sim.transport.run(f"scancel {commands.job_id_of(user_job.stdout)}", 30)
+
+
+def test_a_scancel_that_fails_is_an_error_with_the_command_and_its_output(
+    sim: SimulatedSlurmCluster, tmp_path: Path
+) -> None:
+    fake = tmp_path / "bin"
+    fake.mkdir()
+    (fake / "scancel").write_text("#!/bin/sh\necho 'scancel: error: Kill job error on job id 1: Access denied' >&2\n"
+                                  "exit 1\n")  # fmt: skip
+    (fake / "scancel").chmod(0o755 | stat.S_IXUSR)
+    assert isinstance(sim.transport, LocalTransport)
+    env = {**sim.transport.env, "PATH": f"{fake}:{sim.transport.env['PATH']}"}
+    broken = SlurmCluster(sim.profile, "ra-20261202T0000-nocancel", LocalTransport(env), sim.settings)
+    [handle] = broken.submit([DcgmWorkload("long", "sim-node-01", 0, ("bash", "-c", "sleep 300"), deadline_s=600)])
+    try:
+        with pytest.raises(ClusterError, match=r"scancel failed on this machine: `scancel --full \d+` exited 1: "
+                                               r"scancel: error: Kill job error .*Access denied"):  # fmt: skip
+            broken.cleanup()
+    finally:
+        sim.transport.run(f"scancel {handle.manifests[0]['job_id']}", 30)
+    deadline = time.monotonic() + 30
+    while _of_run(sim, broken.run_id) and time.monotonic() < deadline:
+        time.sleep(0.5)
+    assert _of_run(sim, broken.run_id) == []
+
+
+def test_a_controller_that_does_not_answer_is_a_clear_error_not_a_hang(
+    sim: SimulatedSlurmCluster, tmp_path: Path
+) -> None:
+    assert isinstance(sim.transport, LocalTransport)
+    conf = Path(sim.transport.env["SLURM_CONF"]).read_text()
+    port = next(line for line in conf.splitlines() if line.startswith("SlurmctldPort="))
+    (tmp_path / "slurm.conf").write_text(conf.replace(port, "SlurmctldPort=9"))
+    env = {**sim.transport.env, "SLURM_CONF": str(tmp_path / "slurm.conf")}
+    settings = dataclasses.replace(sim.settings, command_timeout_s=40.0)
+    dead = SlurmCluster(sim.profile, "ra-20261202T0000-dead", LocalTransport(env), settings)
+    start = time.monotonic()
+    with pytest.raises(ClusterError, match=r"the Slurm controller does not answer on this machine: `scontrol"):
+        dead.inventory()
+    assert time.monotonic() - start < 90
+
+
+def test_node_signals_say_a_drained_node_s_reason(sim: SimulatedSlurmCluster) -> None:
+    assert sim.slurm is not None
+    sim.slurm.drain("sim-node-02", "test: signals")
+    try:
+        found = sim.node_signals(["sim-node-01", "sim-node-02"], datetime.now(UTC))
+        [event] = [e for e in found if e.object == "node/sim-node-02"]
+        assert event.reason == "NodeNotReady"
+        assert "Reason=test: signals" in event.message
+        assert not [e for e in found if e.object == "node/sim-node-01"]
+    finally:
+        sim.slurm.resume("sim-node-02")
+
+
+def test_the_simulated_slurm_s_commands_see_only_its_own_environment(
+    sim: SimulatedSlurmCluster, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A harness started inside a Slurm job (SLURM_JOB_ID ... set) must not hand those to the simulated cluster."""
+    monkeypatch.setenv("SLURM_JOB_ID", "424242")
+    assert isinstance(sim.transport, LocalTransport)
+    answer = sim.transport.run("env", 10)
+    assert "SLURM_JOB_ID" not in answer.stdout
+    assert f"SLURM_CONF={sim.env['SLURM_CONF']}" in answer.stdout
