@@ -163,3 +163,25 @@ def test_a_slurm_launch_the_backend_does_not_know_is_a_profile_error(tmp_path: P
     (tmp_path / "allowed_signers").write_text((ROOT / "baselines" / "sim-slurm" / "allowed_signers").read_text())
     with pytest.raises(ProfileError, match=r"launch"):
         load_profile_file(tmp_path / "cluster.yaml")
+
+
+def test_a_run_s_lease_is_written_atomically_and_read_back_per_run() -> None:
+    line = commands.lease_command("/shared/ra", "r1", 90)
+    assert line == ("mkdir -p /shared/ra/r1 && echo $(( $(date +%s) + 90 )) > /shared/ra/r1/lease.tmp && "
+                    "mv /shared/ra/r1/lease.tmp /shared/ra/r1/lease")  # fmt: skip
+    assert "cat /shared/ra/r2/lease" in commands.leases_command("/shared/ra", ["r1", "r2"])
+    assert commands.parse_leases("r1 1796221785\nr2 \nnow 1796221695\n") == (
+        {"r1": 1796221785, "r2": None}, 1796221695,
+    )  # fmt: skip
+
+
+def test_without_the_packages_sim_slurm_stops_with_a_usage_error_saying_what_to_install(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from acceptance import clusters
+    from acceptance.sim.slurm import daemons
+
+    monkeypatch.setattr(daemons, "missing", lambda: ["slurmctld", "munge"])
+    profile = load_profile("sim-slurm", ROOT / "baselines")
+    with pytest.raises(UsageError, match=r"missing slurmctld, munge; install with: apt-get install -y"):
+        clusters.open(profile, "ra-test")

@@ -213,13 +213,20 @@ def test_cleanup_cancels_a_running_job_of_the_run_and_never_another_user_s_or_ru
             time.sleep(0.5)
         found = mine.leftovers()
         assert [(item.run_id, "long" in item.object) for item in found] == [("ra-20261202T0000-theirs", True)]
+        assert found[0].live_until is not None  # that run holds its lease: it is working now
         mine.cleanup()
         left = {j.job_id: j for j in _squeue(sim)}
         assert str(h1.manifests[0]["job_id"]) not in left
         assert str(h2.manifests[0]["job_id"]) in left  # another run's job is not touched by this run's cleanup
         assert commands.job_id_of(user_job.stdout) in left  # nor a job that is not the harness's
-        removed = mine.remove_leftovers(None)  # `acceptance cleanup`: what other runs of the harness left
-        assert [item.run_id for item in removed] == ["ra-20261202T0000-theirs"]
+        assert mine.remove_leftovers(None) == []  # `acceptance cleanup` spares a live run
+        assert str(h2.manifests[0]["job_id"]) in {j.job_id for j in _squeue(sim)}
+        theirs._release()  # that run crashes: its lease is no longer renewed and runs out
+        lease = f"{commands.run_folder(theirs.settings.run_dir, theirs.run_id)}/{commands.LEASE}"
+        assert sim.transport.run(f"echo $(( $(date +%s) - 120 )) > {lease}", 10).ok
+        assert mine.remove_leftovers(600) == []  # ended only 120 s ago
+        removed = mine.remove_leftovers(60)  # `acceptance cleanup --older-than 1m` after the crash
+        assert [(item.run_id, item.live_until) for item in removed] == [("ra-20261202T0000-theirs", None)]
         deadline = time.monotonic() + 30
         while _of_run(sim, theirs.run_id) and time.monotonic() < deadline:
             time.sleep(0.5)

@@ -13,8 +13,10 @@ that is not ours).
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import shlex
+import threading
 import time
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
@@ -42,6 +44,7 @@ from acceptance.profile import Profile, SlurmSettings
 from acceptance.tools import slurm as tools
 
 POLL_S = 1.0
+LEASE_S = 90.0  # renewed every third of this while the run works; a crashed run's jobs are leftovers after it
 CANCEL_WAIT_S = 60.0
 _SPLIT = "@@recovery-acceptance@@"
 
@@ -78,6 +81,8 @@ class SlurmCluster:
         self._launch_errors: dict[str, str] = {}
         self._cleaned = False
         self._outputs: list[str] = []
+        self._stop = threading.Event()
+        self._lease: threading.Thread | None = None
 
     # ------------------------------------------------------------ commands
     def _run(self, argv: Sequence[str] | str, timeout_s: float | None = None) -> Answer:
@@ -184,7 +189,8 @@ class SlurmCluster:
         for w in workloads:
             job = commands.plan(self.opts, w, self.settings.env)
             self._outputs.append(job.output)
-            answer = self._run(commands.submit_command(job))
+            lease = commands.lease_command(self.settings.run_dir, self.run_id, LEASE_S)
+            answer = self._run(f"{lease} && {commands.submit_command(job)}")
             job_id = commands.job_id_of(answer.stdout) if answer.ok else None
             if job_id is None:
                 said = dataclasses.replace(answer, command=shlex.join(job.argv)).said()
@@ -194,7 +200,26 @@ class SlurmCluster:
                                         "script": job.script, "output": job.output, "nodes": list(job.nodes),
                                         "where": self.transport.where}  # fmt: skip
             handles.append(Handle(w, (("slurm-job", job_id or "not submitted"),), (manifest,), datetime.now(UTC)))
+        self._hold()
         return handles
+
+    def _hold(self) -> None:
+        """Renew the run's lease from now on, every third of it, until cleanup or close."""
+        if self._lease is None and not self._stop.is_set():
+            lease = commands.lease_command(self.settings.run_dir, self.run_id, LEASE_S)
+
+            def renew() -> None:
+                while not self._stop.wait(LEASE_S / 3):
+                    with contextlib.suppress(ClusterError):
+                        self._run(lease, LEASE_S / 3)
+
+            self._lease = threading.Thread(target=renew, name=f"lease-{self.run_id}", daemon=True)
+            self._lease.start()
+
+    def _release(self) -> None:
+        self._stop.set()
+        if self._lease is not None:
+            self._lease.join(timeout=10)
 
     def wait(
         self, handles: Sequence[Handle], deadline_s: float, *, progress: ProgressSink | None = None
@@ -323,23 +348,41 @@ class SlurmCluster:
         )
 
     # ------------------------------------------------------------ what runs leave behind
-    def leftovers(self) -> list[Leftover]:
-        """This user's jobs of other runs of this harness (their name ``ra-<run>-`` and comment ``<run>``)."""
+    def _others(self) -> list[tuple[tools.Job, Leftover, float | None]]:
+        """This user's jobs of other runs of this harness (their name ``ra-<run>-`` and comment ``<run>``), each
+        with its run's lease (live until), and how long ago that lease ran out (None: no lease found)."""
+        jobs = [(j, run) for j in self._jobs() if (run := commands.run_of(j)) is not None and run != self.run_id]
+        if not jobs:
+            return []
+        runs = sorted({run for _, run in jobs})
+        answer = self._must(commands.leases_command(self.settings.run_dir, runs), "reading the runs' leases")
+        leases, now = commands.parse_leases(answer.stdout)
         out = []
-        for job in self._jobs():
-            run = commands.run_of(job)
-            if run is not None and run != self.run_id:
-                out.append(Leftover(f"slurm-job/{job.job_id} ({job.name}, {job.state})", run))
+        for job, run in jobs:
+            expiry = leases.get(run)
+            live = expiry is not None and now is not None and expiry > now
+            until = datetime.fromtimestamp(expiry, UTC) if live and expiry is not None else None
+            ended = float(now - expiry) if expiry is not None and now is not None and not live else None
+            out.append((job, Leftover(f"slurm-job/{job.job_id} ({job.name}, {job.state})", run, until), ended))
         return out
+
+    def leftovers(self) -> list[Leftover]:
+        """This user's jobs of other runs of this harness: of live runs (a lease) and those crashed runs left."""
+        return [item for _, item, _ in self._others()]
 
     def remove_leftovers(
         self, older_than_s: float | None, dry_run: bool = False, include_live: bool = False
     ) -> list[Leftover]:
-        found = self.leftovers()
-        ids = [item.object.split("/", 1)[1].split(" ", 1)[0] for item in found]
-        if ids and not dry_run:
-            self._cancel(ids)
-        return found
+        """``scancel`` the jobs of ended runs whose lease ran out at least `older_than_s` ago (a run without a
+        lease file counts as long ended); a live run's jobs only with `include_live`."""
+        def old_enough(ended: float | None) -> bool:
+            return older_than_s is None or ended is None or ended >= older_than_s
+
+        chosen = [(job, item) for job, item, ended in self._others()
+                  if include_live or (item.live_until is None and old_enough(ended))]  # fmt: skip
+        if chosen and not dry_run:
+            self._cancel([job.job_id for job, _ in chosen])
+        return [item for _, item in chosen]
 
     def _ours(self) -> list[tools.Job]:
         return [j for j in self._jobs() if commands.run_of(j) == self.run_id]
@@ -348,6 +391,7 @@ class SlurmCluster:
         """``scancel`` every job of this run; raise naming the jobs still in the queue a minute later."""
         if self._cleaned:
             return
+        self._release()
         ours = self._ours()
         self._cancel([j.job_id for j in ours])
         deadline = time.monotonic() + CANCEL_WAIT_S
@@ -358,12 +402,15 @@ class SlurmCluster:
             shown = ", ".join(f"{j.job_id} ({j.name}, {j.state})" for j in ours[:5])
             raise ClusterError(f"jobs of run {self.run_id} remain after scancel: {shown}")
         if self._outputs:  # only the files this process named for its own jobs
-            files = [f"{o}{ext}" for o in self._outputs for ext in ("", ".err", ".rc")]
-            folder = f"{self.settings.run_dir}/{self.run_id}"
-            self._run(f"rm -f {' '.join(map(shlex.quote, files))}; rmdir {shlex.quote(folder)} 2>/dev/null; true")
+            folder = commands.run_folder(self.settings.run_dir, self.run_id)
+            files = [f"{o}{ext}" for o in self._outputs for ext in ("", ".err", ".rc")] + [f"{folder}/{commands.LEASE}"]
+            engines = f"{shlex.quote(folder)}/nv-hostengine.{shlex.quote(self.run_id)}.*.pid"
+            self._run(f"rm -f {' '.join(map(shlex.quote, files))} {engines}; rmdir {shlex.quote(folder)} 2>/dev/null; "
+                      "true")  # fmt: skip
         self._cleaned = True
 
     def close(self) -> None:
+        self._release()
         self.transport.close()
 
 

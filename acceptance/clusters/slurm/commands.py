@@ -155,6 +155,41 @@ def submit_command(job: JobPlan) -> str:
     return f"mkdir -p {shlex.quote(folder)} && {shlex.join(job.argv)} <<'RA_SCRIPT_END'\n{job.script}RA_SCRIPT_END\n"
 
 
+LEASE = "lease"
+
+
+def run_folder(run_dir: str, run_id: str) -> str:
+    return f"{run_dir}/{run_id}"
+
+
+def lease_command(run_dir: str, run_id: str, seconds: float) -> str:
+    """Write (or renew) the run's lease: the UTC epoch second until which the run is alive, in its folder."""
+    folder = shlex.quote(run_folder(run_dir, run_id))
+    return (f"mkdir -p {folder} && echo $(( $(date +%s) + {math.ceil(seconds)} )) > {folder}/{LEASE}.tmp && "
+            f"mv {folder}/{LEASE}.tmp {folder}/{LEASE}")  # fmt: skip
+
+
+def leases_command(run_dir: str, run_ids: Sequence[str]) -> str:
+    """Print ``RUN EXPIRY`` per run (EXPIRY empty without a lease), then ``now EPOCH``."""
+    reads = [f"printf '%s %s\\n' {shlex.quote(r)} \"$(cat {shlex.quote(run_folder(run_dir, r))}/{LEASE} 2>/dev/null)\""
+             for r in run_ids]  # fmt: skip
+    return "; ".join([*reads, 'echo "now $(date +%s)"'])
+
+
+def parse_leases(text: str) -> tuple[dict[str, int | None], int | None]:
+    """run → lease expiry (None: no lease), and the machine's clock, from `leases_command`'s output."""
+    leases: dict[str, int | None] = {}
+    now: int | None = None
+    for line in text.splitlines():
+        key, _, value = line.strip().partition(" ")
+        value = value.strip()
+        if key == "now":
+            now = int(value) if value.isdigit() else None
+        elif key:
+            leases[key] = int(value) if value.isdigit() else None
+    return leases, now
+
+
 def job_id_of(stdout: str) -> str | None:
     """The job id ``sbatch --parsable`` printed (``ID`` or ``ID;CLUSTER``)."""
     line = stdout.strip().splitlines()[-1:] if stdout.strip() else []
