@@ -298,3 +298,21 @@ def test_the_simulated_slurm_s_commands_see_only_its_own_environment(
     answer = sim.transport.run("env", 10)
     assert "SLURM_JOB_ID" not in answer.stdout
     assert f"SLURM_CONF={sim.env['SLURM_CONF']}" in answer.stdout
+
+
+def test_a_node_the_controller_does_not_know_fails_the_preflight_and_the_rest_keep_their_gres(
+    sim: SimulatedSlurmCluster,
+) -> None:
+    from acceptance.judge.preflight import judge_nodes
+
+    profile = dataclasses.replace(sim.profile, nodes=("sim-node-01", "sim-node-99"))
+    other = SlurmCluster(profile, "ra-20261202T0000-unknown", sim.transport, sim.settings)
+    inventory = other.inventory()
+    assert [n.name for n in inventory.nodes] == ["sim-node-01"]
+    [node] = inventory.nodes
+    assert (node.ready, node.allocatable_gpus) == (True, 8)
+    assert node.labels["recovery-acceptance/slurm-gres"] == "gpu:h200:8"
+    assert node.gpu_product == "NVIDIA H200"
+    verdict = judge_nodes(inventory, profile.nodes, 8)
+    assert "sim-node-99: not in the cluster" in verdict.summary
+    assert _of_run(sim, other.run_id) == []  # the inventory step's job is gone too
