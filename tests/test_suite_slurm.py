@@ -276,6 +276,27 @@ def test_a_controller_that_does_not_answer_is_a_clear_error_not_a_hang(
     assert time.monotonic() - start < 90
 
 
+def test_a_controller_lost_while_awaiting_a_job_is_an_error_result_naming_the_command(
+    sim: SimulatedSlurmCluster, tmp_path: Path
+) -> None:
+    assert isinstance(sim.transport, LocalTransport)
+    conf = Path(sim.transport.env["SLURM_CONF"]).read_text()
+    port = next(line for line in conf.splitlines() if line.startswith("SlurmctldPort="))
+    (tmp_path / "slurm.conf").write_text(conf.replace(port, "SlurmctldPort=9"))
+    env = {**sim.transport.env, "SLURM_CONF": str(tmp_path / "slurm.conf")}
+    live = _other(sim, "ra-20261202T0000-lost")
+    [handle] = live.submit([DcgmWorkload("long", "sim-node-01", 0, ("bash", "-c", "sleep 300"), deadline_s=600)])
+    dead = SlurmCluster(sim.profile, live.run_id, LocalTransport(env), sim.settings)
+    start = time.monotonic()
+    [result] = dead.wait([handle], 600)
+    assert time.monotonic() - start < 120
+    assert result.status == "error"
+    assert f"lost job {handle.manifests[0]['job_id']}: squeue on this machine: `squeue " in result.reason
+    assert "Unable to contact slurm controller" in result.reason
+    live.cleanup()  # the controller back: the run's end cancels the job
+    assert _of_run(sim, live.run_id) == []
+
+
 def test_node_signals_say_a_drained_node_s_reason(sim: SimulatedSlurmCluster) -> None:
     assert sim.slurm is not None
     sim.slurm.drain("sim-node-02", "test: signals")

@@ -44,6 +44,7 @@ from acceptance.profile import Profile, SlurmSettings
 from acceptance.tools import slurm as tools
 
 POLL_S = 1.0
+QUEUE_RETRIES = 5  # squeue failing this many times in a row while awaiting jobs: they are lost (an error result)
 LEASE_S = 90.0  # renewed every third of this while the run works; a crashed run's jobs are leftovers after it
 CANCEL_WAIT_S = 60.0
 _SPLIT = "@@recovery-acceptance@@"
@@ -235,9 +236,22 @@ class SlurmCluster:
         for h in handles:
             if h.workload.name in open_:
                 events[h.workload.name].append(_event("Submitted", f"job {ids[h.workload.name]}"))
+        failures: list[str] = []
         while open_:
             now = time.monotonic()
-            queue = {j.job_id: j for j in self._jobs()}
+            try:
+                queue = {j.job_id: j for j in self._jobs()}
+                failures.clear()
+            except ClusterError as exc:  # the controller busy or gone: asked again, then the jobs are lost
+                failures.append(str(exc))
+                if len(failures) < QUEUE_RETRIES:
+                    time.sleep(POLL_S)
+                    continue
+                for name in sorted(open_):
+                    ended[name] = ("error", f"lost job {ids[name]}: {failures[-1]}")
+                with contextlib.suppress(ClusterError):
+                    self._cancel([ids[n] for n in sorted(open_)])
+                break
             for h in handles:
                 name = h.workload.name
                 if name not in open_:
@@ -264,7 +278,10 @@ class SlurmCluster:
                 elif now - start > limit:
                     ended[name] = ("timeout", f"job {job.job_id} {job.state} past its deadline of {limit:.0f} s")
                 if name in ended:
-                    self._cancel([job.job_id])
+                    try:
+                        self._cancel([job.job_id])
+                    except ClusterError as exc:  # said in the result; cleanup tries again and says what remains
+                        ended[name] = (ended[name][0], f"{ended[name][1]}; {exc}")
                     open_.discard(name)
             if progress is not None:
                 progress([_progress(h, seen.get(h.workload.name), h.workload.name in open_, now - start, deadline_s)
@@ -375,6 +392,7 @@ class SlurmCluster:
     ) -> list[Leftover]:
         """``scancel`` the jobs of ended runs whose lease ran out at least `older_than_s` ago (a run without a
         lease file counts as long ended); a live run's jobs only with `include_live`."""
+
         def old_enough(ended: float | None) -> bool:
             return older_than_s is None or ended is None or ended >= older_than_s
 
