@@ -106,6 +106,7 @@ class SlurmSettings:
 
     partition: str | None = None
     account: str | None = None
+    reservation: str | None = None  # the maintenance reservation the acceptance runs in, when there is one
     login: str | None = None
     launch: str = "srun"
     mpi: str = "pmi2"
@@ -436,6 +437,7 @@ def _build(doc: Document) -> Profile:
         slurm = SlurmSettings(
             partition=raw_slurm.get("partition"),
             account=raw_slurm.get("account"),
+            reservation=raw_slurm.get("reservation"),
             login=raw_slurm.get("login"),
             launch=str(raw_slurm.get("launch", "srun")),
             mpi=str(raw_slurm.get("mpi", "pmi2")),

@@ -185,3 +185,10 @@ def test_without_the_packages_sim_slurm_stops_with_a_usage_error_saying_what_to_
     profile = load_profile("sim-slurm", ROOT / "baselines")
     with pytest.raises(UsageError, match=r"missing slurmctld, munge; install with: apt-get install -y"):
         clusters.open(profile, "ra-test")
+
+
+def test_a_reservation_of_the_profile_is_asked_for_by_every_job() -> None:
+    opts = commands.JobOptions(run_id="r1", run_dir="/x", partition="gpu", reservation="maint-inc1234")
+    job = commands.plan(opts, DcgmWorkload("d", "n1", 8, ("dcgmi", "diag")), {})
+    assert "--reservation=maint-inc1234" in job.argv
+    assert commands.placement(opts) == ["--partition=gpu", "--reservation=maint-inc1234"]

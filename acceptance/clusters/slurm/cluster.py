@@ -77,7 +77,8 @@ class SlurmCluster:
         self.transport = transport
         self.settings = settings
         self.opts = commands.JobOptions(run_id=run_id, run_dir=settings.run_dir, partition=settings.partition,
-                                        account=settings.account, launch=settings.launch, mpi=settings.mpi,
+                                        account=settings.account, reservation=settings.reservation,
+                                        launch=settings.launch, mpi=settings.mpi,
                                         time_slack_s=settings.time_slack_s)  # fmt: skip
         self._launch_errors: dict[str, str] = {}
         self._cleaned = False
@@ -165,11 +166,7 @@ class SlurmCluster:
         argv = ["srun", f"--job-name={commands.job_name(self.run_id, 'inventory')}", f"--comment={self.run_id}",
                 "--time=5", f"--nodelist={','.join(nodes)}", f"--nodes={len(nodes)}", "--ntasks-per-node=1",
                 "--label", "--immediate=60", "--kill-on-bad-exit=0"]  # fmt: skip
-        if self.settings.partition:
-            argv.append(f"--partition={self.settings.partition}")
-        if self.settings.account:
-            argv.append(f"--account={self.settings.account}")
-        answer = self._run([*argv, "bash", "-c", script], 180)
+        answer = self._run([*argv, *commands.placement(self.opts), "bash", "-c", script], 180)
         by_task: dict[str, list[str]] = {}
         for line in answer.stdout.splitlines():
             task, sep, text = line.partition(": ")

@@ -33,6 +33,7 @@ class JobOptions:
     run_dir: str
     partition: str | None = None
     account: str | None = None
+    reservation: str | None = None
     launch: str = "srun"
     mpi: str = "pmi2"
     time_slack_s: float = 300.0
@@ -79,10 +80,18 @@ def _common(opts: JobOptions, name: str, output: str, deadline_s: float) -> list
     argv = ["sbatch", "--parsable", f"--job-name={name}", f"--comment={opts.run_id}",
             f"--time={time_limit(deadline_s, opts.time_slack_s)}", f"--output={output}", "--no-requeue",
             "--export=ALL", f"--chdir={opts.run_dir}/{opts.run_id}"]  # fmt: skip
+    return argv + placement(opts)
+
+
+def placement(opts: JobOptions) -> list[str]:
+    """The profile's partition, account and reservation, as every job and step of the run asks for them."""
+    argv = []
     if opts.partition:
         argv.append(f"--partition={opts.partition}")
     if opts.account:
         argv.append(f"--account={opts.account}")
+    if opts.reservation:
+        argv.append(f"--reservation={opts.reservation}")
     return argv
 
 
