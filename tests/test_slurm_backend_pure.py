@@ -192,3 +192,10 @@ def test_a_reservation_of_the_profile_is_asked_for_by_every_job() -> None:
     job = commands.plan(opts, DcgmWorkload("d", "n1", 8, ("dcgmi", "diag")), {})
     assert "--reservation=maint-inc1234" in job.argv
     assert commands.placement(opts) == ["--partition=gpu", "--reservation=maint-inc1234"]
+
+
+def test_a_secret_reference_in_the_smoke_env_is_a_usage_error_not_dropped() -> None:
+    ref = {"valueFrom": {"secretKeyRef": {"name": "hf", "key": "token"}}}
+    w = SmokeWorkload("smoke", ("n1",), 8, ("python", "pretrain_gpt.py"), {"HF_TOKEN": ref, "A": "1"})
+    with pytest.raises(UsageError, match=r"smoke env HF_TOKEN: a secret reference \(valueFrom\) needs a Kubernetes"):
+        commands.plan(OPTS, w, {})

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 
 from acceptance.clusters.base import DcgmWorkload, NcclWorkload, NodeWorkload, SmokeWorkload, Workload, workload_kind
 from acceptance.clusters.ssh.plans import dcgm_script
+from acceptance.errors import UsageError
 from acceptance.tools import slurm as tools
 
 PREFIX = "ra-"
@@ -142,7 +143,11 @@ def plan(opts: JobOptions, workload: Workload, env: Mapping[str, str]) -> JobPla
     gpus = workload.gpus_per_node
     argv += [f"--nodelist={','.join(nodes)}", f"--nodes={len(nodes)}", f"--ntasks-per-node={gpus}",
              f"--gpus-per-node={gpus}"]  # fmt: skip
-    text_env = {k: v for k, v in workload.env.items() if isinstance(v, str)}
+    refs = sorted(k for k, v in workload.env.items() if not isinstance(v, str))
+    if refs:
+        raise UsageError(f"smoke env {', '.join(refs)}: a secret reference (valueFrom) needs a Kubernetes cluster; "
+                         "on Slurm set the variable in the profile's slurm.env or the site's environment")  # fmt: skip
+    text_env = {k: str(v) for k, v in workload.env.items()}
     body = [shlex.join(step_argv(opts, nodes, gpus, gpus, workload.argv))]
     return JobPlan(workload.name, name, tuple(argv), _script(body, {**env, **text_env}, output), output, nodes)
 
