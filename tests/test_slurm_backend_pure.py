@@ -169,6 +169,7 @@ def test_a_run_s_lease_is_written_atomically_and_read_back_per_run() -> None:
     line = commands.lease_command("/shared/ra", "r1", 90)
     assert line == ("mkdir -p /shared/ra/r1 && echo $(( $(date +%s) + 90 )) > /shared/ra/r1/lease.tmp && "
                     "mv /shared/ra/r1/lease.tmp /shared/ra/r1/lease")  # fmt: skip
+    assert commands.lease_command("/shared/ra", "r1", 90, renew=True).startswith("[ -d /shared/ra/r1 ] && echo ")
     assert "cat /shared/ra/r2/lease" in commands.leases_command("/shared/ra", ["r1", "r2"])
     assert commands.parse_leases("r1 1796221785\nr2 \nnow 1796221695\n") == (
         {"r1": 1796221785, "r2": None}, 1796221695,

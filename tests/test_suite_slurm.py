@@ -13,7 +13,7 @@ import dataclasses
 import json
 import stat
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -23,7 +23,7 @@ from acceptance.clusters.base import DcgmWorkload, NcclWorkload
 from acceptance.clusters.slurm import commands
 from acceptance.clusters.slurm.cluster import SlurmCluster
 from acceptance.clusters.slurm.simulated import SimulatedSlurmCluster
-from acceptance.clusters.slurm.transport import LocalTransport
+from acceptance.clusters.slurm.transport import LocalTransport, Transport
 from acceptance.errors import ClusterError
 from acceptance.profile import load_profile_file
 from acceptance.tools import slurm as tools
@@ -147,10 +147,22 @@ def _of_run(cluster: SlurmCluster, run_id: str) -> list[tools.Job]:
     return [j for j in _squeue(cluster) if j.comment == run_id]
 
 
-def _other(sim: SimulatedSlurmCluster, run_id: str, **settings: object) -> SlurmCluster:
-    """Another backend (run, settings) on the same simulated Slurm."""
-    replaced = dataclasses.replace(sim.settings, **settings)  # type: ignore[arg-type]
-    return SlurmCluster(sim.profile, run_id, sim.transport, replaced)
+Other = Callable[..., SlurmCluster]
+
+
+@pytest.fixture
+def other(sim: SimulatedSlurmCluster) -> Iterator[Other]:
+    """Another backend (run id, settings) on the same simulated Slurm; closed (its lease no longer renewed) after."""
+    made: list[SlurmCluster] = []
+
+    def make(run_id: str, transport: Transport | None = None, **settings: object) -> SlurmCluster:
+        replaced = dataclasses.replace(sim.settings, **settings)  # type: ignore[arg-type]
+        made.append(SlurmCluster(sim.profile, run_id, transport or sim.transport, replaced))
+        return made[-1]
+
+    yield make
+    for cluster in made:
+        cluster._release()
 
 
 def test_a_dcgm_step_per_node_runs_and_leaves_no_job(sim: SimulatedSlurmCluster) -> None:
@@ -163,44 +175,46 @@ def test_a_dcgm_step_per_node_runs_and_leaves_no_job(sim: SimulatedSlurmCluster)
     assert _of_run(sim, sim.run_id) == []
 
 
-def test_an_unknown_partition_is_an_error_with_sbatch_s_own_words(sim: SimulatedSlurmCluster) -> None:
-    other = _other(sim, "ra-20261202T0000-part", partition="no-such-partition")
-    [handle] = other.submit([DcgmWorkload("d", "sim-node-01", 8, ("dcgmi", "diag", "-r", "1"), deadline_s=60)])
-    [result] = other.wait([handle], 60)
+def test_an_unknown_partition_is_an_error_with_sbatch_s_own_words(sim: SimulatedSlurmCluster, other: Other) -> None:
+    cluster = other("ra-20261202T0000-part", partition="no-such-partition")
+    [handle] = cluster.submit([DcgmWorkload("d", "sim-node-01", 8, ("dcgmi", "diag", "-r", "1"), deadline_s=60)])
+    [result] = cluster.wait([handle], 60)
     assert result.status == "error"
     assert "sbatch refused the job: `sbatch --parsable " in result.reason
     assert "--partition=no-such-partition" in result.reason
     assert "invalid partition" in result.reason.lower()
-    assert _of_run(sim, other.run_id) == []
+    assert _of_run(sim, cluster.run_id) == []
 
 
-def test_a_job_that_stays_pending_is_cancelled_with_the_scheduler_s_reason(sim: SimulatedSlurmCluster) -> None:
+def test_a_job_that_stays_pending_is_cancelled_with_the_scheduler_s_reason(
+    sim: SimulatedSlurmCluster, other: Other
+) -> None:
     assert sim.slurm is not None
     sim.slurm.drain("sim-node-04", "test: pending")
     try:
-        other = _other(sim, "ra-20261202T0000-pend", pending_timeout_s=3.0)
+        cluster = other("ra-20261202T0000-pend", pending_timeout_s=3.0)
         workload = NcclWorkload("all_reduce_perf", ("sim-node-03", "sim-node-04"), 8, ("all_reduce_perf", "-b", "8"))
-        [handle] = other.submit([workload])
+        [handle] = cluster.submit([workload])
         start = time.monotonic()
-        [result] = other.wait([handle], 120)
+        [result] = cluster.wait([handle], 120)
         assert time.monotonic() - start < 60
         assert result.status == "unschedulable"
         assert "still PENDING after" in result.reason
         assert "the scheduler's reason: " in result.reason
         assert result.reason.rsplit(": ", 1)[1] not in ("", "none given")
         deadline = time.monotonic() + 30
-        while _of_run(sim, other.run_id) and time.monotonic() < deadline:
+        while _of_run(sim, cluster.run_id) and time.monotonic() < deadline:
             time.sleep(0.5)
-        assert _of_run(sim, other.run_id) == []
+        assert _of_run(sim, cluster.run_id) == []
     finally:
         sim.slurm.resume("sim-node-04")
 
 
 def test_cleanup_cancels_a_running_job_of_the_run_and_never_another_user_s_or_run_s(
-    sim: SimulatedSlurmCluster,
+    sim: SimulatedSlurmCluster, other: Other
 ) -> None:
-    mine = _other(sim, "ra-20261202T0000-mine")
-    theirs = _other(sim, "ra-20261202T0000-theirs")
+    mine = other("ra-20261202T0000-mine")
+    theirs = other("ra-20261202T0000-theirs")
     long = ("bash", "-c", "sleep 300")
     [h1] = mine.submit([DcgmWorkload("long", "sim-node-01", 0, long, deadline_s=600)])
     [h2] = theirs.submit([DcgmWorkload("long", "sim-node-02", 0, long, deadline_s=600)])
@@ -237,7 +251,7 @@ def test_cleanup_cancels_a_running_job_of_the_run_and_never_another_user_s_or_ru
 
 
 def test_a_scancel_that_fails_is_an_error_with_the_command_and_its_output(
-    sim: SimulatedSlurmCluster, tmp_path: Path
+    sim: SimulatedSlurmCluster, other: Other, tmp_path: Path
 ) -> None:
     fake = tmp_path / "bin"
     fake.mkdir()
@@ -246,7 +260,7 @@ def test_a_scancel_that_fails_is_an_error_with_the_command_and_its_output(
     (fake / "scancel").chmod(0o755 | stat.S_IXUSR)
     assert isinstance(sim.transport, LocalTransport)
     env = {**sim.transport.env, "PATH": f"{fake}:{sim.transport.env['PATH']}"}
-    broken = SlurmCluster(sim.profile, "ra-20261202T0000-nocancel", LocalTransport(env), sim.settings)
+    broken = other("ra-20261202T0000-nocancel", LocalTransport(env))
     [handle] = broken.submit([DcgmWorkload("long", "sim-node-01", 0, ("bash", "-c", "sleep 300"), deadline_s=600)])
     try:
         with pytest.raises(ClusterError, match=r"scancel failed on this machine: `scancel --full \d+` exited 1: "
@@ -277,14 +291,14 @@ def test_a_controller_that_does_not_answer_is_a_clear_error_not_a_hang(
 
 
 def test_a_controller_lost_while_awaiting_a_job_is_an_error_result_naming_the_command(
-    sim: SimulatedSlurmCluster, tmp_path: Path
+    sim: SimulatedSlurmCluster, other: Other, tmp_path: Path
 ) -> None:
     assert isinstance(sim.transport, LocalTransport)
     conf = Path(sim.transport.env["SLURM_CONF"]).read_text()
     port = next(line for line in conf.splitlines() if line.startswith("SlurmctldPort="))
     (tmp_path / "slurm.conf").write_text(conf.replace(port, "SlurmctldPort=9"))
     env = {**sim.transport.env, "SLURM_CONF": str(tmp_path / "slurm.conf")}
-    live = _other(sim, "ra-20261202T0000-lost")
+    live = other("ra-20261202T0000-lost")
     [handle] = live.submit([DcgmWorkload("long", "sim-node-01", 0, ("bash", "-c", "sleep 300"), deadline_s=600)])
     dead = SlurmCluster(sim.profile, live.run_id, LocalTransport(env), sim.settings)
     start = time.monotonic()

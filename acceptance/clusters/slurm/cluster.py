@@ -204,7 +204,7 @@ class SlurmCluster:
     def _hold(self) -> None:
         """Renew the run's lease from now on, every third of it, until cleanup or close."""
         if self._lease is None and not self._stop.is_set():
-            lease = commands.lease_command(self.settings.run_dir, self.run_id, LEASE_S)
+            lease = commands.lease_command(self.settings.run_dir, self.run_id, LEASE_S, renew=True)
 
             def renew() -> None:
                 while not self._stop.wait(LEASE_S / 3):

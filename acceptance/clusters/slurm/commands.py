@@ -176,10 +176,12 @@ def run_folder(run_dir: str, run_id: str) -> str:
     return f"{run_dir}/{run_id}"
 
 
-def lease_command(run_dir: str, run_id: str, seconds: float) -> str:
-    """Write (or renew) the run's lease: the UTC epoch second until which the run is alive, in its folder."""
+def lease_command(run_dir: str, run_id: str, seconds: float, *, renew: bool = False) -> str:
+    """Write the run's lease: the UTC epoch second until which the run is alive, in its folder (made first);
+    `renew` only where the folder still is (a renewal never brings back a folder the run's cleanup removed)."""
     folder = shlex.quote(run_folder(run_dir, run_id))
-    return (f"mkdir -p {folder} && echo $(( $(date +%s) + {math.ceil(seconds)} )) > {folder}/{LEASE}.tmp && "
+    first = f"[ -d {folder} ]" if renew else f"mkdir -p {folder}"
+    return (f"{first} && echo $(( $(date +%s) + {math.ceil(seconds)} )) > {folder}/{LEASE}.tmp && "
             f"mv {folder}/{LEASE}.tmp {folder}/{LEASE}")  # fmt: skip
 
 
