@@ -93,6 +93,15 @@ def test_the_healthy_suite_is_accepted_on_slurm_with_its_jobs_as_evidence(runs: 
     _no_cleanup_problem(run)
 
 
+def test_xdist_workers_join_the_controller_s_slurm_and_submit_nothing_twice(runs: Runs) -> None:
+    run = runs.get("-n", "2")
+    assert run.returncode == 0, run.stdout[-3000:]
+    assert "ACCEPTED" in run.stdout
+    names = [p.name for p in (run.report / "manifests" / "dcgm").glob("*.yaml")]
+    assert sorted(names) == [f"sim-node-{i:02d}.yaml" for i in range(1, 9)]
+    _no_cleanup_problem(run)
+
+
 @pytest.mark.parametrize(("fault", "expected"), FAULT_CHECKS, ids=[f for f, _ in FAULT_CHECKS])
 def test_an_injected_fault_fails_the_same_criteria_as_on_the_kubernetes_simulator(
     runs: Runs, fault: str, expected: str
