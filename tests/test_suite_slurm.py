@@ -11,7 +11,9 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
 import stat
+import subprocess
 import time
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
@@ -360,3 +362,49 @@ def test_a_node_the_controller_does_not_know_fails_the_preflight_and_the_rest_ke
     verdict = judge_nodes(inventory, profile.nodes, 8)
     assert "sim-node-99: not in the cluster" in verdict.summary
     assert _of_run(sim, other.run_id) == []  # the inventory step's job is gone too
+
+
+def test_sigterm_during_dcgm_cancels_every_job_of_the_run_on_a_slurm_that_outlives_it(tmp_path: Path) -> None:
+    """Backend ``slurm`` as a site uses it (no ``sim`` section): the suite runs against a Slurm it did not start;
+    SIGTERM while its DCGM jobs run, and ``squeue`` afterwards has no job of that run."""
+    import signal
+
+    import yaml
+
+    from tests.ssh_support import pytest_argv
+
+    (tmp_path / "slow").mkdir()
+    slow_profile = load_profile_file(sim_slurm_profile(tmp_path / "slow", nodes=2, time_scale=0.05) / "cluster.yaml")
+    slurm = SimulatedSlurmCluster.start(slow_profile, "ra-20261202T0000-host", ())
+    try:
+        data = yaml.safe_load(slow_profile.path.read_text())
+        del data["sim"]
+        data["cluster"] = "rack-slurm"
+        data["provider"]["cluster_id"] = "rack-slurm-0001"
+        data["slurm"].update({"partition": "sim", "run_dir": str(tmp_path / "runs")})
+        folder = tmp_path / "site" / "baselines" / "rack-slurm"
+        folder.mkdir(parents=True)
+        (folder / "cluster.yaml").write_text(yaml.safe_dump(data, sort_keys=False))
+        (folder / "allowed_signers").write_text((slow_profile.path.parent / "allowed_signers").read_text())
+        env = {k: v for k, v in os.environ.items() if not k.startswith("SLURM_")}
+        env.update({"SLURM_CONF": slurm.env["SLURM_CONF"], "PATH": f"{slurm.env['PATH']}:{os.environ['PATH']}"})
+        report = tmp_path / "site" / "report"
+        argv = pytest_argv(folder.parent, "rack-slurm", report, "--record-baseline")
+        with subprocess.Popen(argv, cwd=tmp_path / "site", env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                              text=True) as proc:  # fmt: skip
+            deadline = time.monotonic() + 120
+            running: list[tools.Job] = []
+            while time.monotonic() < deadline and not running:
+                running = [j for j in _squeue(slurm) if "-dcgm-" in j.name and j.state == "RUNNING"]
+                time.sleep(0.3)
+            assert running, "no DCGM job of the run started"
+            run_id = running[0].comment
+            proc.send_signal(signal.SIGTERM)
+            out, _ = proc.communicate(timeout=120)
+        deadline = time.monotonic() + 30
+        while _of_run(slurm, run_id) and time.monotonic() < deadline:
+            time.sleep(0.5)
+        assert _of_run(slurm, run_id) == [], out[-3000:]
+        assert "cleanup of run" not in out, out[-3000:]
+    finally:
+        slurm.close()
