@@ -364,47 +364,92 @@ def test_a_node_the_controller_does_not_know_fails_the_preflight_and_the_rest_ke
     assert _of_run(sim, other.run_id) == []  # the inventory step's job is gone too
 
 
-def test_sigterm_during_dcgm_cancels_every_job_of_the_run_on_a_slurm_that_outlives_it(tmp_path: Path) -> None:
-    """Backend ``slurm`` as a site uses it (no ``sim`` section): the suite runs against a Slurm it did not start;
-    SIGTERM while its DCGM jobs run, and ``squeue`` afterwards has no job of that run."""
-    import signal
+class SiteRun:
+    """Backend ``slurm`` as a site uses it (no ``sim`` section), against a simulated Slurm this test started and
+    that outlives the suite run: `start` the suite, `running_dcgm` waits for its DCGM jobs."""
 
-    import yaml
+    def __init__(self, tmp_path: Path) -> None:
+        import yaml
 
-    from tests.ssh_support import pytest_argv
-
-    (tmp_path / "slow").mkdir()
-    slow_profile = load_profile_file(sim_slurm_profile(tmp_path / "slow", nodes=2, time_scale=0.05) / "cluster.yaml")
-    slurm = SimulatedSlurmCluster.start(slow_profile, "ra-20261202T0000-host", ())
-    try:
-        data = yaml.safe_load(slow_profile.path.read_text())
+        (tmp_path / "slow").mkdir()
+        slow = load_profile_file(sim_slurm_profile(tmp_path / "slow", nodes=2, time_scale=0.05) / "cluster.yaml")
+        self.slurm = SimulatedSlurmCluster.start(slow, "ra-20261202T0000-host", ())
+        data = yaml.safe_load(slow.path.read_text())
         del data["sim"]
         data["cluster"] = "rack-slurm"
         data["provider"]["cluster_id"] = "rack-slurm-0001"
         data["slurm"].update({"partition": "sim", "run_dir": str(tmp_path / "runs")})
-        folder = tmp_path / "site" / "baselines" / "rack-slurm"
+        self.baselines = tmp_path / "site" / "baselines"
+        folder = self.baselines / "rack-slurm"
         folder.mkdir(parents=True)
         (folder / "cluster.yaml").write_text(yaml.safe_dump(data, sort_keys=False))
-        (folder / "allowed_signers").write_text((slow_profile.path.parent / "allowed_signers").read_text())
-        env = {k: v for k, v in os.environ.items() if not k.startswith("SLURM_")}
-        env.update({"SLURM_CONF": slurm.env["SLURM_CONF"], "PATH": f"{slurm.env['PATH']}:{os.environ['PATH']}"})
-        report = tmp_path / "site" / "report"
-        argv = pytest_argv(folder.parent, "rack-slurm", report, "--record-baseline")
-        with subprocess.Popen(argv, cwd=tmp_path / "site", env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                              text=True) as proc:  # fmt: skip
-            deadline = time.monotonic() + 120
-            running: list[tools.Job] = []
-            while time.monotonic() < deadline and not running:
-                running = [j for j in _squeue(slurm) if "-dcgm-" in j.name and j.state == "RUNNING"]
-                time.sleep(0.3)
-            assert running, "no DCGM job of the run started"
-            run_id = running[0].comment
-            proc.send_signal(signal.SIGTERM)
-            out, _ = proc.communicate(timeout=120)
-        deadline = time.monotonic() + 30
-        while _of_run(slurm, run_id) and time.monotonic() < deadline:
+        (folder / "allowed_signers").write_text((slow.path.parent / "allowed_signers").read_text())
+        self.env = {k: v for k, v in os.environ.items() if not k.startswith("SLURM_")}
+        self.env.update({"SLURM_CONF": self.slurm.env["SLURM_CONF"],
+                         "PATH": f"{self.slurm.env['PATH']}:{os.environ['PATH']}"})  # fmt: skip
+        self.cwd = tmp_path / "site"
+
+    def start(self) -> subprocess.Popen[str]:
+        from tests.ssh_support import pytest_argv
+
+        argv = pytest_argv(self.baselines, "rack-slurm", self.cwd / "report", "--record-baseline")
+        return subprocess.Popen(argv, cwd=self.cwd, env=self.env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                text=True)  # fmt: skip
+
+    def running_dcgm(self) -> str:
+        """The run id of the first DCGM job seen running."""
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline:
+            running = [j for j in _squeue(self.slurm) if "-dcgm-" in j.name and j.state == "RUNNING"]
+            if running:
+                return running[0].comment
+            time.sleep(0.3)
+        raise AssertionError("no DCGM job of the run started")
+
+    def gone(self, run_id: str, within_s: float = 30) -> bool:
+        deadline = time.monotonic() + within_s
+        while _of_run(self.slurm, run_id) and time.monotonic() < deadline:
             time.sleep(0.5)
-        assert _of_run(slurm, run_id) == [], out[-3000:]
-        assert "cleanup of run" not in out, out[-3000:]
+        return not _of_run(self.slurm, run_id)
+
+
+@pytest.fixture
+def site(tmp_path: Path) -> Iterator[SiteRun]:
+    made = SiteRun(tmp_path)
+    try:
+        yield made
     finally:
-        slurm.close()
+        made.slurm.close()
+
+
+def test_sigterm_during_dcgm_cancels_every_job_of_the_run_on_a_slurm_that_outlives_it(site: SiteRun) -> None:
+    import signal
+
+    with site.start() as proc:
+        run_id = site.running_dcgm()
+        proc.send_signal(signal.SIGTERM)
+        out, _ = proc.communicate(timeout=120)
+    assert site.gone(run_id), out[-3000:]
+    assert "cleanup of run" not in out, out[-3000:]
+
+
+def test_after_a_crash_acceptance_cleanup_finds_the_run_s_jobs_and_spares_them_while_its_lease_lives(
+    site: SiteRun,
+) -> None:
+    import sys
+
+    with site.start() as proc:
+        run_id = site.running_dcgm()
+        proc.kill()  # SIGKILL: no cleanup runs
+        proc.communicate(timeout=60)
+    assert _of_run(site.slurm, run_id), "the killed run's jobs should still be there"
+    cleanup = [sys.executable, "-m", "acceptance", "cleanup", "--cluster", "rack-slurm", "--baselines-dir",
+               str(site.baselines)]  # fmt: skip
+    spared = subprocess.run(cleanup, cwd=site.cwd, env=site.env, capture_output=True, text=True, timeout=120,
+                            check=False)  # fmt: skip
+    assert run_id in spared.stdout + spared.stderr, spared.stdout + spared.stderr
+    assert _of_run(site.slurm, run_id), "a run whose lease still lives is spared without --include-live"
+    done = subprocess.run([*cleanup, "--include-live"], cwd=site.cwd, env=site.env, capture_output=True, text=True,
+                          timeout=120, check=False)  # fmt: skip
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert site.gone(run_id), done.stdout + done.stderr
