@@ -222,7 +222,7 @@ def test_a_job_that_stays_pending_is_cancelled_with_the_scheduler_s_reason(
 
 
 def test_cleanup_cancels_a_running_job_of_the_run_and_never_another_user_s_or_run_s(
-    sim: SimulatedSlurmCluster, other: Other
+    sim: SimulatedSlurmCluster, other: Other, tmp_path: Path
 ) -> None:
     mine = other("ra-20261202T0000-mine")
     theirs = other("ra-20261202T0000-theirs")
@@ -230,7 +230,8 @@ def test_cleanup_cancels_a_running_job_of_the_run_and_never_another_user_s_or_ru
     [h1] = mine.submit([DcgmWorkload("long", "sim-node-01", 0, long, deadline_s=600)])
     [h2] = theirs.submit([DcgmWorkload("long", "sim-node-02", 0, long, deadline_s=600)])
     user_job = sim.transport.run("sbatch --parsable --job-name=train-gpt --comment=ra-20261202T0000-mine "
-                                 "--nodelist=sim-node-03 --time=5 --wrap='sleep 300'", 30)  # fmt: skip
+                                 f"--nodelist=sim-node-03 --time=5 --output={tmp_path}/user-job.out "
+                                 "--wrap='sleep 300'", 30)  # fmt: skip
     assert user_job.ok, user_job.said()
     try:
         deadline = time.monotonic() + 30
