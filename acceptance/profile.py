@@ -1,6 +1,6 @@
 """The agreement: ``baselines/<cluster>/cluster.yaml``.
 
-A profile says how to reach a cluster (backend ``kube``, ``ssh`` or ``sim``) and what
+A profile says how to reach a cluster (backend ``kube``, ``ssh``, ``slurm`` or ``sim``) and what
 both sides agreed: node set, GPUs per node, DCGM level, the nccl-tests commands,
 margins, the smoke job, the provider's identifiers of the cluster (``provider:``) and the
 severity levels with their clocks (``severity:``, read by `acceptance.incident.severity`), counted in
@@ -98,6 +98,28 @@ class SshSettings:
 
 
 @dataclass(frozen=True)
+class SlurmSettings:
+    """How backend ``slurm`` reaches the scheduler (``slurm:``): locally, or on `login` over SSH.
+
+    `launch` is how nccl-tests and the smoke job start inside their allocation: ``srun`` (with ``--mpi=``
+    `mpi`) or ``mpirun`` (Open MPI, which finds the allocation itself). `run_dir` holds the jobs' output
+    files; it must be visible from the login node (a shared file system, as Slurm sites have).
+    """
+
+    partition: str | None = None
+    account: str | None = None
+    reservation: str | None = None  # the maintenance reservation the acceptance runs in, when there is one
+    login: str | None = None
+    launch: str = "srun"
+    mpi: str = "pmi2"
+    run_dir: str = "/tmp/recovery-acceptance-slurm"
+    env: Mapping[str, str] = field(default_factory=dict)
+    command_timeout_s: float = 60.0
+    time_slack_s: float = 300.0  # added to a workload's deadline for its --time (start-up, the step's end)
+    pending_timeout_s: float = 600.0  # a job still PENDING this long fails with the scheduler's reason
+
+
+@dataclass(frozen=True)
 class TopologySettings:
     """Where the fabric's leaves and spines come from: node labels, or a listing (SSH hosts)."""
 
@@ -154,6 +176,7 @@ class Profile:
     links: NodeLinks | None = None  # what one node's links carry (`nodes.links`): bounds a plausible busbw
     run_deadline_s: float | None = None  # ``run.deadline``; None: every workload deadline added up (RunContext)
     parties: Parties = field(default_factory=Parties)  # the provider's and the customer's signing keys
+    slurm: SlurmSettings | None = None  # backend ``slurm``: how the scheduler is reached
 
     @property
     def require_both(self) -> bool:
@@ -178,6 +201,8 @@ class Profile:
         envs: list[Mapping[str, Any]] = [self.kube.get("env") or {}, *(t.env for t in self.nccl_tests)]
         if self.ssh is not None:
             envs.append(self.ssh.env)
+        if self.slurm is not None:
+            envs.append(self.slurm.env)
         if self.smoke is not None:
             envs.append(self.smoke.env)
         found = {
@@ -322,7 +347,7 @@ def _build(doc: Document) -> Profile:
         problems.append(_format(doc, path, found, expected))
 
     backend = data["backend"]
-    section = {"kube": "kube", "ssh": "ssh", "sim": "sim"}[backend]
+    section = {"kube": "kube", "ssh": "ssh", "sim": "sim", "slurm": "slurm"}[backend]
     if section not in data:
         bad([], f"backend {backend!r} without a '{section}' section", f"a '{section}' section")
 
@@ -334,7 +359,7 @@ def _build(doc: Document) -> Profile:
         seen.add(node)
         if not _NODE.fullmatch(node) or len(node) > 253:
             bad(["nodes", "names", i], repr(node[:80]), "a host name (RFC 1123: letters, digits, '-', '.')")
-        elif backend != "ssh" and node != node.lower():
+        elif backend not in ("ssh", "slurm") and node != node.lower():
             bad(["nodes", "names", i], repr(node), "a Kubernetes node name (lower case)")
 
     def duration(where: list[str | int], value: Any, default: float) -> float:
@@ -416,6 +441,24 @@ def _build(doc: Document) -> Profile:
             time_scale=float(raw_sim.get("time_scale", 0.001)),
         )
 
+    slurm = None
+    if "slurm" in data:
+        raw_slurm = data["slurm"] or {}
+        slurm = SlurmSettings(
+            partition=raw_slurm.get("partition"),
+            account=raw_slurm.get("account"),
+            reservation=raw_slurm.get("reservation"),
+            login=raw_slurm.get("login"),
+            launch=str(raw_slurm.get("launch", "srun")),
+            mpi=str(raw_slurm.get("mpi", "pmi2")),
+            run_dir=str(raw_slurm.get("run_dir", "/tmp/recovery-acceptance-slurm")).rstrip("/")
+            or "/tmp/recovery-acceptance-slurm",
+            env=_env(raw_slurm.get("env")),
+            command_timeout_s=duration(["slurm", "command_timeout"], raw_slurm.get("command_timeout"), 60),
+            time_slack_s=duration(["slurm", "time_slack"], raw_slurm.get("time_slack"), 300),
+            pending_timeout_s=duration(["slurm", "pending_timeout"], raw_slurm.get("pending_timeout"), 600),
+        )
+
     smoke = None
     if "smoke" in data:
         raw_smoke = data["smoke"]
@@ -475,6 +518,7 @@ def _build(doc: Document) -> Profile:
         links=_links(data["nodes"].get("links")),
         run_deadline_s=run_deadline_s,
         parties=Parties({str(k): tuple(str(e) for e in v) for k, v in raw_parties.items()}),
+        slurm=slurm,
     )
 
 

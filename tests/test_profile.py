@@ -82,7 +82,7 @@ BAD: list[tuple[str, Mutation, str, str]] = [
     ("missing nodes", _delete(["nodes"]), r"\(top level\)", "the field 'nodes'"),
     ("missing gpus_per_node", _delete(["nodes", "gpus_per_node"]), r"nodes", "the field 'gpus_per_node'"),
     ("wrong type", _set(["nodes", "gpus_per_node"], "eight"), r"nodes\.gpus_per_node", "of type integer"),
-    ("unknown backend", _set(["backend"], "slurm"), r"backend", "one of kube, ssh, sim"),
+    ("unknown backend", _set(["backend"], "nomad"), r"backend", "one of kube, ssh, slurm, sim"),
     ("unknown field", _set(["nccl", "testz"], []), r"nccl\.testz", "one of env, tests, timeout"),
     ("duplicate node", _duplicate_node, r"nodes\.names\[3\]", "each node named once"),
     ("negative margin", _set(["margins", "busbw_tolerance"], -0.05), r"margins\.busbw_tolerance", "≥ 0"),

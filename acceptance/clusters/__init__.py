@@ -3,7 +3,8 @@
 Nothing outside this package names a backend class. A backend the profile names but this
 harness cannot honour stops the run with a usage error; it never falls back to another.
 Backends: ``kube``, ``sim`` (kube against the emulator), ``ssh`` (with a ``sim`` section: the
-SSH backend against simulated hosts behind a real sshd, ``--cluster=sim-ssh``).
+SSH backend against simulated hosts behind a real sshd, ``--cluster=sim-ssh``), ``slurm`` (with a ``sim``
+section: a real Slurm on loopback, ``--cluster=sim-slurm``).
 """
 
 from __future__ import annotations
@@ -45,13 +46,13 @@ def open(
     faults, refused by every backend but a simulated one (``sim``, or ``ssh`` with a ``sim``
     section). `ssh_accept_new` accepts unknown SSH host keys (``--ssh-insecure-accept-new``).
     """
-    simulated = profile.backend == "sim" or (profile.backend == "ssh" and profile.sim is not None)
+    simulated = profile.backend == "sim" or (profile.backend in ("ssh", "slurm") and profile.sim is not None)
     if faults and not simulated:
         raise UsageError(f"--sim-fault needs a simulated cluster; {profile.name} uses backend {profile.backend}")
     if profile.backend == "sim" and any(f.partition("@")[0].strip() == "gpu-busy" for f in faults):
         raise UsageError("--sim-fault gpu-busy: a busy GPU shows through nvidia-smi on SSH hosts; "
                          "use --cluster=sim-ssh (the Kubernetes emulator has no nvidia-smi)")  # fmt: skip
-    if ssh_accept_new and profile.backend != "ssh":
+    if ssh_accept_new and profile.backend not in ("ssh", "slurm"):
         raise UsageError(f"--ssh-insecure-accept-new applies to SSH clusters; {profile.name} uses {profile.backend}")
     try:
         if profile.backend == "kube":
@@ -70,6 +71,20 @@ def open(
             if attach is not None:
                 return SimulatedSshCluster.attach(profile, run_id, attach)
             return SimulatedSshCluster.start(profile, run_id, faults, accept_new=ssh_accept_new)
+        if profile.backend == "slurm" and profile.sim is not None:
+            from acceptance.clusters.slurm.simulated import SimulatedSlurmCluster
+
+            if attach is not None:
+                return SimulatedSlurmCluster.attach(profile, run_id, attach)
+            return SimulatedSlurmCluster.start(profile, run_id, faults)
+        if profile.backend == "slurm":
+            from acceptance.clusters.slurm import SlurmCluster
+            from acceptance.clusters.slurm.transport import LocalTransport, LoginTransport
+            from acceptance.profile import SlurmSettings
+
+            slurm = profile.slurm or SlurmSettings()
+            transport = LoginTransport(slurm.login, accept_new=ssh_accept_new) if slurm.login else LocalTransport()
+            return SlurmCluster(profile, run_id, transport, slurm)
         if profile.backend == "ssh":
             from acceptance.clusters.ssh import SshCluster
 
@@ -77,7 +92,7 @@ def open(
             return SshCluster(profile, run_id, accept_new=accept_new)
     except ClusterError as exc:  # credentials that do not load, an emulator or sshd that does not start
         raise UsageError(f"{profile.path}: backend {profile.backend}: {exc}") from None
-    raise UsageError(f"{profile.path}: unknown backend {profile.backend!r} (known: kube, sim, ssh)")
+    raise UsageError(f"{profile.path}: unknown backend {profile.backend!r} (known: kube, sim, slurm, ssh)")
 
 
 def draft_profile(

@@ -7,7 +7,8 @@ accounting gathering disabled (no slurmdbd: ``sacct`` answers "accounting storag
 authentication through a private socket given by ``AuthInfo=socket=``. Every node is ``NodeAddr=127.0.0.1``
 with its own ``Port=``; ``slurmd -N NODE`` runs one daemon per node name. A GPU count needs device files:
 ``Gres=gpu:h200:8`` with ``File=`` naming eight character devices (``mknod DIR/nvidiaN c 1 3`` serves); a
-``Count=`` alone drains the node with "gres/gpu count reported lower than configured". PMIx is not
+``Count=`` alone drains the node with "gres/gpu count reported lower than configured".
+``SlurmdParameters=config_overrides`` lets a node offer more CPUs than the machine has (a task per GPU). PMIx is not
 installed (slurmd logs "pmi/pmix: can not load PMIx library" once; harmless): ``srun --mpi=pmi2`` and
 ``--mpi=none`` work, and Open MPI's ``mpirun`` inside ``salloc -N2`` reaches the allocated nodes through Slurm.
 The Debian postinst does not start the system services where policy-rc.d denies it, and nothing here uses
@@ -121,6 +122,7 @@ def slurm_conf(spec: ClusterSpec, layout: Layout, ctld_port: int, node_ports: di
         "AccountingStorageType=accounting_storage/none",
         "JobCompType=jobcomp/none",
         "SwitchType=switch/none",
+        "SlurmdParameters=config_overrides",  # the configured CPUs count, not this machine's (a task per GPU)
         f"# private state of one simulated cluster: {root}",
     ]
     for node in spec.nodes:

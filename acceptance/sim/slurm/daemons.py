@@ -174,7 +174,7 @@ class SimSlurm:
     # ---- start -------------------------------------------------------------------------------------------
     @classmethod
     def start(cls, nodes: int | Sequence[str] = 16, folder: Path | None = None, gpus_per_node: int = 8,
-              deadline_s: float = 90.0, keep: bool = False) -> SimSlurm:  # fmt: skip
+              deadline_s: float = 90.0, keep: bool = False, cpus_per_node: int = 2) -> SimSlurm:  # fmt: skip
         require()
         cleanup_stale()
         names = node_names(nodes) if isinstance(nodes, int) else tuple(nodes)
@@ -182,7 +182,7 @@ class SimSlurm:
         root.mkdir(parents=True, exist_ok=True)
         ports = _free_ports(len(names) + 1)
         self = cls(
-            ClusterSpec(names, gpus_per_node),
+            ClusterSpec(names, gpus_per_node, cpus_per_node=cpus_per_node),
             Layout(root.resolve()),
             ports[0],
             dict(zip(names, ports[1:], strict=True)),
