@@ -113,10 +113,11 @@ def test_bad_coverage_says_where_and_what_was_expected(raw: object, where: str, 
 
 
 def _profile(folder: Path, coverage: str) -> Path:
-    """The shipped sim profile with `coverage` appended, as a profile of its own."""
+    """The shipped sim profile with `coverage` in place of its own `coverage:` line, as a profile of its own."""
     shipped = Path(__file__).resolve().parents[1] / "baselines" / "sim" / "cluster.yaml"
     folder.mkdir(parents=True)
-    (folder / "cluster.yaml").write_text(shipped.read_text() + coverage)
+    text = "".join(line for line in shipped.read_text().splitlines(keepends=True) if not line.startswith("coverage:"))
+    (folder / "cluster.yaml").write_text(text + coverage)
     return folder / "cluster.yaml"
 
 
