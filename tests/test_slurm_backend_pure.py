@@ -200,3 +200,12 @@ def test_a_secret_reference_in_the_smoke_env_is_a_usage_error_not_dropped() -> N
     w = SmokeWorkload("smoke", ("n1",), 8, ("python", "pretrain_gpt.py"), {"HF_TOKEN": ref, "A": "1"})
     with pytest.raises(UsageError, match=r"smoke env HF_TOKEN: a secret reference \(valueFrom\) needs a Kubernetes"):
         commands.plan(OPTS, w, {})
+
+
+def test_the_preflight_names_what_the_cluster_runs_on_in_its_own_words() -> None:
+    """A Slurm or SSH cluster is not called Kubernetes in the preflight's lines (it said 'Kubernetes slurm-wlm')."""
+    from acceptance.judge.preflight import platform
+
+    assert platform("v1.30.10-sim") == "Kubernetes v1.30.10-sim"
+    assert platform("slurm-wlm 22.05.8") == "slurm-wlm 22.05.8"
+    assert platform("none (bare metal over SSH)") == "none (bare metal over SSH)"

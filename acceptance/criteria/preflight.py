@@ -62,7 +62,7 @@ class Preflight:
         answers = Verdict(
             Status.PASS,
             "cluster",
-            f"cluster {p.name} answers (Kubernetes {inventory.server_version}, {len(inventory.nodes)} nodes)",
+            f"cluster {p.name} answers ({preflight.platform(inventory.server_version)}, {len(inventory.nodes)} nodes)",
             {"kubernetes_version": inventory.server_version, "nodes_total": len(inventory.nodes)},
         )
         nodes = preflight.judge_nodes(inventory, p.nodes, p.gpus_per_node)

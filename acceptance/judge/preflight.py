@@ -77,6 +77,12 @@ def judge_nodes(inventory: ClusterInventory, nodes: Sequence[str], gpus_per_node
     )
 
 
+def platform(version: str) -> str:
+    """What the cluster runs on, in words: ``Kubernetes v1.30.10`` for an API server's version, else the
+    backend's own words (``slurm-wlm 22.05.8``, ``none (bare metal over SSH)``)."""
+    return f"Kubernetes {version}" if version[:1] == "v" and version[1:2].isdigit() else version
+
+
 def judge_versions(now: ClusterConditions, then: ClusterConditions | None) -> Verdict:
     """Driver, CUDA, Kubernetes and node spec equal the baseline's (NCCL and DCGM: their criteria)."""
     spec = now.node_spec
@@ -90,7 +96,7 @@ def judge_versions(now: ClusterConditions, then: ClusterConditions | None) -> Ve
     }
     described = (
         f"{spec.gpu_product} x{spec.gpus_per_node}, driver {spec.driver_version}, CUDA {spec.cuda_version}, "
-        f"Kubernetes {now.kubernetes_version}"
+        f"{platform(now.kubernetes_version or 'unknown')}"
     )
     if then is None:
         return Verdict(Status.PASS, "versions", f"versions recorded for the baseline: {described}", figures)
