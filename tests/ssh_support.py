@@ -24,7 +24,7 @@ from acceptance.clusters.ssh.remote import MARKER
 from acceptance.sim.model import SimRunner, load_scenario
 from acceptance.sim.ssh.hosts import SimulatedHosts
 from acceptance.sim.ssh.sshd import INSTALL_HINT, missing_tools
-from tests.suite_run import copy_agreement
+from tests.suite_run import copy_agreement, sign_as_demo
 
 ROOT = Path(__file__).resolve().parents[1]
 SUITE = ROOT / "acceptance"
@@ -176,3 +176,29 @@ def run_suite(baselines: Path, cluster: str, report: Path, *args: str, timeout: 
     proc = subprocess.run(pytest_argv(baselines, cluster, report, *args), capture_output=True, text=True,
                           cwd=report.parent, timeout=timeout, check=False)  # fmt: skip
     return Run(proc.returncode, proc.stdout, proc.stderr, report / "junit.xml", report)
+
+
+class SuiteRuns:
+    """A test module's suite runs on one simulated cluster, each made once on demand; the first records the
+    baseline (signed with the demo key) that the later ones are judged against."""
+
+    def __init__(self, base: Path, baselines: Path, cluster: str) -> None:
+        self.base = base
+        self.baselines = baselines
+        self.cluster = cluster
+        self._runs: dict[tuple[str, ...], Run] = {}
+
+    @classmethod
+    def recorded(cls, base: Path, baselines: Path, cluster: str) -> SuiteRuns:
+        made = cls(base, baselines, cluster)
+        recorded = made.get("--record-baseline")
+        assert recorded.returncode == 0, recorded.stdout[-3000:] + recorded.stderr[-2000:]
+        [path] = (baselines / cluster).glob("handover-*.json")
+        sign_as_demo(path)
+        return made
+
+    def get(self, *args: str) -> Run:
+        if args not in self._runs:
+            report = self.base / f"report-{len(self._runs)}"
+            self._runs[args] = run_suite(self.baselines, self.cluster, report, *args)
+        return self._runs[args]

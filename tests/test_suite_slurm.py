@@ -30,36 +30,19 @@ from acceptance.errors import ClusterError
 from acceptance.profile import load_profile_file
 from acceptance.tools import slurm as tools
 from tests.slurm_support import NEEDS_SLURM, sim_slurm_profile
-from tests.ssh_support import Run, run_suite
-from tests.suite_run import sign_as_demo
+from tests.ssh_support import Run, SuiteRuns
 from tests.test_suite_ssh import FAULT_CHECKS
 
 pytestmark = [NEEDS_SLURM, pytest.mark.slow]
 
 
-class Runs:
-    """The module's suite runs, made once each on demand."""
-
-    def __init__(self, base: Path) -> None:
-        self.base = base
-        self.baselines = sim_slurm_profile(base, nodes=8).parent
-        self._runs: dict[tuple[str, ...], Run] = {}
-
-    def get(self, *args: str) -> Run:
-        if args not in self._runs:
-            report = self.base / f"report-{len(self._runs)}"
-            self._runs[args] = run_suite(self.baselines, "sim-slurm", report, *args)
-        return self._runs[args]
+Runs = SuiteRuns
 
 
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory: pytest.TempPathFactory) -> Runs:
-    made = Runs(tmp_path_factory.mktemp("suite-slurm"))
-    recorded = made.get("--record-baseline")
-    assert recorded.returncode == 0, recorded.stdout[-3000:] + recorded.stderr[-2000:]
-    [path] = (made.baselines / "sim-slurm").glob("handover-*.json")
-    sign_as_demo(path)
-    return made
+    base = tmp_path_factory.mktemp("suite-slurm")
+    return SuiteRuns.recorded(base, sim_slurm_profile(base, nodes=8).parent, "sim-slurm")
 
 
 def _no_cleanup_problem(run: Run) -> None:

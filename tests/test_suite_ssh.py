@@ -10,13 +10,11 @@ from __future__ import annotations
 
 import importlib.util
 import json
-from pathlib import Path
 
 import pytest
 import yaml
 
-from tests.ssh_support import NEEDS_SSHD, ROOT, Run, run_suite, sim_ssh_profile
-from tests.suite_run import sign_as_demo
+from tests.ssh_support import NEEDS_SSHD, ROOT, SuiteRuns, sim_ssh_profile
 
 pytestmark = [NEEDS_SSHD, pytest.mark.slow]
 
@@ -34,29 +32,13 @@ def _fault_checks() -> tuple[tuple[str, str], ...]:
 FAULT_CHECKS = _fault_checks()
 
 
-class Runs:
-    """The module's suite runs, made once each on demand (several tests read the same run)."""
-
-    def __init__(self, base: Path) -> None:
-        self.base = base
-        self.baselines = sim_ssh_profile(base).parent
-        self._runs: dict[tuple[str, ...], Run] = {}
-
-    def get(self, *args: str) -> Run:
-        if args not in self._runs:
-            report = self.base / f"report-{len(self._runs)}"
-            self._runs[args] = run_suite(self.baselines, "sim-ssh", report, *args)
-        return self._runs[args]
+Runs = SuiteRuns
 
 
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory: pytest.TempPathFactory) -> Runs:
-    made = Runs(tmp_path_factory.mktemp("suite-ssh"))
-    recorded = made.get("--record-baseline")
-    assert recorded.returncode == 0, recorded.stdout[-3000:] + recorded.stderr[-2000:]
-    [path] = (made.baselines / "sim-ssh").glob("handover-*.json")
-    sign_as_demo(path)
-    return made
+    base = tmp_path_factory.mktemp("suite-ssh")
+    return SuiteRuns.recorded(base, sim_ssh_profile(base).parent, "sim-ssh")
 
 
 def test_recording_over_ssh_keeps_the_conditions_of_the_bare_metal_cluster(runs: Runs) -> None:
