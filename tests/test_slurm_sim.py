@@ -284,3 +284,25 @@ def test_python_m_entry_starts_prints_usage_and_stops_on_ctrl_c() -> None:
         assert proc.wait(timeout=30) == 0
     assert _own_daemons(folder) == []
     assert not Path(folder).exists()
+
+
+def test_a_runs_job_steps_are_found_by_their_slurm_conf_and_ended(tmp_path: Path) -> None:
+    """slurmstepd renames itself (``slurmstepd: [2.batch]``), so a step is found by the SLURM_CONF of its
+    environment; a process of another run's Slurm is never touched. (Two steps of a helper's killed test run
+    were found alive an hour later, orphaned to init; stop() and cleanup_stale now end such steps.)"""
+    mine, other = tmp_path / "acceptance-slurm-mine", tmp_path / "acceptance-slurm-other"
+    procs = [
+        subprocess.Popen(["/bin/sleep", "60"], env={"SLURM_CONF": f"{folder}/etc/slurm.conf"})
+        for folder in (mine, mine, other)
+    ]
+    try:
+        found = daemons.steps_of(str(mine))
+        assert sorted(found) == sorted(p.pid for p in procs[:2])
+        assert daemons._end_steps(str(mine), grace_s=5) == []
+        assert [p.wait(timeout=5) for p in procs[:2]] == [-15, -15]
+        assert procs[2].poll() is None, "another run's step is untouched"
+        assert daemons.steps_of(str(mine)) == []
+    finally:
+        for p in procs:
+            p.kill()
+            p.wait(timeout=5)

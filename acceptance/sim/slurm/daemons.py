@@ -90,6 +90,36 @@ def _alive(pid: int) -> bool:
     return False
 
 
+def steps_of(folder: str) -> list[int]:
+    """The job-step processes of the Slurm in `folder` (slurmstepd and what it runs): a slurmstepd renames
+    itself (``slurmstepd: [2.batch]``) and outlives a stopped slurmd, so it is found by the ``SLURM_CONF``
+    of its environment, which names the run folder's slurm.conf."""
+    marker = f"SLURM_CONF={folder.rstrip('/')}/".encode()
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit() and int(entry.name) != os.getpid():
+            try:
+                environ = (entry / "environ").read_bytes()
+            except OSError:
+                continue
+            if any(item.startswith(marker) for item in environ.split(b"\0")):
+                found.append(int(entry.name))
+    return found
+
+
+def _end_steps(folder: str, grace_s: float = 5.0) -> list[int]:
+    """SIGTERM then SIGKILL to every job-step process of the Slurm in `folder`; those still alive after."""
+    steps = steps_of(folder)
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        for pid in steps:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(pid, sig)
+        deadline = time.monotonic() + grace_s
+        while time.monotonic() < deadline and any(_alive(p) for p in steps):
+            time.sleep(0.1)
+    return [p for p in steps if _alive(p)]
+
+
 def _end(pids: Sequence[int], folder: str, grace_s: float = 5.0) -> list[int]:
     """SIGTERM then SIGKILL to the process groups of `pids` whose command line names `folder`; the pids that
     were still alive at the end (none after a SIGKILL unless the kernel is slow)."""
@@ -153,6 +183,7 @@ def cleanup_stale() -> list[str]:
         folder = _stale_folder(data)
         if folder is not None:
             _end(pids, folder)
+            _end_steps(folder)
             if data.get("remove") is True and _made_here(Path(folder)):
                 shutil.rmtree(folder, ignore_errors=True)
             cleaned.append(folder)
@@ -362,6 +393,7 @@ class SimSlurm:
                 left += _end([proc.pid], str(self.layout.root))
                 with contextlib.suppress(subprocess.TimeoutExpired):
                     proc.wait(timeout=5)
+        left += _end_steps(str(self.layout.root))  # steps whose slurmd was stopped outlive it
         self.procs.clear()
         (MARKERS / f"{self.layout.root.name}.json").unlink(missing_ok=True)
         self.layout.marker.unlink(missing_ok=True)
