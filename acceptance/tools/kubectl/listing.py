@@ -10,9 +10,13 @@ read by its shape: ``[<namespace>] <name> <n>/<m> <status> <restarts> <age> [<ip
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
+from typing import TypeVar
 
 from acceptance.tools.kubectl.model import NodeRow, PodRow
 from acceptance.tools.kubectl.table import AGE, header
+
+T = TypeVar("T")
 
 _NODE_STATUS = re.compile(r"^(?:Ready|NotReady|Unknown)(?:,[A-Za-z]+)*$")
 _NODES_HEADER = re.compile(r"^NAME\s+STATUS\s+(?:ROLES\s+)?AGE\b")
@@ -36,50 +40,59 @@ def is_pods_header(line: str) -> bool:
     return bool(_PODS_HEADER.match(line))
 
 
-def nodes(lines: list[tuple[int, str]], start: int) -> tuple[list[NodeRow], int]:
-    """The rows under the ``get nodes`` header ``lines[start]``; returns them and the next index."""
+def _rows(
+    lines: list[tuple[int, str]], start: int, make: Callable[[dict[str, str], int], T | None]
+) -> tuple[list[T], int]:
+    """The rows under the header ``lines[start]`` that `make` accepts; stops at the first it refuses (the
+    table's end, or a row cut by the paste). Returns them and the next index."""
     head = header(lines[start][1])
-    out: list[NodeRow] = []
+    out: list[T] = []
     i = start + 1
     while i < len(lines):
         number, row = lines[i]
         cells = head.cells(row) if row.strip() else None
-        if (
-            cells is None
-            or not cells.get("NAME")
-            or not _NODE_STATUS.match(cells.get("STATUS", ""))
-            or not _AGE.match(cells.get("AGE", ""))
-            or ("VERSION" in cells and not cells["VERSION"])
-        ):
-            break  # the table's end, or a row cut by the paste
-        labels = {k.lower(): v for k, v in cells.items() if k not in _NODE_FIXED and v}
-        out.append(NodeRow(cells["NAME"], cells["STATUS"], cells.get("ROLES", ""), cells.get("AGE", ""),
-                           cells.get("VERSION", ""), labels, number))  # fmt: skip
+        made = make(cells, number) if cells is not None else None
+        if made is None:
+            break
+        out.append(made)
         i += 1
     return out, i
+
+
+def _node(cells: dict[str, str], number: int) -> NodeRow | None:
+    if (
+        not cells.get("NAME")
+        or not _NODE_STATUS.match(cells.get("STATUS", ""))
+        or not _AGE.match(cells.get("AGE", ""))
+        or ("VERSION" in cells and not cells["VERSION"])
+    ):
+        return None
+    labels = {k.lower(): v for k, v in cells.items() if k not in _NODE_FIXED and v}
+    return NodeRow(cells["NAME"], cells["STATUS"], cells.get("ROLES", ""), cells.get("AGE", ""),
+                   cells.get("VERSION", ""), labels, number)  # fmt: skip
+
+
+def _pod(cells: dict[str, str], number: int) -> PodRow | None:
+    if (
+        not _READY.match(cells.get("READY", ""))
+        or not _RESTARTS.match(cells.get("RESTARTS", ""))
+        or not _AGE.match(cells.get("AGE", ""))
+    ):
+        return None
+    node = cells.get("NODE", "")
+    return PodRow(cells.get("NAME", ""), cells["READY"], cells.get("STATUS", ""), cells["RESTARTS"],
+                  cells.get("AGE", ""), cells.get("NAMESPACE", ""),
+                  node if node and node != "<none>" else None, number)  # fmt: skip
+
+
+def nodes(lines: list[tuple[int, str]], start: int) -> tuple[list[NodeRow], int]:
+    """The rows under the ``get nodes`` header ``lines[start]``; returns them and the next index."""
+    return _rows(lines, start, _node)
 
 
 def pods(lines: list[tuple[int, str]], start: int) -> tuple[list[PodRow], int]:
     """The rows under the ``get pods`` header ``lines[start]``; returns them and the next index."""
-    head = header(lines[start][1])
-    out: list[PodRow] = []
-    i = start + 1
-    while i < len(lines):
-        number, row = lines[i]
-        cells = head.cells(row) if row.strip() else None
-        if (
-            cells is None
-            or not _READY.match(cells.get("READY", ""))
-            or not _RESTARTS.match(cells.get("RESTARTS", ""))
-            or not _AGE.match(cells.get("AGE", ""))
-        ):
-            break  # the table's end, or a row cut by the paste
-        node = cells.get("NODE", "")
-        out.append(PodRow(cells.get("NAME", ""), cells["READY"], cells.get("STATUS", ""), cells["RESTARTS"],
-                          cells.get("AGE", ""), cells.get("NAMESPACE", ""),
-                          node if node and node != "<none>" else None, number))  # fmt: skip
-        i += 1
-    return out, i
+    return _rows(lines, start, _pod)
 
 
 def pod_row(number: int, line: str) -> PodRow | None:
