@@ -44,7 +44,8 @@ def workload_progress(
         return WorkloadProgress.of(handle.workload, phase, elapsed_s, deadline_s, note, status)
 
     if outcome is not None:
-        return progress("done", outcome.reason, outcome.status)
+        status, reason, _code = outcome
+        return progress("done", reason, status)
     phases = {name: pod_phase(pod) for name, pod in pods.items()}
     if main is not None and phases.get(main["metadata"]["name"]) == "running":
         return progress("running")
