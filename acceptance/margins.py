@@ -6,10 +6,12 @@ margins are read only when a baseline is recorded). When the two differ, each di
 is stated in one line, and changing an agreed margin is a new dated baseline
 (`acceptance baseline amend`).
 
-Sign convention, for the junit property ``margin`` of every verdict: the tolerance as a
-positive fraction of the baseline value (0.05 = 5 %); the junit property
-``margin_direction`` says which way is worse: ``below`` (busbw may drop at most by the
-margin) or ``above`` (step time may rise at most by the margin).
+A verdict carries the margin it applied as one `Margin` (its figure ``margin``): the tolerance
+as a positive fraction of the baseline value (0.05 = 5 %) and its direction, which way is worse:
+``below`` (higher is better: busbw may drop at most by the margin) or ``above`` (lower is better:
+step time may rise at most by the margin). It reaches junit as the properties ``margin`` (the
+fraction) and ``margin_direction``, and the report's plots read both back (`Margin.from_figures`).
+The sign convention is `Margin.signed`, and only there.
 
 The smoke run's stopping rule is agreed the same way (`smoke_*`, from the profile's
 ``smoke.sequential``): ``fixed`` runs the smoke job its whole length (`smoke_max_steps`) and
@@ -23,12 +25,17 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, fields
-from typing import Any
+from typing import Any, Literal
 
 from acceptance.units import format_duration, format_size, parse_duration, parse_size
 
-BELOW = "below"
-ABOVE = "above"
+Direction = Literal["below", "above"]
+#: higher is better: a value may fall below the baseline by at most the margin (busbw)
+BELOW: Direction = "below"
+#: lower is better: a value may rise above the baseline by at most the margin (step time)
+ABOVE: Direction = "above"
+DIRECTIONS: tuple[Direction, ...] = (BELOW, ABOVE)
+MINUS = "\u2212"
 #: the smoke run's stopping rules (`acceptance.judge.steptime_seq`)
 STOP_RULES = ("mixture", "fixed")
 #: what a baseline that predates a margin agreed instead of today's default
@@ -41,6 +48,62 @@ _SEQUENTIAL_KEYS = {
     "block_steps": "smoke_block_steps",
     "tune_steps": "smoke_tune_steps",
 }
+
+
+@dataclass(frozen=True)
+class Margin:
+    """One agreed tolerance, as a verdict applies it: a fraction of the baseline value, and which way is worse."""
+
+    fraction: float
+    direction: Direction
+
+    def __post_init__(self) -> None:
+        if self.direction not in DIRECTIONS:
+            raise ValueError(f"margin direction {self.direction!r}: expected one of {', '.join(DIRECTIONS)}")
+        if not (math.isfinite(self.fraction) and self.fraction >= 0):
+            raise ValueError(f"margin {self.fraction!r}: expected a fraction >= 0, such as 0.05")
+
+    @classmethod
+    def busbw(cls, fraction: float) -> Margin:
+        """The busbw margin: higher is better."""
+        return cls(fraction, BELOW)
+
+    @classmethod
+    def step_time(cls, fraction: float) -> Margin:
+        """The step-time margin: lower is better."""
+        return cls(fraction, ABOVE)
+
+    @property
+    def higher_is_better(self) -> bool:
+        return self.direction == BELOW
+
+    @property
+    def signed(self) -> float:
+        """The margin as a signed change from the baseline (−0.05 below, +0.05 above): the sign convention."""
+        return -self.fraction if self.higher_is_better else self.fraction
+
+    def limit(self, reference: float) -> float:
+        """The worst value still within the margin of `reference` (a ratio when `reference` is 1)."""
+        return reference * (1 + self.signed)
+
+    def within(self, value: float, reference: float = 1.0) -> bool:
+        """`value` is no worse than the limit of `reference`."""
+        limit = self.limit(reference)
+        return value >= limit if self.higher_is_better else value <= limit
+
+    def figures(self) -> dict[str, float | str]:
+        """As the flat figures junit and the report's data carry: ``margin`` and ``margin_direction``."""
+        return {"margin": self.fraction, "margin_direction": self.direction}
+
+    @classmethod
+    def from_figures(cls, figures: Mapping[str, Any], default: Direction) -> Margin | None:
+        """Back from `figures` (None without a ``margin``); `default` is the direction of a report's
+        data that predates ``margin_direction``: that of the quantity its plot draws."""
+        value = figures.get("margin")
+        if not isinstance(value, int | float) or isinstance(value, bool) or not (math.isfinite(value) and value >= 0):
+            return None
+        direction = figures.get("margin_direction", default)
+        return cls(float(value), direction if direction in DIRECTIONS else default)
 
 
 @dataclass(frozen=True)

@@ -17,7 +17,7 @@ from acceptance.judge.loss import LossPolicy
 from acceptance.judge.steptime import StepTimePolicy, judge_steptime
 from acceptance.judge.steptime_seq import SequentialRule, decide, first_steps, judge_sequential, prepare, replay
 from acceptance.judge.verdict import Status
-from acceptance.margins import Margins
+from acceptance.margins import Margin, Margins
 from acceptance.profile import ProfileError, load_profile_file
 from acceptance.tools.trainlog import Event, TrainLog
 from tests.suite_run import demo_key, sim_cluster_folder
@@ -124,7 +124,7 @@ def test_fixed_method_never_stops_early() -> None:
     wide = judge_sequential(base, series(rng, 200, slow=1.07), SequentialRule(method="fixed", margin=0.2))
     assert wide.outcome == "pass"
     assert wide.verdict is not None
-    assert wide.verdict.figures["margin"] == 0.2
+    assert wide.verdict.margin == Margin.step_time(0.2)
 
 
 def test_never_decides_before_min_steps_and_holds_for_criterion_4() -> None:

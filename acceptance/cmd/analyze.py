@@ -150,7 +150,7 @@ def _emit(verdict: Verdict, check: str, as_json: bool) -> int:
             "status": verdict.status.value,
             "subject": verdict.subject,
             "summary": verdict.summary,
-            "figures": dict(verdict.figures),
+            "figures": verdict.flat_figures(),
             "evidence": list(verdict.evidence),
         }
         json.dump(doc, sys.stdout, indent=2)

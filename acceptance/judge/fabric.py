@@ -17,7 +17,7 @@ import pandas as pd
 
 from acceptance.judge.verdict import Figure, Status, Verdict
 from acceptance.links import BusbwBound, NodeLinks, busbw_bound
-from acceptance.margins import BELOW, Margins
+from acceptance.margins import Margin, Margins
 from acceptance.tools.nccl import NcclConditions, NcclRow, NcclRun, fmt_bytes
 
 MINUS = "\u2212"
@@ -149,8 +149,7 @@ def judge_fabric(
 def _compare(subject: str, current: NcclRun, reference: NcclRun, margins: Margins) -> Verdict:
     label = _labeler(reference.rows)
     now = {r.key: r for r in current.rows}
-    floor = 1.0 - margins.busbw_tolerance
-    margin_text = _pct(-margins.busbw_tolerance)
+    margin = Margin.busbw(margins.busbw_tolerance)
     judged = [r for r in reference.rows if r.size >= margins.busbw_min_size]
     records = []
     figures: dict[str, Figure] = {}
@@ -173,7 +172,7 @@ def _compare(subject: str, current: NcclRun, reference: NcclRun, margins: Margin
             records.append((base.size, math.nan if measured is None else measured, expected, math.nan, False))
             continue
         ratio = measured / expected
-        records.append((base.size, measured, expected, ratio, ratio >= floor))
+        records.append((base.size, measured, expected, ratio, margin.within(ratio)))
         figures[f"busbw_oop[{label(base)}]"] = measured
         if worst is None or ratio < worst[0]:
             worst = (ratio, base, measured, expected)
@@ -188,8 +187,7 @@ def _compare(subject: str, current: NcclRun, reference: NcclRun, margins: Margin
     scope = f"{n} size{'s' if n != 1 else ''} ≥ {fmt_bytes(margins.busbw_min_size)}"
     figures.update(
         {
-            "margin": margins.busbw_tolerance,
-            "margin_direction": BELOW,
+            "margin": margin,
             "unit": "GB/s",
             "sizes_compared": n,
             "missing_sizes": len(missing),
@@ -251,9 +249,9 @@ def _compare(subject: str, current: NcclRun, reference: NcclRun, margins: Margin
     ratio, base, measured, expected = worst
     head = (
         f"busbw {measured:.1f} GB/s at {label(base)} vs {expected:.1f} at handover "
-        f"({_pct(ratio - 1)}, margin {margin_text})"
+        f"({_pct(ratio - 1)}, margin {_pct(margin.signed)})"
     )
-    if ratio < floor:
+    if not margin.within(ratio):
         return Verdict(Status.FAIL, subject, f"{subject}: {head}; worst of {scope}", figures, tuple(evidence), table)
     return Verdict(
         Status.PASS,

@@ -20,7 +20,7 @@ from numpy.lib.stride_tricks import sliding_window_view
 
 from acceptance.judge.steptime_series import Steady, steady_series, step_times
 from acceptance.judge.verdict import Figure, Status, Verdict
-from acceptance.margins import ABOVE, Margins
+from acceptance.margins import Margin, Margins
 from acceptance.tools.trainlog import TrainLog
 
 __all__ = [
@@ -150,9 +150,9 @@ def judge_steptime(
     run = steady_series(smoke, policy, "smoke")
     evidence = [*base.evidence, *run.evidence]
     unit = base.unit if base.unit == run.unit else "mixed"
+    margin = Margin.step_time(policy.margin)
     figures: dict[str, Figure] = {
-        "margin": policy.margin,
-        "margin_direction": ABOVE,
+        "margin": margin,
         "confidence": policy.confidence,
         "unit": unit,
         "n_smoke": len(run.values),
@@ -196,7 +196,7 @@ def judge_steptime(
     extra = (z * spread) ** 2 if between else 0.0
     half_lo, half_hi = math.sqrt(max(half_lo, 0) ** 2 + extra), math.sqrt(max(half_hi, 0) ** 2 + extra)
     ratio, lo, hi = math.exp(log_r), math.exp(log_r - half_lo), math.exp(log_r + half_hi)
-    limit = 1 + policy.margin
+    limit = margin.limit(1.0)
     enforceable = policy.margin >= 2 * spread
     figures.update(
         smoke_median=med_s,
@@ -209,16 +209,16 @@ def judge_steptime(
         margin_enforceable=enforceable,
         mann_whitney_p=_mann_whitney_p(run.values, base.values, policy.max_bootstrap_n),
     )
-    if hi <= limit:
+    if margin.within(hi):
         status = Status.PASS
-    elif lo > limit:
+    elif not margin.within(lo):
         status = Status.FAIL
     else:
         status = Status.INCONCLUSIVE
     ci = f"{policy.confidence:.0%} CI {_pct(lo - 1)}..{_pct(hi - 1)}"
     summary = (
         f"{subject} {_fmt_time(med_s, unit)} vs {_fmt_time(med_b, unit)} at baseline "
-        f"({_pct(ratio - 1)}, {ci}, margin {_pct(policy.margin)}) over {len(run.values)} steps"
+        f"({_pct(ratio - 1)}, {ci}, margin {_pct(margin.signed)}) over {len(run.values)} steps"
     )
     if status is Status.INCONCLUSIVE:
         further = _further_steps(
@@ -238,7 +238,7 @@ def judge_steptime(
         )
     if not enforceable:
         note = (
-            f"margin {_pct(policy.margin)} is under twice the run-to-run spread "
+            f"margin {_pct(margin.signed)} is under twice the run-to-run spread "
             f"{spread:.1%} ({spread_source}): not enforceable for this job at current variance"
         )
         summary += f"; margin not enforceable (under 2x the run-to-run spread {spread:.1%})"

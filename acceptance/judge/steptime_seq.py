@@ -63,7 +63,7 @@ import pandas as pd
 from acceptance.judge.steptime import StepTimePolicy, judge_steptime, run_to_run_spread, step_table
 from acceptance.judge.steptime_series import Steady, steady_series
 from acceptance.judge.verdict import Figure, Status, Verdict
-from acceptance.margins import ABOVE, Margins
+from acceptance.margins import Margin, Margins
 from acceptance.tools.trainlog import TrainLog
 
 if TYPE_CHECKING:
@@ -367,7 +367,7 @@ def decide(
         found = bounds(ref, run, rule)
         if found is not None:
             est, lo, hi, k = found
-            limit = math.log(1 + rule.margin)
+            limit = math.log(Margin.step_time(rule.margin).limit(1.0))
             outcome = PASS if hi <= limit else FAIL if lo > limit else CONTINUE
             if outcome != CONTINUE:
                 verdict = _early_verdict(ref, run, rule, outcome, (est, lo, hi, k), seen, subject)
@@ -410,9 +410,9 @@ def _early_verdict(
     med_s, med_b = float(np.median(run.values)), float(np.median(ref.steady.values))
     ratio = math.exp(est)
     enforceable = rule.margin >= 2 * ref.spread
+    margin = Margin.step_time(rule.margin)
     figures: dict[str, Figure] = {
-        "margin": rule.margin,
-        "margin_direction": ABOVE,
+        "margin": margin,
         "confidence": 1 - rule.alpha,
         "unit": ref.steady.unit,
         "n_smoke": len(run.values),
@@ -434,7 +434,7 @@ def _early_verdict(
     reason = f"decided {outcome.upper()} after {seen} of at most {rule.max_steps} steps"
     summary = (
         f"{subject} {_pct(ratio - 1)} against the baseline ({1 - rule.alpha:.0%} confidence sequence "
-        f"{_pct(math.exp(lo) - 1)}..{_pct(math.exp(hi) - 1)}, margin {_pct(rule.margin)}) over "
+        f"{_pct(math.exp(lo) - 1)}..{_pct(math.exp(hi) - 1)}, margin {_pct(margin.signed)}) over "
         f"{len(run.values)} steady steps: {reason}"
     )
     evidence = [
@@ -446,7 +446,7 @@ def _early_verdict(
     ]
     if not enforceable:
         evidence.append(
-            f"margin {_pct(rule.margin)} is under twice the run-to-run spread {ref.spread:.1%} "
+            f"margin {_pct(margin.signed)} is under twice the run-to-run spread {ref.spread:.1%} "
             f"({ref.spread_source}): not enforceable for this job at current variance"
         )
     return Verdict(

@@ -7,6 +7,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from acceptance.margins import Margin
+
 if TYPE_CHECKING:
     import pandas as pd
 
@@ -28,7 +30,9 @@ class Status(enum.Enum):
         return self is Status.PASS
 
 
-Figure = str | int | float | bool | None
+#: a verdict's figure: a plain value, or the `Margin` it applied (two junit properties, see `Verdict.flat_figures`)
+Figure = str | int | float | bool | None | Margin
+PlainFigure = str | int | float | bool | None
 
 
 @dataclass(frozen=True)
@@ -37,7 +41,8 @@ class Verdict:
 
     `summary` is the one line an on-call engineer reads first: what failed, where,
     by how much, against what. `figures` are flat name → value pairs that become
-    junit properties (measured, expected, margin, ratio, unit, node, gpu, size ...).
+    junit properties (measured, expected, margin, ratio, unit, node, gpu, size ...); the margin a
+    judge applied is a `Margin` object under ``margin``, written out by `flat_figures`.
     `evidence` holds longer lines (differences, error messages) in reading order.
     `table` is an optional per-item frame (e.g. busbw per size) for plots. `details` is plain
     structured data a report section draws (a localization's rounds), not a junit property.
@@ -54,6 +59,22 @@ class Verdict:
     @property
     def passed(self) -> bool:
         return self.status.ok
+
+    @property
+    def margin(self) -> Margin | None:
+        """The margin this verdict was judged with, if it applied one."""
+        found = self.figures.get("margin")
+        return found if isinstance(found, Margin) else None
+
+    def flat_figures(self) -> dict[str, PlainFigure]:
+        """The figures as plain name → value pairs, in order: a `Margin` becomes ``margin`` and ``margin_direction``."""
+        out: dict[str, PlainFigure] = {}
+        for name, value in self.figures.items():
+            if isinstance(value, Margin):
+                out.update(value.figures())
+            else:
+                out[name] = value
+        return out
 
     def message(self) -> str:
         """The failure text shown by pytest: the summary, then the evidence lines."""

@@ -50,7 +50,7 @@ def verdict_payload(verdict: Verdict) -> dict[str, Any]:
         "status": verdict.status.value,
         "subject": verdict.subject,
         "summary": verdict.summary,
-        "figures": _plain(dict(verdict.figures)),
+        "figures": _plain(verdict.flat_figures()),
         "evidence": list(verdict.evidence),
         "table": {"columns": columns, "rows": [[_plain(row[c]) for c in row] for row in rows]},
     }

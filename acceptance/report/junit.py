@@ -56,7 +56,8 @@ def _named_index(verdict: Verdict) -> bool:
 def verdict_properties(verdict: Verdict, *, include_table: bool = True) -> list[tuple[str, str]]:
     """Every figure the verdict used, as (name, value) pairs for `item.user_properties`.
 
-    Order: `verdict` (status), `subject`, `summary`, the figures in their order, then
+    Order: `verdict` (status), `subject`, `summary`, the figures in their order (the margin as
+    ``margin`` and ``margin_direction``), then
     one `row.N` property per table row (`col=value col=value ...`), so per-size
     busbw or per-GPU results reach junit consumers too.
     """
@@ -65,7 +66,7 @@ def verdict_properties(verdict: Verdict, *, include_table: bool = True) -> list[
         ("subject", verdict.subject),
         ("summary", verdict.summary),
     ]
-    props.extend((str(name), format_figure(value)) for name, value in verdict.figures.items())
+    props.extend((str(name), format_figure(value)) for name, value in verdict.flat_figures().items())
     plot_only = verdict.table is not None and bool(verdict.table.attrs.get("plot_only"))
     if include_table and plot_only:  # per-step series for plots: the figures already say what was judged
         assert verdict.table is not None

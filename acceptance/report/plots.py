@@ -3,7 +3,8 @@
 Each function takes verdict payloads (see `data.verdict_payload`) and finds its
 data by table columns, so a judge opts into a plot by naming its columns:
 
-- fabric: `size`, `busbw_now`, `busbw_baseline` (figure `margin`, a fraction; `collective`)
+- fabric: `size`, `busbw_now`, `busbw_baseline` (figures `margin`, a fraction, and
+  `margin_direction`, read back as a `Margin`; `collective`)
 - DCGM matrix: `node`, `gpu`, `test`, `status`
 - step time and loss (criteria 3 and 4): see `plots_training`
 
@@ -15,11 +16,13 @@ from __future__ import annotations
 import base64
 import io
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
+from acceptance.margins import BELOW, MINUS, Direction, Margin
 from acceptance.report.data import iter_tables
 
 FABRIC_COLUMNS = {"size", "busbw_now", "busbw_baseline"}
@@ -45,12 +48,14 @@ def _numbers(rows: list[dict[str, Any]], *cols: str) -> list[tuple[float, ...]]:
     return out
 
 
-def margin_of(figures: Mapping[str, Any]) -> float | None:
-    """The verdict's agreed margin: a positive fraction (`acceptance.margins` has the convention)."""
-    value = figures.get("margin")
-    if not isinstance(value, int | float) or isinstance(value, bool):
-        return None
-    return float(value)
+def margin_of(figures: Mapping[str, Any], default: Direction) -> Margin | None:
+    """The margin the verdict was judged with (`default`: its quantity's direction, for data without one)."""
+    return Margin.from_figures(figures, default)
+
+
+def margin_sign(margin: Margin) -> str:
+    """How a label shows the margin's side of the baseline: − below it, + above it."""
+    return MINUS if margin.higher_is_better else "+"
 
 
 def _size_label(size: float, _pos: object = None) -> str:
@@ -60,46 +65,73 @@ def _size_label(size: float, _pos: object = None) -> str:
     return f"{size:g}"
 
 
-def busbw_plots(verdicts: Iterable[Mapping[str, Any]]) -> list[tuple[str, str]]:
-    """(title, PNG data URI) per fabric verdict: busbw today vs the baseline band, log x."""
-    plots = []
+@dataclass(frozen=True)
+class BusbwSeries:
+    """What one fabric verdict's plot draws: busbw per size today and at handover, and the margin's band
+    (from the baseline to its limit, on the side the margin's direction says is worse) and the sizes past it."""
+
+    title: str
+    sizes: list[float]
+    now: list[float]
+    base: list[float]
+    margin: Margin | None
+    band: list[tuple[float, float]]  # (low, high) per size
+    outside: list[tuple[float, float]]  # (size, busbw today) past the margin's limit
+
+
+def busbw_series(verdicts: Iterable[Mapping[str, Any]]) -> list[BusbwSeries]:
+    """The plot data of each fabric verdict with sizes to draw."""
+    out = []
     for verdict, rows in iter_tables(verdicts, FABRIC_COLUMNS):
         points = sorted(_numbers(rows, "size", "busbw_now", "busbw_baseline"))
         points = [p for p in points if p[0] > 0]
         if not points:
             continue
         figures = verdict.get("figures") or {}
-        title = str(figures.get("collective") or verdict.get("subject") or "nccl-tests")
-        sizes = [p[0] for p in points]
-        now = [p[1] for p in points]
-        base = [p[2] for p in points]
+        margin = margin_of(figures, BELOW)
+        band, outside = [], []
+        if margin is not None:
+            band = [(min(b, margin.limit(b)), max(b, margin.limit(b))) for _, _, b in points]
+            outside = [(s, n) for s, n, b in points if not margin.within(n, b)]
+        out.append(BusbwSeries(
+            title=str(figures.get("collective") or verdict.get("subject") or "nccl-tests"),
+            sizes=[p[0] for p in points], now=[p[1] for p in points], base=[p[2] for p in points],
+            margin=margin, band=band, outside=outside,
+        ))  # fmt: skip
+    return out
+
+
+def busbw_plots(verdicts: Iterable[Mapping[str, Any]]) -> list[tuple[str, str]]:
+    """(title, PNG data URI) per fabric verdict: busbw today vs the baseline band, log x."""
+    plots = []
+    for series in busbw_series(verdicts):
+        sizes, margin = series.sizes, series.margin
         fig = Figure(figsize=(8, 4), dpi=100)
         ax = fig.add_subplot()
-        margin = margin_of(figures)
         if margin is not None:
             ax.fill_between(
                 sizes,
-                [b * (1 - margin) for b in base],
-                base,
+                [low for low, _ in series.band],
+                [high for _, high in series.band],
                 color=BASE_COLOR,
                 alpha=0.25,
-                label=f"baseline − {margin:.0%} margin",
+                label=f"baseline {margin_sign(margin)} {margin.fraction:.0%} margin",
             )
-        ax.plot(sizes, base, color=BASE_COLOR, linestyle="--", marker=".", label="baseline")
-        ax.plot(sizes, now, color=NOW_COLOR, marker="o", markersize=3, label="today")
-        if margin is not None:
-            bad = [(s, n) for s, n, b in points if n < b * (1 - margin)]
-            if bad:
-                ax.scatter([s for s, _ in bad], [n for _, n in bad], color=BAD_COLOR, zorder=3, label="below margin")
+        ax.plot(sizes, series.base, color=BASE_COLOR, linestyle="--", marker=".", label="baseline")
+        ax.plot(sizes, series.now, color=NOW_COLOR, marker="o", markersize=3, label="today")
+        if margin is not None and series.outside:
+            side = "below" if margin.higher_is_better else "above"
+            ax.scatter([s for s, _ in series.outside], [n for _, n in series.outside], color=BAD_COLOR, zorder=3,
+                       label=f"{side} margin")  # fmt: skip
         ax.set_xscale("log", base=2)
         ax.xaxis.set_major_formatter(_size_label)
         ax.set_xlabel("message size (bytes)")
         ax.set_ylabel("bus bandwidth (GB/s)")
-        ax.set_title(f"{title}: busbw vs message size")
+        ax.set_title(f"{series.title}: busbw vs message size")
         ax.grid(True, which="major", alpha=0.3)
         ax.legend(loc="upper left", fontsize="small")
         fig.tight_layout()
-        plots.append((title, png_uri(fig)))
+        plots.append((series.title, png_uri(fig)))
     return plots
 
 

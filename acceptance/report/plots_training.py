@@ -4,7 +4,7 @@ Found by table columns (see `data.verdict_payload`), as in `plots`:
 
 - step time: `step_time` or `step_time_s`, no `loss` (optional `series`: `smoke` /
   `baseline`, `kept`: survived the drops, `step`; figures `baseline_median`, `smoke_median`,
-  `margin`, `unit`, `ratio`, `ci_low`, `ci_high`)
+  `margin` and `margin_direction` (read back as a `Margin`), `unit`, `ratio`, `ci_low`, `ci_high`)
 - loss: `step`, `loss` (optional `phase`: `before` / `after`, `trend`, `z`; figures
   `restore_step`, `first_offending_step`, `sigma`, `space`, `spike_z`, `shift_z`)
 
@@ -19,8 +19,9 @@ from typing import Any
 import numpy as np
 from matplotlib.figure import Figure
 
+from acceptance.margins import ABOVE
 from acceptance.report.data import iter_tables
-from acceptance.report.plots import BAD_COLOR, BASE_COLOR, NOW_COLOR, margin_of, png_uri
+from acceptance.report.plots import BAD_COLOR, BASE_COLOR, NOW_COLOR, margin_of, margin_sign, png_uri
 
 LOSS_COLUMNS = {"step", "loss"}
 
@@ -55,17 +56,37 @@ def _time_scale(unit: str, values: list[float]) -> tuple[float, str]:
     return 1.0, unit
 
 
-def steptime_plot(verdicts: Iterable[Mapping[str, Any]]) -> str | None:
-    """Step-time distributions of the kept steps, smoke run vs baseline (overlaid histograms,
-    baseline median, margin limit (1 + margin) × baseline median, smoke median), and, when the
-    table has steps, the smoke run's step time per step with the dropped steps marked."""
-    found = _step_table(verdicts)
-    if found is None:
-        return None
-    verdict, rows, column = found
+def steptime_lines(verdict: Mapping[str, Any]) -> list[tuple[float, str, str, str]]:
+    """The reference lines of a step-time verdict's plot, in seconds (or its unit): (x, color, style, label) of
+    the baseline median, the margin's limit on the side its direction says is worse, and the smoke median."""
     figures = verdict.get("figures") or {}
+    kept, _trace = _series(verdict)
+    every = [v for values in kept.values() for v in values]
+    scale, unit = _time_scale(str(figures.get("unit") or "s"), every)
+    base_median = _figure(figures, "baseline_median") or _median(kept.get("baseline", []))
+    smoke_median = _figure(figures, "smoke_median") or _median(kept.get("smoke", []))
+    margin = margin_of(figures, ABOVE)
+    lines: list[tuple[float, str, str, str]] = []
+    if base_median is not None:
+        lines.append((base_median * scale, BASE_COLOR, "--", f"baseline median {base_median * scale:.4g} {unit}"))
+        if margin is not None:
+            limit = margin.limit(base_median) * scale
+            factor = f"(1 {margin_sign(margin)} {margin.fraction:.0%})"
+            lines.append((limit, BAD_COLOR, ":", f"limit {factor} × baseline median {limit:.4g} {unit}"))
+    if smoke_median is not None:
+        ratio = f" ({smoke_median / base_median - 1:+.1%})" if base_median else ""
+        lines.append((smoke_median * scale, NOW_COLOR, "-", f"smoke median {smoke_median * scale:.4g} {unit}{ratio}"))
+    return lines
+
+
+def _series(verdict: Mapping[str, Any]) -> tuple[dict[str, list[float]], dict[str, list[tuple[float, float, bool]]]]:
+    """The kept step times per series, and each series per step: (step, time, kept)."""
+    found = _step_table([verdict])
     kept: dict[str, list[float]] = {}
     trace: dict[str, list[tuple[float, float, bool]]] = {}
+    if found is None:
+        return kept, trace
+    _verdict, rows, column = found
     for row in rows:
         value = _number(row.get(column))
         if value is None:
@@ -77,20 +98,22 @@ def steptime_plot(verdicts: Iterable[Mapping[str, Any]]) -> str | None:
         step = _number(row.get("step"))
         if step is not None:
             trace.setdefault(name, []).append((step, value, keep))
+    return kept, trace
+
+
+def steptime_plot(verdicts: Iterable[Mapping[str, Any]]) -> str | None:
+    """Step-time distributions of the kept steps, smoke run vs baseline (overlaid histograms,
+    baseline median, the margin's limit, smoke median: `steptime_lines`), and, when the
+    table has steps, the smoke run's step time per step with the dropped steps marked."""
+    found = _step_table(verdicts)
+    if found is None:
+        return None
+    verdict = found[0]
+    figures = verdict.get("figures") or {}
+    kept, trace = _series(verdict)
     every = [v for values in kept.values() for v in values]
     scale, unit = _time_scale(str(figures.get("unit") or "s"), every)
-    base_median = _figure(figures, "baseline_median") or _median(kept.get("baseline", []))
-    smoke_median = _figure(figures, "smoke_median") or _median(kept.get("smoke", []))
-    margin = margin_of(figures)
-    lines: list[tuple[float, str, str, str]] = []
-    if base_median is not None:
-        lines.append((base_median * scale, BASE_COLOR, "--", f"baseline median {base_median * scale:.4g} {unit}"))
-        if margin is not None:
-            limit = base_median * (1 + margin) * scale
-            lines.append((limit, BAD_COLOR, ":", f"limit (1 + {margin:.0%}) × baseline median {limit:.4g} {unit}"))
-    if smoke_median is not None:
-        ratio = f" ({smoke_median / base_median - 1:+.1%})" if base_median else ""
-        lines.append((smoke_median * scale, NOW_COLOR, "-", f"smoke median {smoke_median * scale:.4g} {unit}{ratio}"))
+    lines = steptime_lines(verdict)
 
     smoke_trace = trace.get("smoke", [])
     fig = Figure(figsize=(11, 4), dpi=100)
@@ -159,14 +182,14 @@ def _trace_top(kept: list[float], dropped: list[float]) -> float | None:
 def _steptime_title(verdict: Mapping[str, Any], figures: Mapping[str, Any]) -> str:
     status = str(verdict.get("status") or "").upper()
     ratio, lo, hi = _figure(figures, "ratio"), _figure(figures, "ci_low"), _figure(figures, "ci_high")
-    margin = margin_of(figures)
+    margin = margin_of(figures, ABOVE)
     text = "step time: smoke run vs baseline"
     if ratio is not None:
         text = f"smoke step time {ratio - 1:+.1%} vs baseline"
         if lo is not None and hi is not None:
             text += f" (CI {lo - 1:+.1%}..{hi - 1:+.1%})"
     if margin is not None:
-        text += f", margin +{margin:.0%}"
+        text += f", margin {margin_sign(margin)}{margin.fraction:.0%}"
     return f"{text}: {status}" if status else text
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from acceptance.clusters.base import Handle, Phase, RunStatus, WorkloadProgress
-from acceptance.clusters.kube.status import Obj, container_state, unschedulable_message
+from acceptance.clusters.kube.status import Obj, Outcome, container_state, unschedulable_message
 
 CREATING = frozenset({"ContainerCreating", "PodInitializing", "ErrImagePull"})
 
@@ -33,7 +33,7 @@ def workload_progress(
     handle: Handle,
     pods: Mapping[str, Obj],
     main: Obj | None,
-    outcome: tuple[RunStatus, str, int | None] | None,
+    outcome: Outcome | None,
     elapsed_s: float,
     deadline_s: float,
 ) -> WorkloadProgress:
@@ -44,7 +44,8 @@ def workload_progress(
         return WorkloadProgress.of(handle.workload, phase, elapsed_s, deadline_s, note, status)
 
     if outcome is not None:
-        return progress("done", outcome[1], outcome[0])
+        status, reason, _code = outcome
+        return progress("done", reason, status)
     phases = {name: pod_phase(pod) for name, pod in pods.items()}
     if main is not None and phases.get(main["metadata"]["name"]) == "running":
         return progress("running")

@@ -5,11 +5,23 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, NamedTuple
 
 from acceptance.clusters.base import RunStatus
 
 Obj = Mapping[str, Any]
+
+
+class Outcome(NamedTuple):
+    """How an awaited workload ended: its status, why in words, and the main container's exit code.
+
+    A named tuple rather than a dataclass: as immutable, and equal to the plain triple older callers compare with.
+    """
+
+    status: RunStatus
+    reason: str = ""
+    exit_code: int | None = None
+
 
 BAD_WAITING = frozenset({"ImagePullBackOff", "InvalidImageName", "ErrImageNeverPull",
                          "CreateContainerConfigError", "CreateContainerError", "CrashLoopBackOff"})  # fmt: skip
@@ -59,21 +71,21 @@ def where(pod: Obj) -> str:
     return f"pod {pod['metadata']['name']}" + (f" on node {node}" if node else "")
 
 
-def pod_failure(pod: Obj, not_ready: Mapping[str, str], code: int | None) -> tuple[RunStatus, str, int | None] | None:
+def pod_failure(pod: Obj, not_ready: Mapping[str, str], code: int | None) -> Outcome | None:
     """A pod state that dooms its workload (Evicted, image pull back-off, OOMKilled, node NotReady), if any."""
     status = pod.get("status") or {}
     if status.get("reason") == "Evicted":
-        return ("failed", f"Evicted: {where(pod)}: {status.get('message', '')}".rstrip(": "), code)
+        return Outcome("failed", f"Evicted: {where(pod)}: {status.get('message', '')}".rstrip(": "), code)
     waiting = container_state(pod, "waiting")
     if waiting and waiting.get("reason") in BAD_WAITING:
-        return ("failed", f"{waiting['reason']}: {where(pod)}: {waiting.get('message', '')}", None)
+        return Outcome("failed", f"{waiting['reason']}: {where(pod)}: {waiting.get('message', '')}", None)
     term = container_state(pod, "terminated")
     if term and term.get("reason") == "OOMKilled":
-        return ("failed", f"OOMKilled: container {term['container']} of {where(pod)} exceeded its "
+        return Outcome("failed", f"OOMKilled: container {term['container']} of {where(pod)} exceeded its "
                 f"memory limit (exit {term.get('exitCode')})", code)  # fmt: skip
     node = (pod.get("spec") or {}).get("nodeName")
     if node and node in not_ready and status.get("phase") in ("Pending", "Running"):
-        return ("failed", f"node {node} NotReady ({not_ready[node]}) under {where(pod)}", None)
+        return Outcome("failed", f"node {node} NotReady ({not_ready[node]}) under {where(pod)}", None)
     return None
 
 

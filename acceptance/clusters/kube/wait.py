@@ -1,9 +1,9 @@
 """Waiting for submitted workloads: success, failure and deadline, from watches.
 
-Success is the Job's ``Complete`` or the MPIJob's ``Succeeded`` condition. Failure is
-the Job's/MPIJob's ``Failed`` condition, or earlier any pod of the workload that is
-Evicted, stuck in ImagePullBackOff (and the like), OOMKilled, on a node that is not
-Ready, or Pending with the scheduler's ``Unschedulable`` past the scheduling deadline.
+Success and failure by the workload's own conditions are each kind's table (`kube.conditions`: the
+Job's ``Complete``, the MPIJob's ``Succeeded``, their ``Failed`` ...). Failure comes earlier from any
+pod of the workload that is Evicted, stuck in ImagePullBackOff (and the like), OOMKilled, on a node
+that is not Ready, or Pending with the scheduler's ``Unschedulable`` past the scheduling deadline.
 When a workload ends (or its deadline passes) its log is read, then it is deleted.
 """
 
@@ -16,21 +16,22 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 
-from acceptance.clusters.base import Handle, ProgressSink, RunResult, RunStatus, WorkloadProgress, workload_kind
+from acceptance.clusters.base import Handle, ProgressSink, RunResult, WorkloadProgress, workload_kind
 from acceptance.clusters.kube.client import KubeApi
+from acceptance.clusters.kube.conditions import TABLES, ending
 from acceptance.clusters.kube.manifests import MPI_API_VERSION, label_value, run_selector
 from acceptance.clusters.kube.progress import workload_progress
 from acceptance.clusters.kube.settings import WORKLOAD_KEY, KubeSettings
 from acceptance.clusters.kube.status import (
     ASSIGNED,
     Obj,
+    Outcome,
     conditions,
     container_state,
     image_of,
     owner_of,
     parse_time,
     pod_failure,
-    true_condition,
     unschedulable_message,
     where,
 )
@@ -42,9 +43,6 @@ TOPS = {"jobs": "Job", "mpijobs": "MPIJob"}
 LOG_TAIL_LINES = 50
 EVAL_EVERY_S = 0.05
 PROGRESS_EVERY_S = 1.0
-#: how long a Failed MPIJob waits for the pod watch to say which pod failed and why (the operator's reason,
-#: "MPIJobEvicted: 1/4 workers are evicted", may arrive first on its own watch; the pod's names the node)
-POD_REASON_GRACE_S = 2.0
 
 
 @dataclass
@@ -56,10 +54,10 @@ class _Track:
     deadline: float
     created_at: float
     unschedulable_since: float | None = None
-    outcome: tuple[RunStatus, str, int | None] | None = None
+    outcome: Outcome | None = None
     pods_seen: dict[str, str] = field(default_factory=dict)
     result: RunResult | None = None
-    failed_seen: float | None = None  # when the MPIJob's Failed condition was first seen
+    failed_seen: float | None = None  # when a condition that ends the wait after a grace was first seen
     stopped: str = ""  # why the harness stopped it (`KubeCluster.stop`)
 
 
@@ -198,7 +196,7 @@ class Waiter:
             now = time.monotonic()
             if failed_feed is not None:
                 for t in pending.values():
-                    t.outcome = ("error", f"cannot follow {failed_feed.resource}: {failed_feed.error}", None)
+                    t.outcome = Outcome("error", f"cannot follow {failed_feed.resource}: {failed_feed.error}")
             if not all(f.synced.is_set() for f in feeds) and failed_feed is None:
                 continue
             if now - last_eval < EVAL_EVERY_S and failed_feed is None and now < next_deadline:
@@ -216,12 +214,12 @@ class Waiter:
             for t in todo:
                 if t.outcome is None and t.name in self.stops:
                     t.stopped = self.stops[t.name]
-                    t.outcome = ("succeeded", f"stopped by the harness: {t.stopped}", None)
+                    t.outcome = Outcome("succeeded", f"stopped by the harness: {t.stopped}")
                 if t.outcome is None:
                     t.outcome = self._evaluate(t, state, now)
                 if t.outcome is None and now >= t.deadline:
-                    t.outcome = ("timeout", f"no final state within {t.deadline - t.created_at:.0f} s: "
-                                 f"{self._describe(t, state)}", None)  # fmt: skip
+                    t.outcome = Outcome("timeout", f"no final state within {t.deadline - t.created_at:.0f} s: "
+                                        f"{self._describe(t, state)}")  # fmt: skip
                 if t.outcome is not None:
                     self._finish(t, state)
                     pending.pop(id(t), None)
@@ -234,11 +232,11 @@ class Waiter:
         return workload_progress(t.handle, pods, self._main_pod(t, pods), t.outcome, now - t.created_at,
                                  t.deadline - t.created_at)  # fmt: skip
 
-    def _evaluate(self, t: _Track, state: _State, now: float) -> tuple[RunStatus, str, int | None] | None:
+    def _evaluate(self, t: _Track, state: _State, now: float) -> Outcome | None:
         top = state.tops.get((t.kind, t.name))
         if top is None and state.gone(t.kind, t.name):
-            return ("error", f"{t.kind} {t.name} was deleted while this run waited for it (by `acceptance "
-                    "cleanup`, kubectl or another controller): its result is lost", None)  # fmt: skip
+            return Outcome("error", f"{t.kind} {t.name} was deleted while this run waited for it (by `acceptance "
+                           "cleanup`, kubectl or another controller): its result is lost")  # fmt: skip
         pods = state.pods.get(t.label, {})
         t.pods_seen.update(state.placement.get(t.label, {}))
         main = self._main_pod(t, pods)
@@ -250,41 +248,28 @@ class Waiter:
                 return doomed
             unschedulable = unschedulable_message(pod) or unschedulable
         if top is not None:
-            if t.kind == "Job":
-                if true_condition(top, "Complete"):
-                    return ("succeeded", "", code if code is not None else 0)
-                failed = true_condition(top, "Failed")
-                if failed:
-                    return self._job_failure(failed, main, code)
-            else:
-                if true_condition(top, "Succeeded"):
-                    return ("succeeded", "", code if code is not None else 0)
-                failed = true_condition(top, "Failed")
-                if failed:
-                    t.failed_seen = t.failed_seen if t.failed_seen is not None else now
-                    if now - t.failed_seen < POD_REASON_GRACE_S and now < t.deadline:
-                        return None  # a pod's own failure, if one is on its way, is the better reason
-                    detail = self._pod_detail(main)
-                    reason = f"MPIJob {failed.get('reason', '')}: {failed.get('message', '')}".rstrip(": ")
-                    return ("failed", reason + (f"; {detail}" if detail else ""), code)
-                if not true_condition(top, "Created") and now - t.created_at > self.settings.scheduling_timeout_s:
-                    return ("error", f"MPIJob {t.name} has no Created condition after "
-                            f"{self.settings.scheduling_timeout_s:.0f} s: the MPI operator is not running or "
-                            "rejected it (see the events)", None)  # fmt: skip
+            found = ending(
+                TABLES[t.kind],
+                top,
+                name=t.name,
+                exit_code=code,
+                pod_detail=self._pod_detail(main),
+                age_s=now - t.created_at,
+                scheduling_timeout_s=self.settings.scheduling_timeout_s,
+            )
+            if found is not None and found.grace_s:
+                t.failed_seen = t.failed_seen if t.failed_seen is not None else now
+                if now - t.failed_seen < found.grace_s and now < t.deadline:
+                    return None  # a pod's own failure, if one is on its way, is the better reason
+            if found is not None:
+                return found.outcome
         if unschedulable is None:
             t.unschedulable_since = None
         else:
             t.unschedulable_since = t.unschedulable_since or now
             if now - t.unschedulable_since >= self.settings.scheduling_timeout_s:
-                return ("unschedulable", unschedulable, None)
+                return Outcome("unschedulable", unschedulable)
         return None
-
-    def _job_failure(self, failed: Obj, main: Obj | None, code: int | None) -> tuple[RunStatus, str, int | None]:
-        reason, message = failed.get("reason", ""), failed.get("message", "")
-        if reason == "DeadlineExceeded":
-            return ("timeout", f"DeadlineExceeded: {message}", code)
-        detail = self._pod_detail(main)
-        return ("failed", f"{reason}: {message}" + (f"; {detail}" if detail else ""), code)
 
     @staticmethod
     def _pod_detail(pod: Obj | None) -> str:
@@ -321,7 +306,7 @@ class Waiter:
     def _finish(self, t: _Track, state: _State) -> None:
         """Read the log of a finished workload, then delete it (its pods go with it)."""
         assert t.outcome is not None
-        status, reason, code = t.outcome
+        status, reason, code = t.outcome.status, t.outcome.reason, t.outcome.exit_code
         t.pods_seen.update(state.placement.get(t.label, {}))
         pods = state.pods.get(t.label, {})
         main = self._main_pod(t, pods)
