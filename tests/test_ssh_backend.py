@@ -406,3 +406,20 @@ def test_the_wait_tells_the_progress_sink_where_each_workload_is(tmp_path: Path,
     assert seen[-1] == [("short", "done", "sim-node-01", "succeeded"), ("longer", "done", "sim-node-02", "succeeded")]
     assert any(("short", "done", "sim-node-01", None) in s and ("longer", "running", "sim-node-02", None) in s
                for s in seen[:-1]), "a workload that ended is done while another still runs"  # fmt: skip
+
+
+def test_a_command_s_whole_output_is_read_even_when_its_exit_status_arrives_first(
+    tmp_path: Path, hosts: SimulatedHosts
+) -> None:
+    """sshd may send the exit status before the last of the output: the read ends at the channel's EOF."""
+    c = cluster(tmp_path, hosts)
+    lines = 4000
+    command = f"seq 1 {lines} | sed 's/^/iteration /'; echo end-of-stderr >&2"
+    try:
+        conn = c.hostset.connections[next(iter(hosts.addresses))]
+        results = [conn.run(command, 30) for _ in range(40)]
+    finally:
+        c.close()
+    cut = [r for r in results if len(r.stdout.splitlines()) != lines or r.stderr != "end-of-stderr\n"]
+    assert not cut, f"{len(cut)} of {len(results)} reads were cut short: {cut[0].stdout[-80:]!r}"
+    assert all(r.exit_code == 0 for r in results)

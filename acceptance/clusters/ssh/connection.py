@@ -195,9 +195,10 @@ class Connection:
                         on_stdout(chunk)
                 while channel.recv_stderr_ready():
                     err += channel.recv_stderr(65536)[: max(0, MAX_OUTPUT - len(err))]
-                if channel.exit_status_ready() and not channel.recv_ready() and not channel.recv_stderr_ready():
-                    break
-                if channel.closed and not channel.recv_ready() and not channel.recv_stderr_ready():
+                drained = not channel.recv_ready() and not channel.recv_stderr_ready()
+                # the exit status can arrive before the last of the output has been decrypted into the
+                # buffers: the command's output is whole only at the channel's EOF (or its close)
+                if drained and (channel.closed or (channel.eof_received and channel.exit_status_ready())):
                     break
                 if time.monotonic() - start > timeout_s:
                     timed_out = True
