@@ -36,7 +36,7 @@ from acceptance.clusters.base import (
     WorkloadProgress,
     workload_kind,
 )
-from acceptance.clusters.slurm import commands
+from acceptance.clusters.slurm import commands, reservations
 from acceptance.clusters.slurm.transport import Answer, Transport
 from acceptance.clusters.ssh import inventory as host_inventory
 from acceptance.errors import ClusterError, ParseError, UsageError
@@ -132,13 +132,15 @@ class SlurmCluster:
     def inventory(self) -> ClusterInventory:
         version = self._must(["scontrol", "--version"], "scontrol --version").stdout.strip() or "slurm (unknown)"
         known = self._show_nodes()
+        held = reservations.read_blocked(self._run, known, [n for n in self.profile.nodes if n in known],
+                                         self.settings.reservation)  # fmt: skip
         usable: list[str] = []
         infos: dict[str, NodeInfo] = {}
         for name in self.profile.nodes:
             node = known.get(name)
             if node is None:
                 continue  # the preflight: "not in the cluster"
-            why = not_usable(node, self.settings.partition)
+            why = not_usable(node, self.settings.partition) or held.get(name)
             if why is None:
                 usable.append(name)
             else:

@@ -18,10 +18,12 @@ from acceptance.tools.slurm.model import (
     NodeSet,
     NodeState,
     Problem,
+    Reservation,
     Row,
     StepEvent,
     Table,
 )
+from acceptance.tools.slurm.reservation import parse_reservations, reservation_query
 from acceptance.tools.slurm.sacct import ACCT_FIELDS, acct_query, parse_sacct
 from acceptance.tools.slurm.scontrol import parse_nodes
 from acceptance.tools.slurm.sinfo import NODE_FORMAT, node_query, nodes, parse_sinfo
@@ -29,6 +31,7 @@ from acceptance.tools.slurm.squeue import JOB_FORMAT, jobs, parse_squeue, parse_
 from acceptance.tools.slurm.state import gres, hostlist, node_state
 
 __all__ = ["ACCT_FIELDS", "JOB_FORMAT", "NODE_FORMAT", "AcctRow", "Gres", "Job", "LogLine", "Node", "NodeSet",
-           "NodeState", "Problem", "Row", "StepEvent", "Table", "acct_query", "gres", "hostlist", "jobs",
-           "node_query", "node_state", "nodes", "parse_log", "parse_nodes", "parse_sacct", "parse_sinfo",
-           "parse_squeue", "parse_squeue_json", "step_events"]  # fmt: skip
+           "NodeState", "Problem", "Reservation", "Row", "StepEvent", "Table", "acct_query", "gres", "hostlist",
+           "jobs", "node_query", "node_state", "nodes", "parse_log", "parse_nodes", "parse_reservations",
+           "parse_sacct", "parse_sinfo", "parse_squeue", "parse_squeue_json", "reservation_query",
+           "step_events"]  # fmt: skip
