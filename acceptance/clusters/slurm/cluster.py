@@ -36,7 +36,7 @@ from acceptance.clusters.base import (
     WorkloadProgress,
     workload_kind,
 )
-from acceptance.clusters.slurm import commands, reservations
+from acceptance.clusters.slurm import commands, reservations, signals
 from acceptance.clusters.slurm.transport import Answer, Transport
 from acceptance.clusters.ssh import inventory as host_inventory
 from acceptance.errors import ClusterError, ParseError, UsageError
@@ -352,10 +352,8 @@ class SlurmCluster:
         return out
 
     def node_signals(self, nodes: Sequence[str], since: datetime) -> list[ClusterEvent]:
-        now = datetime.now(UTC)
-        coverage = ClusterEvent(now, "cluster", "Coverage", "Slurm keeps no node history here: only the nodes' "
-                                "state now (drained, down, not responding) is known", "Normal")  # fmt: skip
-        return [coverage, *self.events(nodes, since)]
+        """The nodes' state now and what Slurm recorded since `since` (`signals`)."""
+        return signals.Signals(self._run, self._show_nodes, node_reason).read(nodes, since)
 
     def job_logs(self, selector: str, namespace: str | None = None) -> JobLogs:
         raise UsageError(

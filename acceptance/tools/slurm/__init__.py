@@ -9,12 +9,14 @@ with nothing recognisable raises `acceptance.errors.ParseError`.
 from __future__ import annotations
 
 from acceptance.tools.slurm.events import parse_log, step_events
+from acceptance.tools.slurm.history import EVENT_FIELDS, event_query, node_changes, parse_events
 from acceptance.tools.slurm.model import (
     AcctRow,
     Gres,
     Job,
     LogLine,
     Node,
+    NodeChange,
     NodeSet,
     NodeState,
     Problem,
@@ -30,8 +32,8 @@ from acceptance.tools.slurm.sinfo import NODE_FORMAT, node_query, nodes, parse_s
 from acceptance.tools.slurm.squeue import JOB_FORMAT, jobs, parse_squeue, parse_squeue_json
 from acceptance.tools.slurm.state import gres, hostlist, node_state
 
-__all__ = ["ACCT_FIELDS", "JOB_FORMAT", "NODE_FORMAT", "AcctRow", "Gres", "Job", "LogLine", "Node", "NodeSet",
-           "NodeState", "Problem", "Reservation", "Row", "StepEvent", "Table", "acct_query", "gres", "hostlist",
-           "jobs", "node_query", "node_state", "nodes", "parse_log", "parse_nodes", "parse_reservations",
-           "parse_sacct", "parse_sinfo", "parse_squeue", "parse_squeue_json", "reservation_query",
-           "step_events"]  # fmt: skip
+__all__ = ["ACCT_FIELDS", "EVENT_FIELDS", "JOB_FORMAT", "NODE_FORMAT", "AcctRow", "Gres", "Job", "LogLine", "Node",
+           "NodeChange", "NodeSet", "NodeState", "Problem", "Reservation", "Row", "StepEvent", "Table", "acct_query",
+           "event_query", "gres", "hostlist", "jobs", "node_changes", "node_query", "node_state", "nodes",
+           "parse_events", "parse_log", "parse_nodes", "parse_reservations", "parse_sacct", "parse_sinfo",
+           "parse_squeue", "parse_squeue_json", "reservation_query", "step_events"]  # fmt: skip

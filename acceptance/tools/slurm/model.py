@@ -183,6 +183,27 @@ class LogLine:
 
 
 @dataclass(frozen=True)
+class NodeChange:
+    """One change of a node's state that Slurm recorded (a slurmctld log line, a slurmdbd node event).
+
+    `kind`: ``down`` (drained, down, not responding), ``up`` (back: responding, returned to service, a
+    state without DRAIN/DOWN), ``job_node_fail`` (a job requeued or killed because the node failed: `job`).
+    `time` (and `until`, a slurmdbd event's end) as Slurm printed it, in the controller's local time.
+    """
+
+    time: str
+    node: str
+    kind: str
+    state: str
+    reason: str | None = None
+    job: str | None = None
+    text: str = ""
+    line: int = 0
+    user: str | None = None
+    until: str | None = None
+
+
+@dataclass(frozen=True)
 class Reservation:
     """One record of ``scontrol show reservation``: its nodes (hostlist expanded), flags, window and who may use it.
 
