@@ -311,10 +311,10 @@ def test_node_signals_say_a_drained_node_s_reason(sim: SimulatedSlurmCluster) ->
     sim.slurm.drain("sim-node-02", "test: signals")
     try:
         found = sim.node_signals(["sim-node-01", "sim-node-02"], datetime.now(UTC))
-        [event] = [e for e in found if e.object == "node/sim-node-02"]
+        [event] = [e for e in found if e.object == "Node/sim-node-02"]
         assert event.reason == "NodeNotReady"
         assert "Reason=test: signals" in event.message
-        assert not [e for e in found if e.object == "node/sim-node-01"]
+        assert not [e for e in found if e.object == "Node/sim-node-01"]
     finally:
         sim.slurm.resume("sim-node-02")
 
