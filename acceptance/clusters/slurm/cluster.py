@@ -32,11 +32,12 @@ from acceptance.clusters.base import (
     NodeInfo,
     ProgressSink,
     RunResult,
+    SchedulerJob,
     Workload,
     WorkloadProgress,
     workload_kind,
 )
-from acceptance.clusters.slurm import commands, reservations, signals
+from acceptance.clusters.slurm import commands, jobs, reservations, signals
 from acceptance.clusters.slurm.transport import Answer, Transport
 from acceptance.clusters.ssh import inventory as host_inventory
 from acceptance.errors import ClusterError, ParseError, UsageError
@@ -354,6 +355,10 @@ class SlurmCluster:
     def node_signals(self, nodes: Sequence[str], since: datetime) -> list[ClusterEvent]:
         """The nodes' state now and what Slurm recorded since `since` (`signals`)."""
         return signals.Signals(self._run, self._show_nodes, node_reason).read(nodes, since)
+
+    def scheduler_job(self, job_id: str) -> SchedulerJob:
+        """The job `job_id` as Slurm knows it (`jobs`), for an incident bundle."""
+        return jobs.read_job(self._run, self._show_nodes, node_reason, job_id)
 
     def job_logs(self, selector: str, namespace: str | None = None) -> JobLogs:
         raise UsageError(

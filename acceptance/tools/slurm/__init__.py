@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from acceptance.tools.slurm.events import parse_log, step_events
 from acceptance.tools.slurm.history import EVENT_FIELDS, event_query, node_changes, parse_events
+from acceptance.tools.slurm.job import parse_records
 from acceptance.tools.slurm.model import (
     AcctRow,
     Gres,
@@ -35,5 +36,5 @@ from acceptance.tools.slurm.state import gres, hostlist, node_state
 __all__ = ["ACCT_FIELDS", "EVENT_FIELDS", "JOB_FORMAT", "NODE_FORMAT", "AcctRow", "Gres", "Job", "LogLine", "Node",
            "NodeChange", "NodeSet", "NodeState", "Problem", "Reservation", "Row", "StepEvent", "Table", "acct_query",
            "event_query", "gres", "hostlist", "jobs", "node_changes", "node_query", "node_state", "nodes",
-           "parse_events", "parse_log", "parse_nodes", "parse_reservations", "parse_sacct", "parse_sinfo",
-           "parse_squeue", "parse_squeue_json", "reservation_query", "step_events"]  # fmt: skip
+           "parse_events", "parse_log", "parse_nodes", "parse_records", "parse_reservations", "parse_sacct",
+           "parse_sinfo", "parse_squeue", "parse_squeue_json", "reservation_query", "step_events"]  # fmt: skip
