@@ -1,13 +1,14 @@
 """`acceptance bundle`: the first message of an incident, as a signed folder and archive.
 
-    acceptance bundle --cluster NAME --job-logs PATH... [--job LABEL_SELECTOR [--namespace NS]]
+    acceptance bundle --cluster NAME --job-logs PATH... [--job LABEL_SELECTOR [--namespace NS] | --job JOBID]
                       [--evidence [HOST=]PATH...] [--around TIME] [--ticket ID] [--out DIR]
                       [--sign-key KEY | --no-sign] [--allow-unredacted FILE] [--json]
 
 Every field is derived from the evidence (see `acceptance.incident`): the job's logs (files or
-folders; on Kubernetes also the pods of ``--job``), evidence files (kernel logs, ``nvidia-smi -q``,
-``kubectl describe`` pastes; ``HOST=PATH`` says whose), the cluster (node conditions and events of
-the affected nodes, on Kubernetes), the profile (provider identifiers, severity levels), the latest
+folders; on Kubernetes also the pods of ``--job``, on Slurm the output files of job ``--job``), evidence
+files (kernel logs, ``nvidia-smi -q``, ``kubectl describe`` pastes; ``HOST=PATH`` says whose), the cluster
+(node conditions and events of the affected nodes, on Kubernetes; the job's nodes, steps, states and
+Reasons, on Slurm), the profile (provider identifiers, severity levels), the latest
 baseline and the latest signed acceptance report (change log). Exit 0 when the bundle was written
 (even with fields missing: it says which), 1 when it was not signed because a file still holds a value
 that looks like a credential (it says which file and line; ``--allow-unredacted FILE`` for a false
@@ -52,7 +53,8 @@ def register(subparsers: Any) -> None:
     parser.add_argument("--baselines-dir", type=Path, default=Path("baselines"), metavar="DIR")
     parser.add_argument("--job-logs", nargs="+", action="extend", default=[], metavar="PATH",
                         help="the job's logs (files or folders); may be given several times")  # fmt: skip
-    parser.add_argument("--job", metavar="LABEL_SELECTOR", help="Kubernetes: read the job's pods (logs, placement)")
+    parser.add_argument("--job", metavar="LABEL_SELECTOR|JOBID",
+                        help="Kubernetes: read the job's pods (logs, placement); Slurm: the job by id")  # fmt: skip
     parser.add_argument("--namespace", help="the job's namespace (default: the profile's kube.namespace)")
     parser.add_argument(
         "--evidence",
