@@ -46,6 +46,17 @@ def test_a_scheduler_job_s_suspect_joins_the_affected_nodes_with_the_scheduler_s
     ]
 
 
+def _real_slurm_profile(base: Path) -> Path:
+    """The sim-slurm profile without its sim section: a real Slurm profile whose commands reach the Slurm that
+    SLURM_CONF names (the test's own)."""
+    folder = sim_slurm_profile(base, nodes=3)
+    data = yaml.safe_load((folder / "cluster.yaml").read_text())
+    data.pop("sim")
+    data["slurm"] = {"partition": "sim", "run_dir": str(base / "runs")}
+    (folder / "cluster.yaml").write_text(yaml.safe_dump(data, sort_keys=False))
+    return folder
+
+
 @pytest.fixture(scope="module")
 def slurm_(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SimSlurm]:
     with SimSlurm.start(["sim-node-01", "sim-node-02", "sim-node-03"], cpus_per_node=8) as running:
@@ -57,11 +68,7 @@ def slurm_(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SimSlurm]:
 def test_bundle_job_on_slurm_reads_the_job_s_nodes_steps_states_and_reasons(
     slurm_: SimSlurm, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    folder = sim_slurm_profile(tmp_path, nodes=3)
-    data = yaml.safe_load((folder / "cluster.yaml").read_text())
-    data.pop("sim")  # a real Slurm profile: its commands reach the Slurm of SLURM_CONF
-    data["slurm"] = {"partition": "sim", "run_dir": str(tmp_path / "runs")}
-    (folder / "cluster.yaml").write_text(yaml.safe_dump(data, sort_keys=False))
+    folder = _real_slurm_profile(tmp_path)
     out = tmp_path / "out.txt"
     script = "#!/bin/bash\necho 'step 1 loss 2.5'\nsrun --nodes=2 --ntasks=2 sleep 300\n"
     job = slurm_.run(["sbatch", "--parsable", "--nodelist=sim-node-01,sim-node-02", "--nodes=2", "--time=5",
@@ -101,11 +108,7 @@ def test_bundle_job_on_slurm_reads_the_job_s_nodes_steps_states_and_reasons(
 def test_an_unknown_job_id_is_a_usage_error_naming_scontrol_s_answer(
     slurm_: SimSlurm, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    folder = sim_slurm_profile(tmp_path, nodes=3)
-    data = yaml.safe_load((folder / "cluster.yaml").read_text())
-    data.pop("sim")
-    data["slurm"] = {"partition": "sim", "run_dir": str(tmp_path / "runs")}
-    (folder / "cluster.yaml").write_text(yaml.safe_dump(data, sort_keys=False))
+    folder = _real_slurm_profile(tmp_path)
     monkeypatch.setenv("SLURM_CONF", str(slurm_.layout.conf))
     argv = ["bundle", "--cluster", "sim-slurm", "--baselines-dir", str(folder.parent), "--no-sign", "--job", "999999",
             "--out", str(tmp_path / "b")]  # fmt: skip
