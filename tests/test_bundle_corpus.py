@@ -151,7 +151,8 @@ def test_a_path_that_does_not_exist_is_a_usage_error(tmp_path, capsys) -> None:
 def test_job_selector_needs_kubernetes_and_logs_are_needed(tmp_path, capsys) -> None:
     base = bundle_argv()
     assert main([*base, "--job", "app=train"]) == 2
-    assert "--job reads a job's pods from Kubernetes; cluster sim uses backend sim" in capsys.readouterr().err
+    said = capsys.readouterr().err
+    assert "--job reads a job from the cluster (Kubernetes pods by label, a Slurm job by id); cluster sim uses " in said
     assert main(base) == 2
     assert "give the job's logs" in capsys.readouterr().err
 

@@ -117,6 +117,17 @@ def test_a_node_slurm_does_not_schedule_fails_the_preflight_naming_it_and_why_no
     _no_cleanup_problem(run)
 
 
+def test_a_node_in_a_maint_reservation_fails_the_preflight_naming_the_reservation(runs: Runs) -> None:
+    """Slurm's node state says nothing yet right after the reservation is made: the reservation is named."""
+    run = runs.get("--sim-fault=node-reserved@sim-node-05")
+    assert run.returncode == 1, run.stdout[-3000:]
+    assert run.failing_modules() == {"test_preflight"}
+    message = run.message("test_node_set_ready")
+    assert "sim-node-05: NotReady (in reservation sim-maint-sim-node-05 (flags MAINT,SPEC_NODES; ACTIVE " in message
+    assert "not the profile's" in message
+    _no_cleanup_problem(run)
+
+
 # ---- the backend against one simulated Slurm ----------------------------------------------------------------
 
 
@@ -311,10 +322,10 @@ def test_node_signals_say_a_drained_node_s_reason(sim: SimulatedSlurmCluster) ->
     sim.slurm.drain("sim-node-02", "test: signals")
     try:
         found = sim.node_signals(["sim-node-01", "sim-node-02"], datetime.now(UTC))
-        [event] = [e for e in found if e.object == "node/sim-node-02"]
+        [event] = [e for e in found if e.object == "Node/sim-node-02"]
         assert event.reason == "NodeNotReady"
         assert "Reason=test: signals" in event.message
-        assert not [e for e in found if e.object == "node/sim-node-01"]
+        assert not [e for e in found if e.object == "Node/sim-node-01"]
     finally:
         sim.slurm.resume("sim-node-02")
 

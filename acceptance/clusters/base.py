@@ -537,3 +537,75 @@ class StreamsLogs(Protocol):
         """Ask that the workload be stopped the backend's normal way; the `wait` awaiting it then ends
         with a ``succeeded`` result whose `stopped` is `reason`, its output up to the stop kept."""
         ...
+
+
+@dataclass(frozen=True)
+class JobStepState:
+    """One step of a scheduler job (``batch``, ``0`` ...): how it stands or ended, and where it ran."""
+
+    step: str
+    name: str
+    state: str
+    exit_code: str = ""
+    nodes: tuple[str, ...] = ()
+    end: str = ""
+
+
+@dataclass(frozen=True)
+class SchedulerJob:
+    """A job the scheduler knows by its id (Slurm), as an incident bundle reads it: where it ran, its state and
+    its steps', each of its nodes' state and Reason now, its output files (label, text, host), and what could
+    not be read (`notes`). `raw` keeps each command's output as evidence."""
+
+    job_id: str
+    name: str
+    state: str
+    reason: str
+    exit_code: str
+    nodes: tuple[str, ...]
+    batch_host: str | None
+    steps: tuple[JobStepState, ...] = ()
+    node_states: Mapping[str, str] = field(default_factory=dict)
+    bad_nodes: Mapping[str, str] = field(default_factory=dict)  # node → why it is the job's suspect
+    logs: tuple[tuple[str, str, str | None], ...] = ()
+    notes: tuple[str, ...] = ()
+    raw: Mapping[str, str] = field(default_factory=dict)
+
+    def node_events(self) -> dict[str, list[ClusterEvent]]:
+        """node → what the scheduler says of it for this job: its state and Reason, the job's and steps' states."""
+        out: dict[str, list[ClusterEvent]] = {}
+        for node in self.nodes:
+            said = [ClusterEvent(None, f"Node/{node}", "SlurmNodeState", self.node_states.get(node, "not listed"))]
+            said.append(ClusterEvent(None, f"Node/{node}", "SlurmJob", f"job {self.job_id} ({self.name}) {self.state}"
+                                     + (f", Reason={self.reason}" if self.reason not in ("", "None") else "")
+                                     + (f", exit {self.exit_code}" if self.exit_code else "")))  # fmt: skip
+            for step in self.steps:
+                if node in step.nodes:
+                    said.append(ClusterEvent(None, f"Node/{node}", "SlurmJobStep",
+                                             f"step {step.step} ({step.name}) {step.state}"
+                                             + (f", exit {step.exit_code}" if step.exit_code else "")
+                                             + (f", ended {step.end}" if step.end else "")))  # fmt: skip
+            if node in self.bad_nodes:
+                said.append(ClusterEvent(None, f"Node/{node}", "SlurmSuspect", self.bad_nodes[node], "Warning"))
+            out[node] = said
+        return out
+
+    def to_json(self) -> dict[str, Any]:
+        return {"job_id": self.job_id, "name": self.name, "state": self.state, "reason": self.reason,
+                "exit_code": self.exit_code, "nodes": list(self.nodes), "batch_host": self.batch_host,
+                "steps": [{"step": s.step, "name": s.name, "state": s.state, "exit_code": s.exit_code,
+                           "nodes": list(s.nodes), "end": s.end} for s in self.steps],
+                "node_states": dict(self.node_states), "bad_nodes": dict(self.bad_nodes),
+                "logs": [label for label, _, _ in self.logs], "notes": list(self.notes)}  # fmt: skip
+
+
+@runtime_checkable
+class SchedulerJobs(Protocol):
+    """A backend whose scheduler names jobs by id (Slurm): what ``acceptance bundle --job JOBID`` reads.
+
+    Optional: Kubernetes finds a job's pods by label instead (`Cluster.job_logs`).
+    """
+
+    def scheduler_job(self, job_id: str) -> SchedulerJob:
+        """The job `job_id` (UsageError when the scheduler does not know it); read-only."""
+        ...

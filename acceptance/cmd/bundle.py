@@ -1,13 +1,14 @@
 """`acceptance bundle`: the first message of an incident, as a signed folder and archive.
 
-    acceptance bundle --cluster NAME --job-logs PATH... [--job LABEL_SELECTOR [--namespace NS]]
+    acceptance bundle --cluster NAME --job-logs PATH... [--job LABEL_SELECTOR [--namespace NS] | --job JOBID]
                       [--evidence [HOST=]PATH...] [--around TIME] [--ticket ID] [--out DIR]
                       [--sign-key KEY | --no-sign] [--allow-unredacted FILE] [--json]
 
 Every field is derived from the evidence (see `acceptance.incident`): the job's logs (files or
-folders; on Kubernetes also the pods of ``--job``), evidence files (kernel logs, ``nvidia-smi -q``,
-``kubectl describe`` pastes; ``HOST=PATH`` says whose), the cluster (node conditions and events of
-the affected nodes, on Kubernetes), the profile (provider identifiers, severity levels), the latest
+folders; on Kubernetes also the pods of ``--job``, on Slurm the output files of job ``--job``), evidence
+files (kernel logs, ``nvidia-smi -q``, ``kubectl describe`` pastes; ``HOST=PATH`` says whose), the cluster
+(node conditions and events of the affected nodes, on Kubernetes; the job's nodes, steps, states and
+Reasons, on Slurm), the profile (provider identifiers, severity levels), the latest
 baseline and the latest signed acceptance report (change log). Exit 0 when the bundle was written
 (even with fields missing: it says which), 1 when it was not signed because a file still holds a value
 that looks like a credential (it says which file and line; ``--allow-unredacted FILE`` for a false
@@ -29,7 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from acceptance import __version__, clusters
-from acceptance.clusters.base import ClusterInventory, HostEvidence, JobLogs
+from acceptance.clusters.base import ClusterInventory, HostEvidence, JobLogs, SchedulerJob, SchedulerJobs
 from acceptance.cmd import bundle_sources as src
 from acceptance.errors import AcceptanceError, UsageError
 from acceptance.incident import assemble, changes, nodes
@@ -52,7 +53,8 @@ def register(subparsers: Any) -> None:
     parser.add_argument("--baselines-dir", type=Path, default=Path("baselines"), metavar="DIR")
     parser.add_argument("--job-logs", nargs="+", action="extend", default=[], metavar="PATH",
                         help="the job's logs (files or folders); may be given several times")  # fmt: skip
-    parser.add_argument("--job", metavar="LABEL_SELECTOR", help="Kubernetes: read the job's pods (logs, placement)")
+    parser.add_argument("--job", metavar="LABEL_SELECTOR|JOBID",
+                        help="Kubernetes: read the job's pods (logs, placement); Slurm: the job by id")  # fmt: skip
     parser.add_argument("--namespace", help="the job's namespace (default: the profile's kube.namespace)")
     parser.add_argument(
         "--evidence",
@@ -86,38 +88,43 @@ def register(subparsers: Any) -> None:
 
 def _cluster_answers(
     profile: Profile, args: argparse.Namespace, gathered: src.Gathered, run_id: str
-) -> tuple[JobLogs | None, ClusterInventory | None, Any]:
-    """The job's pods, the inventory and an open cluster (for events), as far as the backend allows."""
-    if profile.backend not in ("kube", "ssh"):
+) -> tuple[JobLogs | None, ClusterInventory | None, Any, SchedulerJob | None]:
+    """The job (its pods, or the scheduler's job), the inventory and an open cluster (for events), as far as
+    the backend allows."""
+    if profile.backend not in ("kube", "ssh", "slurm"):
         if args.job:
             raise UsageError(
-                f"--job reads a job's pods from Kubernetes; cluster {profile.name} uses backend {profile.backend}: "
+                f"--job reads a job from the cluster (Kubernetes pods by label, a Slurm job by id); cluster "
+                f"{profile.name} uses backend {profile.backend}: "
                 "give the job's logs with --job-logs (and kernel logs, nvidia-smi -q with --evidence HOST=PATH)"
             )
         gathered.notes.append(
             f"field 6: backend {profile.backend}: Kubernetes events and node conditions are not "
             "read; kernel logs and nvidia-smi -q come from --evidence HOST=PATH"
         )
-        return None, None, None
+        return None, None, None, None
     try:
         cluster = clusters.open(profile, run_id)
     except UsageError as exc:
         if args.job:
             raise
         gathered.notes.append(f"field 6: the cluster could not be reached: {exc}")
-        return None, None, None
-    job = inventory = None
+        return None, None, None, None
+    job = inventory = sched = None
     try:
-        if args.job:  # SSH hosts have no pods: the backend says so (a usage error)
+        if args.job and isinstance(cluster, SchedulerJobs):  # a job id the scheduler knows (Slurm)
+            sched = cluster.scheduler_job(args.job)
+            src.scheduler_job_inputs(sched, gathered)
+        elif args.job:  # SSH hosts have no pods: the backend says so (a usage error)
             job = cluster.job_logs(args.job, args.namespace)
             src.job_inputs(job, gathered)
         inventory = cluster.inventory()
     except AcceptanceError as exc:
-        if args.job and job is None:
+        if args.job and job is None and sched is None:
             cluster.close()
             raise UsageError(f"--job {args.job}: {exc}") from None
         gathered.notes.append(f"field 6: the cluster did not answer: {exc}")
-    return job, inventory, cluster
+    return job, inventory, cluster, sched
 
 
 def _host_evidence(cluster: Any, names: list[str], gathered: src.Gathered) -> list[Input]:
@@ -246,7 +253,7 @@ def _run(args: argparse.Namespace) -> int:
     src.read_files(args.job_logs, "file", gathered)
     src.read_files(args.evidence, "evidence", gathered)
     run_id = f"ra-bundle-{created:%Y%m%d%H%M%S}"
-    job, inventory, cluster = _cluster_answers(profile, args, gathered, run_id)
+    job, inventory, cluster, sched = _cluster_answers(profile, args, gathered, run_id)
     folder = args.out or default_folder(args.reports_dir, profile.name, args.ticket, created)
     try:
         opened = open_folder(folder)
@@ -274,18 +281,21 @@ def _run(args: argparse.Namespace) -> int:
             or (job is not None and _simulated(inventory)),
             offset=offset,
             around=around,
-            placement=job.placement if job else {},
+            placement=job.placement if job else {n: n for n in sched.nodes} if sched else {},
             workers=src.workers(job),
             slots=profile.gpus_per_node,
         )
-        found = assemble.findings(parsed, ctx)
+        found = src.with_job_suspects(assemble.findings(parsed, ctx), sched)
         names = [a.node for a in found.affected if a.is_cluster_node]
         read = _host_evidence(cluster, names, gathered)
         if read:  # the affected hosts' own kernel log and nvidia-smi -q: findings again, with them
             parsed += reader(read)
-            found = assemble.findings(parsed, ctx)
+            found = src.with_job_suspects(assemble.findings(parsed, ctx), sched)
             names = [a.node for a in found.affected if a.is_cluster_node]
         conds, events, alloc = _node_answers(cluster, inventory, names, created - timedelta(hours=24), gathered.notes)
+        for node, said in (sched.node_events() if sched else {}).items():
+            if node in names:
+                events.setdefault(node, []).extend(e.as_dict() for e in said)
         evidence = nodes.node_evidence(found.affected, parsed, conds, events, alloc)
         now = src.now_state(job, found.nccl.nccl_versions, reader.cuda, inventory)
         log = changes.changelog(now, refs, created)
@@ -320,6 +330,8 @@ def _run(args: argparse.Namespace) -> int:
             for p in job.pods
         ]
         cluster_files["job-events"] = [e.as_dict() for e in job.events]
+    if sched is not None:
+        cluster_files["slurm-job"] = {**sched.to_json(), "commands": dict(sched.raw)}
     if inventory is not None:
         cluster_files["nodes"] = [
             {"name": n.name, "ready": n.ready, "conditions": dict(n.conditions), "allocatable_gpus": n.allocatable_gpus}

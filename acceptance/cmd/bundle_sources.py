@@ -18,10 +18,12 @@ from typing import Any
 
 from acceptance.baseline import BaselineStore, LoadedBaseline
 from acceptance.baseline_trust import trust
-from acceptance.clusters.base import JobLogs
+from acceptance.clusters.base import JobLogs, SchedulerJob
 from acceptance.errors import AcceptanceError, BaselineError, UsageError
+from acceptance.incident.assemble import Findings
 from acceptance.incident.changes import State
 from acceptance.incident.inputs import Input
+from acceptance.incident.model import AffectedNode, Evidence
 from acceptance.profile import Profile
 from acceptance.report.history import ReportSummary, latest_accepted
 from acceptance.report.secrets import is_secret_name, scrub_text
@@ -150,6 +152,27 @@ def job_inputs(job: JobLogs, gathered: Gathered) -> None:
     if quiet:
         shown = ", ".join(quiet[:3]) + (", ..." if len(quiet) > 3 else "")
         gathered.notes.append(f"{len(quiet)} pod(s) of the job have an empty log ({shown})")
+
+
+def scheduler_job_inputs(job: SchedulerJob, gathered: Gathered) -> None:
+    """A scheduler job's output files as inputs of the bundle (the batch host as their host), and what of the
+    job could not be read as notes."""
+    gathered.notes.extend(f"--job {job.job_id}: {note}" for note in job.notes)
+    for label, text, host in job.logs:
+        gathered.inputs.append(Input(label, text, host, "file"))
+
+
+def with_job_suspects(found: Findings, job: SchedulerJob | None) -> Findings:
+    """`found` with the scheduler job's suspect nodes (not schedulable now, or where the job or a step ended
+    NODE_FAIL) among the affected nodes, each with the scheduler's words as its evidence."""
+    if job is None or not job.bad_nodes:
+        return found
+    affected = {a.node: a for a in found.affected}
+    for node, why in job.bad_nodes.items():
+        evidence = Evidence(f"slurm job {job.job_id}", None, f"{node}: {why}")
+        old = affected.get(node)
+        affected[node] = AffectedNode(node, (*old.reasons, evidence) if old else (evidence,))
+    return dataclasses.replace(found, affected=tuple(affected.values()))
 
 
 def workers(job: JobLogs | None) -> tuple[tuple[int, str], ...]:

@@ -32,11 +32,12 @@ from acceptance.clusters.base import (
     NodeInfo,
     ProgressSink,
     RunResult,
+    SchedulerJob,
     Workload,
     WorkloadProgress,
     workload_kind,
 )
-from acceptance.clusters.slurm import commands
+from acceptance.clusters.slurm import commands, jobs, reservations, signals
 from acceptance.clusters.slurm.transport import Answer, Transport
 from acceptance.clusters.ssh import inventory as host_inventory
 from acceptance.errors import ClusterError, ParseError, UsageError
@@ -132,13 +133,15 @@ class SlurmCluster:
     def inventory(self) -> ClusterInventory:
         version = self._must(["scontrol", "--version"], "scontrol --version").stdout.strip() or "slurm (unknown)"
         known = self._show_nodes()
+        held = reservations.read_blocked(self._run, known, [n for n in self.profile.nodes if n in known],
+                                         self.settings.reservation)  # fmt: skip
         usable: list[str] = []
         infos: dict[str, NodeInfo] = {}
         for name in self.profile.nodes:
             node = known.get(name)
             if node is None:
                 continue  # the preflight: "not in the cluster"
-            why = not_usable(node, self.settings.partition)
+            why = not_usable(node, self.settings.partition) or held.get(name)
             if why is None:
                 usable.append(name)
             else:
@@ -350,10 +353,12 @@ class SlurmCluster:
         return out
 
     def node_signals(self, nodes: Sequence[str], since: datetime) -> list[ClusterEvent]:
-        now = datetime.now(UTC)
-        coverage = ClusterEvent(now, "cluster", "Coverage", "Slurm keeps no node history here: only the nodes' "
-                                "state now (drained, down, not responding) is known", "Normal")  # fmt: skip
-        return [coverage, *self.events(nodes, since)]
+        """The nodes' state now and what Slurm recorded since `since` (`signals`)."""
+        return signals.Signals(self._run, self._show_nodes, node_reason).read(nodes, since)
+
+    def scheduler_job(self, job_id: str) -> SchedulerJob:
+        """The job `job_id` as Slurm knows it (`jobs`), for an incident bundle."""
+        return jobs.read_job(self._run, self._show_nodes, node_reason, job_id)
 
     def job_logs(self, selector: str, namespace: str | None = None) -> JobLogs:
         raise UsageError(

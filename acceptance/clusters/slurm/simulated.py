@@ -5,8 +5,9 @@ Slurm (`acceptance.sim.slurm.daemons`), the simulator behind a Unix socket and t
 as ``--cluster=sim-ssh`` (`acceptance.sim.ssh.shims`). The jobs' steps find the shims first on their
 PATH, through a wrapper per tool that says which node it runs on (``SLURMD_NODENAME``) and turns a
 Slurm task rank into the rank the shims' rendezvous reads. Faults: the simulator's (``--sim-fault``
-as for ``--cluster=sim``), plus ``node-drain@NODE`` (drained with a reason by an admin) and
-``slurmd-down@NODE`` (the node's slurmd stopped: NOT_RESPONDING, then DOWN).
+as for ``--cluster=sim``), plus ``node-drain@NODE`` (drained with a reason by an admin),
+``slurmd-down@NODE`` (the node's slurmd stopped: NOT_RESPONDING, then DOWN) and ``node-reserved@NODE``
+(a MAINT reservation ``sim-maint-NODE`` holds the node from now on, for a day).
 """
 
 from __future__ import annotations
@@ -31,8 +32,9 @@ from acceptance.sim.ssh.shims import shims, write_shims
 if TYPE_CHECKING:
     from acceptance.sim.slurm.daemons import SimSlurm
 
-SLURM_FAULTS = ("node-drain", "slurmd-down")
+SLURM_FAULTS = ("node-drain", "slurmd-down", "node-reserved")
 DRAIN_REASON = "recovery-acceptance simulator: node-drain fault (an admin drained it)"
+RESERVATION = "sim-maint-{node}"  # the node-reserved fault's MAINT reservation (not the profile's)
 SLURMD_DOWN_S = 60.0  # how long to wait for slurmctld to notice a stopped slurmd
 
 
@@ -129,6 +131,8 @@ class SimulatedSlurmCluster(SlurmCluster):
             for kind, node in slurm_faults:
                 if kind == "node-drain":
                     slurm.drain(node, DRAIN_REASON)
+                elif kind == "node-reserved":
+                    slurm.reserve(RESERVATION.format(node=node), [node])
                 else:
                     slurm.stop_slurmd(node)
             if any(kind == "slurmd-down" for kind, _ in slurm_faults):

@@ -357,6 +357,12 @@ class SimSlurm:
         """Fault ``node-drain@NODE``: drained with a reason, as an admin or a health check does."""
         self.run(["scontrol", "update", f"NodeName={node}", "State=DRAIN", f"Reason={reason}"])
 
+    def reserve(self, name: str, nodes: Sequence[str], flags: str = "MAINT", duration: str = "1-00:00:00",
+                start: str = "now") -> None:  # fmt: skip
+        """Fault ``node-reserved@NODE``: a reservation (MAINT by default) holds `nodes` from `start` on."""
+        self.run(["scontrol", "create", "reservation", f"ReservationName={name}", f"StartTime={start}",
+                  f"Duration={duration}", f"Nodes={','.join(nodes)}", "Users=root", f"Flags={flags}"])  # fmt: skip
+
     def resume(self, node: str) -> None:
         self.run(["scontrol", "update", f"NodeName={node}", "State=RESUME"])
 

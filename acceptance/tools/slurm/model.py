@@ -183,6 +183,61 @@ class LogLine:
 
 
 @dataclass(frozen=True)
+class NodeChange:
+    """One change of a node's state that Slurm recorded (a slurmctld log line, a slurmdbd node event).
+
+    `kind`: ``down`` (drained, down, not responding), ``up`` (back: responding, returned to service, a
+    state without DRAIN/DOWN), ``job_node_fail`` (a job requeued or killed because the node failed: `job`).
+    `time` (and `until`, a slurmdbd event's end) as Slurm printed it, in the controller's local time.
+    """
+
+    time: str
+    node: str
+    kind: str
+    state: str
+    reason: str | None = None
+    job: str | None = None
+    text: str = ""
+    line: int = 0
+    user: str | None = None
+    until: str | None = None
+
+
+@dataclass(frozen=True)
+class Reservation:
+    """One record of ``scontrol show reservation``: its nodes (hostlist expanded), flags, window and who may use it.
+
+    `state` is ``ACTIVE`` or ``INACTIVE`` (not started yet); `start`/`end` are as printed (the controller's
+    local time, no zone); `duration` as printed (``02:00:00``, ``UNLIMITED``).
+    """
+
+    name: str
+    state: str
+    start: str | None
+    end: str | None
+    duration: str | None
+    nodes: tuple[str, ...]
+    flags: tuple[str, ...] = ()
+    users: tuple[str, ...] = ()
+    accounts: tuple[str, ...] = ()
+    partition: str | None = None
+    fields: Mapping[str, str] = field(default_factory=dict)
+    line: int = 0
+
+    @property
+    def window(self) -> str:
+        """``START to END (DURATION)`` as Slurm printed them."""
+        span = f"{self.start or '?'} to {self.end or '?'}"
+        return f"{span} ({self.duration})" if self.duration else span
+
+    def to_json(self) -> dict[str, Any]:
+        return {"name": self.name, "state": self.state, "start": self.start, "end": self.end,
+                "duration": self.duration, "nodes": list(self.nodes), "flags": list(self.flags),
+                "users": list(self.users), "accounts": list(self.accounts), "partition": self.partition,
+                "line": self.line}  # fmt: skip
+
+
+@dataclass(frozen=True)
 class NodeSet:
     """Nodes read from one ``scontrol show node`` output, with the lines that could not be read."""
 

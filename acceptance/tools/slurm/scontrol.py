@@ -21,7 +21,8 @@ _REASON = re.compile(
 _ELISION = re.compile(r"(?:^|\s)(?:\.\.\.|\[\.\.\.\])(?=\s|$)")
 
 
-def _fields(text: str) -> dict[str, str]:
+def fields_of(text: str) -> dict[str, str]:
+    """``Key=value`` pairs of one record's text (``Reason=`` up to its ``[user@time]`` stamp)."""
     out: dict[str, str] = {}
     reason = _REASON.search(text)
     if reason:
@@ -37,7 +38,7 @@ def _fields(text: str) -> dict[str, str]:
 def _node(block: list[tuple[int, str]], source: str, problems: list[Problem]) -> Node:
     number = block[0][0]
     text = " ".join(_ELISION.sub(" ", row) for _, row in block)
-    fields = _fields(text)
+    fields = fields_of(text)
     name = fields.get("NodeName", "")
     state_text = fields.get("State", "")
     state = node_state(state_text) if state_text else None
