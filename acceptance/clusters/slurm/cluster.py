@@ -18,7 +18,7 @@ import dataclasses
 import shlex
 import threading
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
@@ -37,6 +37,7 @@ from acceptance.clusters.base import (
     workload_kind,
 )
 from acceptance.clusters.slurm import commands
+from acceptance.clusters.slurm.stream import JobStreams
 from acceptance.clusters.slurm.transport import Answer, Transport
 from acceptance.clusters.ssh import inventory as host_inventory
 from acceptance.errors import ClusterError, ParseError, UsageError
@@ -85,6 +86,7 @@ class SlurmCluster:
         self._outputs: list[str] = []
         self._stop = threading.Event()
         self._lease: threading.Thread | None = None
+        self.streams = JobStreams(self._run, transport.where)
 
     # ------------------------------------------------------------ commands
     def _run(self, argv: Sequence[str] | str, timeout_s: float | None = None) -> Answer:
@@ -285,12 +287,20 @@ class SlurmCluster:
                           for h in handles])  # fmt: skip
             if open_:
                 time.sleep(POLL_S)
-        results = [self._result(h, seen.get(h.workload.name), ended.get(h.workload.name), events[h.workload.name])
-                   for h in handles]  # fmt: skip
+        results = [self.streams.stopped(h, self._result(h, seen.get(h.workload.name), ended.get(h.workload.name),
+                                                        events[h.workload.name])) for h in handles]  # fmt: skip
         if progress is not None:
             progress([WorkloadProgress.of(h.workload, "done", time.monotonic() - start, deadline_s, status=r.status)
                       for h, r in zip(handles, results, strict=True)])  # fmt: skip
         return results
+
+    def follow(self, handle: Handle, deadline_s: float) -> Iterator[str]:
+        """`StreamsLogs`: the job's output file as it grows (`stream`)."""
+        return self.streams.follow(handle, deadline_s)
+
+    def stop(self, handle: Handle, reason: str) -> None:
+        """`StreamsLogs`: ``scancel`` the job; the wait awaiting it keeps what it printed."""
+        self.streams.stop(handle, reason)
 
     def _result(self, handle: Handle, job: tools.Job | None, ended: tuple[str, str] | None,
                 events: list[dict[str, str]]) -> RunResult:  # fmt: skip
