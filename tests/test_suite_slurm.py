@@ -117,6 +117,59 @@ def test_a_node_slurm_does_not_schedule_fails_the_preflight_naming_it_and_why_no
     _no_cleanup_problem(run)
 
 
+def test_a_degraded_nic_is_named_by_localization_rounds_run_as_slurm_jobs(runs: Runs) -> None:
+    run = runs.get("--sim-fault=nic-degraded@sim-node-07")  # the fault matrix's run
+    props = run.properties("test_nccl_busbw[all_reduce_perf]")
+    assert (props["culprit"], props["culprit_kind"]) == ("sim-node-07", "nic"), props
+    assert "sim-node-07" in run.message("test_nccl_busbw[all_reduce_perf]")
+    rounds = [p for p in (run.report / "manifests").rglob("*.yaml") if "localize" in str(p)]
+    assert rounds, "the localization rounds' jobs are evidence too"
+    assert all("kind: SlurmJob" in p.read_text() for p in rounds)
+
+
+def _jobs(run: Run) -> list[str]:
+    """The jobs a run submitted, by name without its run id (``ra-<run id>-nccl-all_reduce_perf`` → ``nccl-...``)."""
+    import yaml
+
+    names = []
+    for path in (run.report / "manifests").rglob("*.yaml"):
+        for doc in yaml.safe_load_all(path.read_text()):
+            if isinstance(doc, dict) and doc.get("kind") == "SlurmJob":
+                names.append(str(doc["name"]).removeprefix(f"{doc['run_id']}-"))
+    return sorted(names)
+
+
+def test_four_xdist_workers_give_the_verdicts_and_submit_the_jobs_of_one_process(runs: Runs) -> None:
+    alone, four = runs.get(), runs.get("-n", "4")
+    assert four.returncode == alone.returncode == 0, four.stdout[-3000:]
+    assert four.outcomes() == alone.outcomes()
+    assert _jobs(four) == _jobs(alone)
+    assert len(_jobs(alone)) == len(set(_jobs(alone))) > 8, _jobs(alone)
+    _no_cleanup_problem(four)
+
+
+def test_the_launch_is_a_condition_of_the_handover_and_another_launch_is_not_comparable(runs: Runs) -> None:
+    [path] = (runs.baselines / "sim-slurm").glob("handover-*.json")
+    conditions = json.loads(path.read_text())["conditions"]
+    assert conditions["nccl"]["all_reduce_perf"]["launch"] == "srun --mpi=pmi2"
+    assert conditions["smoke"] == {"launch": "srun --mpi=pmi2"}
+    profile = runs.baselines / "sim-slurm" / "cluster.yaml"
+    text = profile.read_text()
+    assert "\n  launch: srun\n" in text
+    try:
+        profile.write_text(text.replace("\n  launch: srun\n", "\n  launch: mpirun\n"))
+        run = runs.get("-k", "not recurrence")  # a run of its own: the profile now launches with mpirun
+    finally:
+        profile.write_text(text)
+    assert run.returncode == 1, run.stdout[-3000:]
+    assert run.failing_modules() == {"test_fabric", "test_smoke_step"}, run.outcomes()
+    said = "launched with mpirun now, srun --mpi=pmi2 at handover"
+    assert said in run.message("test_nccl_busbw[all_reduce_perf]")
+    assert said in run.message("test_smoke_step_time")
+    assert "NOT COMPARABLE" in run.stdout or "not comparable" in run.stdout
+    _no_cleanup_problem(run)
+
+
 # ---- the backend against one simulated Slurm ----------------------------------------------------------------
 
 

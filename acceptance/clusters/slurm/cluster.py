@@ -338,7 +338,7 @@ class SlurmCluster:
             status=status,  # type: ignore[arg-type]
             reason=reason, started=handle.submitted, finished=datetime.now(UTC),
             placement={n: n for n in nodes}, events=tuple(events), manifests=tuple(handle.manifests),
-            log_tail=tail, streams={"stderr": err} if err.strip() else {},
+            log_tail=tail, streams={"stderr": err} if err.strip() else {}, launch=commands.launch_of(self.opts, w),
         )  # fmt: skip
 
     def _cancel(self, job_ids: Sequence[str]) -> None:
