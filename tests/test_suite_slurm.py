@@ -490,3 +490,40 @@ def test_after_a_crash_acceptance_cleanup_finds_the_run_s_jobs_and_spares_them_w
                           timeout=120, check=False)  # fmt: skip
     assert done.returncode == 0, done.stdout + done.stderr
     assert site.gone(run_id), done.stdout + done.stderr
+
+
+def _first_job(site: SiteRun, proc: subprocess.Popen[str]) -> str:
+    """The run id of the first job of the suite run seen in the queue (its inventory step, usually)."""
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and proc.poll() is None:
+        mine = [j for j in _squeue(site.slurm) if j.name.startswith("ra-") and j.comment.startswith("ra-")
+                and j.comment != site.slurm.run_id]  # fmt: skip
+        if mine:
+            return mine[0].comment
+        time.sleep(0.1)
+    raise AssertionError("no job of the run appeared")
+
+
+@pytest.mark.parametrize("how", ["SIGTERM", "SIGKILL"])
+def test_a_run_killed_at_a_random_moment_leaves_no_job_once_acceptance_cleanup_ran(site: SiteRun, how: str) -> None:
+    """Whatever the run was doing (inventory, DCGM, nccl-tests, the smoke job), its jobs end: with it on SIGTERM,
+    by `acceptance cleanup --include-live` after SIGKILL (no cleanup ran, and its lease still lives)."""
+    import random
+    import signal
+    import sys
+
+    seed = random.randrange(1 << 30)
+    delay = random.Random(seed).uniform(0.0, 8.0)
+    with site.start() as proc:
+        run_id = _first_job(site, proc)
+        time.sleep(delay)
+        proc.send_signal(getattr(signal, how))
+        out, _ = proc.communicate(timeout=120)
+    said = f"{how} {delay:.2f} s after the first job (seed {seed})"
+    cleanup = [sys.executable, "-m", "acceptance", "cleanup", "--cluster", "rack-slurm", "--baselines-dir",
+               str(site.baselines), "--include-live"]  # fmt: skip
+    done = subprocess.run(cleanup, cwd=site.cwd, env=site.env, capture_output=True, text=True, timeout=120,
+                          check=False)  # fmt: skip
+    assert done.returncode == 0, f"{said}: {done.stdout}{done.stderr}"
+    assert site.gone(run_id), f"{said}: {_of_run(site.slurm, run_id)}\n{out[-2000:]}"
+    assert "Traceback" not in done.stderr, done.stderr
