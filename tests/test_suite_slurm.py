@@ -233,6 +233,31 @@ def test_an_unknown_partition_is_an_error_with_sbatch_s_own_words(sim: Simulated
     assert _of_run(sim, cluster.run_id) == []
 
 
+def test_an_account_the_partition_does_not_allow_ends_the_job_with_the_scheduler_s_reason(
+    sim: SimulatedSlurmCluster, other: Other
+) -> None:
+    """Without accounting Slurm takes any account at submission; a partition's AllowAccounts leaves the job PENDING,
+    and the wait ends it with what the scheduler says, instead of waiting out the deadline."""
+    made = sim.transport.run("scontrol create PartitionName=acct-only Nodes=sim-node-01 AllowAccounts=acct-ml", 30)
+    assert made.ok, made.said()
+    try:
+        cluster = other("ra-20261202T0000-acct", partition="acct-only", account="no-such-account",
+                        pending_timeout_s=3.0)  # fmt: skip
+        [handle] = cluster.submit([DcgmWorkload("d", "sim-node-01", 0, ("true",), deadline_s=300)])
+        start = time.monotonic()
+        [result] = cluster.wait([handle], 300)
+        assert time.monotonic() - start < 60
+        assert result.status == "unschedulable"
+        assert "still PENDING after" in result.reason
+        assert "account not known, so it can't use this partition (acct-only allows acct-ml)" in result.reason
+        deadline = time.monotonic() + 30
+        while _of_run(sim, cluster.run_id) and time.monotonic() < deadline:
+            time.sleep(0.5)
+        assert _of_run(sim, cluster.run_id) == []
+    finally:
+        sim.transport.run("scontrol delete PartitionName=acct-only", 30)
+
+
 def test_a_job_that_stays_pending_is_cancelled_with_the_scheduler_s_reason(
     sim: SimulatedSlurmCluster, other: Other
 ) -> None:
