@@ -78,3 +78,4 @@ def bench(session: nox.Session) -> None:
     session.run("python", "bench/prepull.py", "--repeat", "1" if quick else "2")
     if not quick:  # the healthy suite over a real sshd and mpirun vs over the emulator (minutes)
         session.run("python", "bench/suite_ssh.py")
+        session.run("python", "bench/suite_slurm.py")  # the same on a real slurmctld and slurmd, against both

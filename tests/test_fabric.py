@@ -191,6 +191,19 @@ def test_a_different_image_is_not_comparable() -> None:
     assert judge_fabric(base, now, base, unrecorded, Margins()).status is Status.PASS
 
 
+def test_a_different_launch_is_not_comparable() -> None:
+    """A Slurm handover launched with ``srun --mpi=pmi2``; today's run with ``mpirun`` is not the same measurement."""
+    base = _baseline()
+    then = dataclasses.replace(NcclConditions.of(base), launch="srun --mpi=pmi2")
+    now = dataclasses.replace(NcclConditions.of(base), launch="mpirun")
+    verdict = judge_fabric(base, now, base, then, Margins())
+    assert verdict.status is Status.NOT_COMPARABLE
+    assert "launched with mpirun now, srun --mpi=pmi2 at handover" in verdict.summary
+    assert judge_fabric(base, then, base, then, Margins()).status is Status.PASS
+    unrecorded = dataclasses.replace(then, launch=None)  # a baseline from before launches were recorded
+    assert judge_fabric(base, now, base, unrecorded, Margins()).status is Status.PASS
+
+
 def test_na_where_the_busbw_of_two_sizes_belongs_fails_naming_the_line() -> None:
     """Issue 23: the busbw of two sizes replaced by N/A parsed `ok` and passed 'within margin at all sizes'."""
     lines = SRUN.read_text().splitlines(keepends=True)

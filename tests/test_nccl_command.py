@@ -124,6 +124,15 @@ def test_conditions_json_round_trip() -> None:
     assert NcclConditions.from_json(_conditions().to_json()) == _conditions()
 
 
+def test_the_launch_is_kept_in_the_json_only_where_the_backend_said_it() -> None:
+    assert "launch" not in _conditions().to_json(), "backends without a launch choice record what they did before"
+    launched = _conditions(launch="srun --mpi=pmi2")
+    assert launched.to_json()["launch"] == "srun --mpi=pmi2"
+    assert NcclConditions.from_json(launched.to_json()) == launched
+    said = "launched with mpirun now, srun --mpi=pmi2 at handover"
+    assert _conditions(launch="mpirun").differences(launched) == [said]
+
+
 def test_a_report_whose_header_sweep_is_not_the_command_s_is_named() -> None:
     """Issue 23: the rows follow the header's sweep; the header must be the sweep the command asked for."""
     from acceptance.tools.nccl import NcclTest, parse_text

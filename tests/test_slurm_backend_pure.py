@@ -98,6 +98,20 @@ def test_mpirun_launch_inside_the_allocation_and_no_partition_or_account_when_un
     )
 
 
+def test_the_launch_a_baseline_records_is_the_one_the_job_script_runs() -> None:
+    nccl = NcclWorkload("all_reduce_perf", ("n1", "n2"), 8, ("all_reduce_perf",))
+    smoke = SmokeWorkload("smoke", ("n1", "n2"), 8, ("python", "train.py"))
+    for opts, said in ((OPTS, "srun --mpi=pmi2"), (commands.JobOptions("r1", "/x", mpi="none"), "srun --mpi=none"),
+                       (commands.JobOptions("r1", "/x", launch="mpirun"), "mpirun")):  # fmt: skip
+        for w in (nccl, smoke):
+            assert commands.launch_of(opts, w) == said
+            launch_line = commands.plan(opts, w, {}).script.splitlines()[-4]
+            assert launch_line.startswith(said.split()[0] + " ")
+            assert said.split()[-1] in launch_line.split()
+    dcgm = DcgmWorkload("dcgm-n1", "n1", 8, ("dcgmi", "diag", "-r", "1"))
+    assert commands.launch_of(OPTS, dcgm) == "", "a one-node step has no launch to agree on"
+
+
 def test_the_submit_line_makes_the_output_folder_and_feeds_the_script_on_stdin() -> None:
     job = commands.plan(OPTS, DcgmWorkload("d", "n1", 8, ("dcgmi", "diag")), {})
     line = commands.submit_command(job)

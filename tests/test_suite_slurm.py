@@ -128,6 +128,59 @@ def test_a_node_in_a_maint_reservation_fails_the_preflight_naming_the_reservatio
     _no_cleanup_problem(run)
 
 
+def test_a_degraded_nic_is_named_by_localization_rounds_run_as_slurm_jobs(runs: Runs) -> None:
+    run = runs.get("--sim-fault=nic-degraded@sim-node-07")  # the fault matrix's run
+    props = run.properties("test_nccl_busbw[all_reduce_perf]")
+    assert (props["culprit"], props["culprit_kind"]) == ("sim-node-07", "nic"), props
+    assert "sim-node-07" in run.message("test_nccl_busbw[all_reduce_perf]")
+    rounds = [p for p in (run.report / "manifests").rglob("*.yaml") if "localize" in str(p)]
+    assert rounds, "the localization rounds' jobs are evidence too"
+    assert all("kind: SlurmJob" in p.read_text() for p in rounds)
+
+
+def _jobs(run: Run) -> list[str]:
+    """The jobs a run submitted, by name without its run id (``ra-<run id>-nccl-all_reduce_perf`` → ``nccl-...``)."""
+    import yaml
+
+    names = []
+    for path in (run.report / "manifests").rglob("*.yaml"):
+        for doc in yaml.safe_load_all(path.read_text()):
+            if isinstance(doc, dict) and doc.get("kind") == "SlurmJob":
+                names.append(str(doc["name"]).removeprefix(f"{doc['run_id']}-"))
+    return sorted(names)
+
+
+def test_four_xdist_workers_give_the_verdicts_and_submit_the_jobs_of_one_process(runs: Runs) -> None:
+    alone, four = runs.get(), runs.get("-n", "4")
+    assert four.returncode == alone.returncode == 0, four.stdout[-3000:]
+    assert four.outcomes() == alone.outcomes()
+    assert _jobs(four) == _jobs(alone)
+    assert len(_jobs(alone)) == len(set(_jobs(alone))) > 8, _jobs(alone)
+    _no_cleanup_problem(four)
+
+
+def test_the_launch_is_a_condition_of_the_handover_and_another_launch_is_not_comparable(runs: Runs) -> None:
+    [path] = (runs.baselines / "sim-slurm").glob("handover-*.json")
+    conditions = json.loads(path.read_text())["conditions"]
+    assert conditions["nccl"]["all_reduce_perf"]["launch"] == "srun --mpi=pmi2"
+    assert conditions["smoke"] == {"launch": "srun --mpi=pmi2"}
+    profile = runs.baselines / "sim-slurm" / "cluster.yaml"
+    text = profile.read_text()
+    assert "\n  launch: srun\n" in text
+    try:
+        profile.write_text(text.replace("\n  launch: srun\n", "\n  launch: mpirun\n"))
+        run = runs.get("-k", "not recurrence")  # a run of its own: the profile now launches with mpirun
+    finally:
+        profile.write_text(text)
+    assert run.returncode == 1, run.stdout[-3000:]
+    assert run.failing_modules() == {"test_fabric", "test_smoke_step"}, run.outcomes()
+    said = "launched with mpirun now, srun --mpi=pmi2 at handover"
+    assert said in run.message("test_nccl_busbw[all_reduce_perf]")
+    assert said in run.message("test_smoke_step_time")
+    assert "NOT COMPARABLE" in run.stdout or "not comparable" in run.stdout
+    _no_cleanup_problem(run)
+
+
 # ---- the backend against one simulated Slurm ----------------------------------------------------------------
 
 
@@ -189,6 +242,31 @@ def test_an_unknown_partition_is_an_error_with_sbatch_s_own_words(sim: Simulated
     assert "--partition=no-such-partition" in result.reason
     assert "invalid partition" in result.reason.lower()
     assert _of_run(sim, cluster.run_id) == []
+
+
+def test_an_account_the_partition_does_not_allow_ends_the_job_with_the_scheduler_s_reason(
+    sim: SimulatedSlurmCluster, other: Other
+) -> None:
+    """Without accounting Slurm takes any account at submission; a partition's AllowAccounts leaves the job PENDING,
+    and the wait ends it with what the scheduler says, instead of waiting out the deadline."""
+    made = sim.transport.run("scontrol create PartitionName=acct-only Nodes=sim-node-01 AllowAccounts=acct-ml", 30)
+    assert made.ok, made.said()
+    try:
+        cluster = other("ra-20261202T0000-acct", partition="acct-only", account="no-such-account",
+                        pending_timeout_s=3.0)  # fmt: skip
+        [handle] = cluster.submit([DcgmWorkload("d", "sim-node-01", 0, ("true",), deadline_s=300)])
+        start = time.monotonic()
+        [result] = cluster.wait([handle], 300)
+        assert time.monotonic() - start < 60
+        assert result.status == "unschedulable"
+        assert "still PENDING after" in result.reason
+        assert "account not known, so it can't use this partition (acct-only allows acct-ml)" in result.reason
+        deadline = time.monotonic() + 30
+        while _of_run(sim, cluster.run_id) and time.monotonic() < deadline:
+            time.sleep(0.5)
+        assert _of_run(sim, cluster.run_id) == []
+    finally:
+        sim.transport.run("scontrol delete PartitionName=acct-only", 30)
 
 
 def test_a_job_that_stays_pending_is_cancelled_with_the_scheduler_s_reason(
@@ -448,3 +526,40 @@ def test_after_a_crash_acceptance_cleanup_finds_the_run_s_jobs_and_spares_them_w
                           timeout=120, check=False)  # fmt: skip
     assert done.returncode == 0, done.stdout + done.stderr
     assert site.gone(run_id), done.stdout + done.stderr
+
+
+def _first_job(site: SiteRun, proc: subprocess.Popen[str]) -> str:
+    """The run id of the first job of the suite run seen in the queue (its inventory step, usually)."""
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and proc.poll() is None:
+        mine = [j for j in _squeue(site.slurm) if j.name.startswith("ra-") and j.comment.startswith("ra-")
+                and j.comment != site.slurm.run_id]  # fmt: skip
+        if mine:
+            return mine[0].comment
+        time.sleep(0.1)
+    raise AssertionError("no job of the run appeared")
+
+
+@pytest.mark.parametrize("how", ["SIGTERM", "SIGKILL"])
+def test_a_run_killed_at_a_random_moment_leaves_no_job_once_acceptance_cleanup_ran(site: SiteRun, how: str) -> None:
+    """Whatever the run was doing (inventory, DCGM, nccl-tests, the smoke job), its jobs end: with it on SIGTERM,
+    by `acceptance cleanup --include-live` after SIGKILL (no cleanup ran, and its lease still lives)."""
+    import random
+    import signal
+    import sys
+
+    seed = random.randrange(1 << 30)
+    delay = random.Random(seed).uniform(0.0, 8.0)
+    with site.start() as proc:
+        run_id = _first_job(site, proc)
+        time.sleep(delay)
+        proc.send_signal(getattr(signal, how))
+        out, _ = proc.communicate(timeout=120)
+    said = f"{how} {delay:.2f} s after the first job (seed {seed})"
+    cleanup = [sys.executable, "-m", "acceptance", "cleanup", "--cluster", "rack-slurm", "--baselines-dir",
+               str(site.baselines), "--include-live"]  # fmt: skip
+    done = subprocess.run(cleanup, cwd=site.cwd, env=site.env, capture_output=True, text=True, timeout=120,
+                          check=False)  # fmt: skip
+    assert done.returncode == 0, f"{said}: {done.stdout}{done.stderr}"
+    assert site.gone(run_id), f"{said}: {_of_run(site.slurm, run_id)}\n{out[-2000:]}"
+    assert "Traceback" not in done.stderr, done.stderr

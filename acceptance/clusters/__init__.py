@@ -17,6 +17,7 @@ from acceptance.clusters.base import Cluster
 from acceptance.errors import ClusterError, UsageError
 
 if TYPE_CHECKING:
+    from acceptance.clusters.slurm.draft import SlurmAccess
     from acceptance.clusters.ssh.draft import HostAccess
     from acceptance.profile import Profile
 
@@ -104,9 +105,20 @@ def draft_profile(
     kubeconfig: str | None = None,
     node_selector: str | None = None,
     hosts: HostAccess | None = None,
+    slurm: SlurmAccess | None = None,
 ) -> Draft:
     """Read a live cluster and draft ``baselines/NAME/cluster.yaml`` for it (`acceptance init`): Kubernetes
-    by its API, or SSH hosts (`hosts`) by the preflight's own inventory."""
+    by its API, SSH hosts (`hosts`) or a Slurm partition (`slurm`) by the preflight's own inventory."""
+    if backend == "slurm":
+        from acceptance.clusters.slurm.draft import discover_slurm, draft_slurm_profile
+
+        if slurm is None:
+            raise UsageError("acceptance init on Slurm needs the partition (--slurm --partition P)")
+        try:
+            slurm_text, slurm_notes = draft_slurm_profile(name, slurm, discover_slurm(slurm))
+        except (ClusterError, ValueError) as exc:
+            raise UsageError(str(exc)) from None
+        return Draft(slurm_text, slurm_notes)
     if backend == "ssh":
         from acceptance.clusters.ssh.draft import discover_hosts, draft_ssh_profile
 
@@ -118,7 +130,7 @@ def draft_profile(
             raise UsageError(str(exc)) from None
         return Draft(ssh_text, ssh_notes)
     if backend != "kube":
-        raise UsageError(f"acceptance init drafts profiles of backends kube and ssh, not {backend!r}")
+        raise UsageError(f"acceptance init drafts profiles of backends kube, slurm and ssh, not {backend!r}")
     from acceptance.clusters.kube import KubeSettings
     from acceptance.clusters.kube.discover import discover
     from acceptance.clusters.kube.draft import draft_kube_profile

@@ -234,7 +234,9 @@ class RunResult:
     further outputs kept as evidence by name (an SSH host's stderr, another node's log).
     `stopped` is why the harness stopped the workload before it ended on its own (the smoke run
     whose verdict was decided, `StreamsLogs.stop`): its status is then ``succeeded`` with no exit
-    code, and `output` is what it printed until then. Empty when it ran to its end.
+    code, and `output` is what it printed until then. Empty when it ran to its end. `launch` is how the
+    cluster started the tool's ranks where the backend chooses it (``srun --mpi=pmi2``, ``mpirun``): a
+    condition of the handover like the image; empty where the backend has no such choice.
     """
 
     workload: str
@@ -252,6 +254,7 @@ class RunResult:
     image: str = ""  # the tool's image as the cluster ran it: with its digest when the cluster reports one
     streams: Mapping[str, str] = field(default_factory=dict)
     stopped: str = ""
+    launch: str = ""
 
     @property
     def ok(self) -> bool:
@@ -280,6 +283,7 @@ class RunResult:
             "image": self.image,
             "streams": dict(self.streams),
             **({"stopped": self.stopped} if self.stopped else {}),
+            **({"launch": self.launch} if self.launch else {}),
         }
 
     @classmethod
@@ -303,6 +307,7 @@ class RunResult:
             image=str(doc.get("image", "")),
             streams=dict(doc.get("streams") or {}),
             stopped=str(doc.get("stopped") or ""),
+            launch=str(doc.get("launch") or ""),
         )
 
     def rank_placement(self, rank_hosts: Mapping[int, str]) -> dict[int, RankPlacement]:

@@ -222,6 +222,10 @@ def _diff(args: argparse.Namespace) -> int:
         else:
             now_n, then_n = _nccl(new_c["nccl"][name]), _nccl(old_c["nccl"][name])
             differences += [f"{name}: {line}" for line in now_n.differences(then_n)]
+    from acceptance.criteria.smoke import launch_difference
+
+    smoke = launch_difference((new_c.get("smoke") or {}).get("launch"), old_c.get("smoke"))
+    differences += [f"smoke job: {smoke}"] if smoke else []
     print(f"{old.path.name} (older, 'at handover') -> {new.path.name} (newer, 'now')")
     if not differences:
         print("  same conditions")

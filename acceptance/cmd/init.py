@@ -1,5 +1,6 @@
 """`acceptance init NAME --context CTX --namespace NS [--nodes SELECTOR]`: a first profile from a live cluster;
-`acceptance init NAME --hosts FILE|LIST [--user U] [--key K] [--known-hosts F] ...`: the same from SSH hosts.
+`acceptance init NAME --hosts FILE|LIST [--user U] [--key K] [--known-hosts F] ...`: the same from SSH hosts;
+`acceptance init NAME --slurm --partition P [--login HOST] [--account A]`: the same from a Slurm controller.
 
 Writes ``<baselines-dir>/NAME/cluster.yaml`` (never over an existing file), checks it like
 `acceptance profile check` (a draft that fails the check is not kept), and says what it could not
@@ -42,6 +43,14 @@ def register(subparsers: Any) -> None:
     )  # fmt: skip
     ssh.add_argument("--ssh-config", type=Path, metavar="FILE", help="ssh config file (default: ~/.ssh/config)")
     ssh.add_argument("--jump", metavar="[USER@]HOST[:PORT]", help="bastion the hosts are reached through")
+    slurm = parser.add_argument_group("a Slurm partition (instead of Kubernetes)")
+    slurm.add_argument("--slurm", action="store_true", help="draft a backend slurm profile from the controller")
+    slurm.add_argument("--partition", metavar="P", help="the partition whose nodes are the agreement's node set")
+    slurm.add_argument("--login", metavar="HOST", help="run Slurm's commands on this login node over SSH "
+                       "(default: here)")  # fmt: skip
+    slurm.add_argument("--account", metavar="A", help="sbatch --account for every job of the suite")
+    slurm.add_argument("--run-dir", metavar="DIR", help="where the jobs' outputs go: a shared file system the "
+                       "login node sees (default: /tmp/recovery-acceptance-slurm)")  # fmt: skip
     parser.set_defaults(func=_run)
 
 
@@ -82,7 +91,20 @@ def _run(args: argparse.Namespace) -> int:
     target = args.baselines_dir / args.name / PROFILE_FILE
     if target.exists():
         raise UsageError(f"{target} exists; acceptance init never overwrites a profile (move it away first)")
-    if args.hosts is not None:
+    slurm_only = [f"--{k.replace('_', '-')}" for k in ("partition", "login", "account", "run_dir") if getattr(args, k)]
+    if slurm_only and not args.slurm:
+        raise UsageError(f"{', '.join(slurm_only)}: for a Slurm profile; add --slurm")
+    if args.slurm:
+        if args.hosts is not None or args.context or args.kubeconfig or args.nodes:
+            raise UsageError("--slurm drafts a Slurm profile: --hosts, --context, --kubeconfig and --nodes are for "
+                             "other backends")  # fmt: skip
+        if not args.partition:
+            raise UsageError("--slurm needs --partition P: the partition whose nodes are the agreement's node set")
+        from acceptance.clusters.slurm.draft import SlurmAccess
+
+        access_slurm = SlurmAccess(args.partition, login=args.login, account=args.account, run_dir=args.run_dir)
+        draft = clusters.draft_profile(args.name, "slurm", slurm=access_slurm)
+    elif args.hosts is not None:
         if args.context or args.kubeconfig or args.nodes:
             raise UsageError("--hosts drafts an SSH profile: --context, --kubeconfig and --nodes are for Kubernetes")
         from acceptance.clusters.ssh.draft import HostAccess

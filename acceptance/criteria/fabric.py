@@ -107,7 +107,8 @@ class Fabric:
         if run is None:
             return _died_before_header(name, capture, result)
         self._save_placement(name, result, run)
-        conditions = dataclasses.replace(nccl.NcclConditions.of(run, test), image=result.image or None)
+        conditions = dataclasses.replace(nccl.NcclConditions.of(run, test), image=result.image or None,
+                                         launch=result.launch or None)  # fmt: skip
         refused = refusal(name, run, test, ctx.profile.links, conditions.node_count, recording=ctx.baseline is None)
         if refused is not None:
             return refused

@@ -64,6 +64,9 @@ class TrainingPart(Protocol):
     @property
     def stopped(self) -> Mapping[str, str]: ...  # why the harness stopped a run of the job early, by run
 
+    @property
+    def launches(self) -> Mapping[str, str]: ...  # how the cluster started a run's ranks, by run (where it says)
+
     def runs_job(self) -> bool: ...
 
     def smoke(self) -> trainlog.TrainLog: ...

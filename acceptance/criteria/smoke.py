@@ -120,9 +120,12 @@ class SmokeStep:
             return Verdict(Status.FAIL, SUBJECT, f"{SUBJECT}: {exc}; see the evidence folder")
         except AcceptanceError as exc:  # the job gave nothing to judge (WorkloadNotRun), or a log no reader knows
             return not_judged(SUBJECT, exc)
+        launch = self.run.training.launches.get("smoke")
         if ctx.baseline is None:
             sample = recorded_step_times(smoke)
             self.run.folder.write_part("smoke", "steps", sample)
+            if launch:
+                self.run.folder.write_part("smoke", "conditions", {"launch": launch})
             n = len(sample["step"])
             return Verdict(Status.PASS, SUBJECT, f"{SUBJECT}: {n} steps recorded for the baseline",
                            {"steps_recorded": n})  # fmt: skip
@@ -132,6 +135,11 @@ class SmokeStep:
                 Status.ERROR, SUBJECT,
                 f"{SUBJECT}: the baseline {ctx.baseline.path.name} has no step-time sample; record one",
             )  # fmt: skip
+        differs = launch_difference(launch, ctx.baseline.baseline.data["conditions"].get("smoke"))
+        if differs:
+            return Verdict(Status.NOT_COMPARABLE, SUBJECT,
+                           f"{SUBJECT}: not comparable with the handover baseline: {differs}", {"differences": 1},
+                           (differs,))  # fmt: skip
         reference = reference_series(recorded)
         try:
             if ctx.margins.smoke_stop_rule != "fixed":
@@ -160,7 +168,18 @@ class SmokeStep:
         return dataclasses.replace(verdict, figures=figures)
 
 
+def launch_difference(now: str | None, handover: Any) -> str | None:
+    """How the smoke job's launch today differs from the handover's, in words; None when the same, or when the
+    handover did not record one."""
+    then = handover.get("launch") if isinstance(handover, dict) else None
+    if not then or now == then:
+        return None
+    return f"launched with {now or 'unknown'} now, {then} at handover"
+
+
 def baseline_part(folder: RunFolder, profile: Profile) -> BaselinePart:
-    """The smoke run's step times, when the run had a smoke job."""
-    smoke = folder.parts("smoke").get("steps")
-    return BaselinePart(results={"smoke": smoke} if smoke else {})
+    """The smoke run's step times, and how it was launched where the cluster says, when the run had a smoke job."""
+    parts = folder.parts("smoke")
+    smoke, conditions = parts.get("steps"), parts.get("conditions")
+    return BaselinePart(conditions={"smoke": conditions} if smoke and conditions else {},
+                        results={"smoke": smoke} if smoke else {})  # fmt: skip

@@ -29,6 +29,8 @@ class TrainingLogs:
         self._parsed: dict[str, trainlog.TrainLog] = {}
         #: key → why the harness stopped that run early (the smoke run's verdict was decided); absent: ran whole
         self.stopped: dict[str, str] = {}
+        #: key → how the cluster started that run's ranks (`RunResult.launch`), where the backend chooses it
+        self.launches: dict[str, str] = {}
 
     @property
     def restore_step(self) -> int | None:
@@ -105,6 +107,8 @@ class TrainingLogs:
         result = self.run.scheduler.results(batch)[key]
         if result.stopped:
             self.stopped[key] = result.stopped
+        if result.launch:
+            self.launches[key] = result.launch
         if not result.ok:
             why = result.reason or f"exit {result.exit_code}"
             tail = result.log_tail.strip().splitlines()[-1:] if result.log_tail else []

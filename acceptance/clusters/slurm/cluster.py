@@ -18,7 +18,7 @@ import dataclasses
 import shlex
 import threading
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
@@ -38,6 +38,7 @@ from acceptance.clusters.base import (
     workload_kind,
 )
 from acceptance.clusters.slurm import commands, jobs, reservations, signals
+from acceptance.clusters.slurm.stream import JobStreams
 from acceptance.clusters.slurm.transport import Answer, Transport
 from acceptance.clusters.ssh import inventory as host_inventory
 from acceptance.errors import ClusterError, ParseError, UsageError
@@ -86,6 +87,7 @@ class SlurmCluster:
         self._outputs: list[str] = []
         self._stop = threading.Event()
         self._lease: threading.Thread | None = None
+        self.streams = JobStreams(self._run, transport.where)
 
     # ------------------------------------------------------------ commands
     def _run(self, argv: Sequence[str] | str, timeout_s: float | None = None) -> Answer:
@@ -288,12 +290,20 @@ class SlurmCluster:
                           for h in handles])  # fmt: skip
             if open_:
                 time.sleep(POLL_S)
-        results = [self._result(h, seen.get(h.workload.name), ended.get(h.workload.name), events[h.workload.name])
-                   for h in handles]  # fmt: skip
+        results = [self.streams.stopped(h, self._result(h, seen.get(h.workload.name), ended.get(h.workload.name),
+                                                        events[h.workload.name])) for h in handles]  # fmt: skip
         if progress is not None:
             progress([WorkloadProgress.of(h.workload, "done", time.monotonic() - start, deadline_s, status=r.status)
                       for h, r in zip(handles, results, strict=True)])  # fmt: skip
         return results
+
+    def follow(self, handle: Handle, deadline_s: float) -> Iterator[str]:
+        """`StreamsLogs`: the job's output file as it grows (`stream`)."""
+        return self.streams.follow(handle, deadline_s)
+
+    def stop(self, handle: Handle, reason: str) -> None:
+        """`StreamsLogs`: ``scancel`` the job; the wait awaiting it keeps what it printed."""
+        self.streams.stop(handle, reason)
 
     def _result(self, handle: Handle, job: tools.Job | None, ended: tuple[str, str] | None,
                 events: list[dict[str, str]]) -> RunResult:  # fmt: skip
@@ -331,7 +341,7 @@ class SlurmCluster:
             status=status,  # type: ignore[arg-type]
             reason=reason, started=handle.submitted, finished=datetime.now(UTC),
             placement={n: n for n in nodes}, events=tuple(events), manifests=tuple(handle.manifests),
-            log_tail=tail, streams={"stderr": err} if err.strip() else {},
+            log_tail=tail, streams={"stderr": err} if err.strip() else {}, launch=commands.launch_of(self.opts, w),
         )  # fmt: skip
 
     def _cancel(self, job_ids: Sequence[str]) -> None:

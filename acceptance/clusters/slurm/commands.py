@@ -117,6 +117,14 @@ def step_argv(opts: JobOptions, nodes: Sequence[str], ranks_per_node: int, gpus_
             f"--gpus-per-node={gpus_per_node}", "--kill-on-bad-exit=1", *argv]  # fmt: skip
 
 
+def launch_of(opts: JobOptions, workload: Workload) -> str:
+    """How the job's ranks start, as the baseline's conditions record it: ``srun --mpi=PLUGIN`` or ``mpirun``
+    for nccl-tests and the smoke job; empty for a one-node step (DCGM, a probe), which has no such choice."""
+    if not isinstance(workload, NcclWorkload | SmokeWorkload):
+        return ""
+    return "mpirun" if opts.launch == "mpirun" else f"srun --mpi={opts.mpi}"
+
+
 def plan(opts: JobOptions, workload: Workload, env: Mapping[str, str]) -> JobPlan:
     """The job of `workload` (see the module docstring); `env` is the profile's environment for it."""
     kind = workload_kind(workload)

@@ -32,6 +32,7 @@ class NcclConditions:
     nccl_version: str | None = None
     cuda_version: str | None = None
     image: str | None = None  # the image the tests ran from, with its digest when the cluster reported one
+    launch: str | None = None  # how the ranks were started, where the backend chooses it (srun --mpi=pmi2, mpirun)
 
     @classmethod
     def of(cls, run: NcclRun, test: NcclTest | None = None) -> NcclConditions:
@@ -67,6 +68,7 @@ class NcclConditions:
             "nccl_version": self.nccl_version,
             "cuda_version": self.cuda_version,
             "image": self.image,
+            **({"launch": self.launch} if self.launch else {}),
         }
 
     @classmethod
@@ -86,6 +88,7 @@ class NcclConditions:
             nccl_version=doc.get("nccl_version"),
             cuda_version=doc.get("cuda_version"),
             image=doc.get("image"),
+            launch=doc.get("launch"),
         )
 
     def differences(self, handover: NcclConditions) -> list[str]:
@@ -116,6 +119,7 @@ class NcclConditions:
         check("NCCL", self.nccl_version, handover.nccl_version)
         check("CUDA", self.cuda_version, handover.cuda_version)
         check("image", self.image, handover.image)
+        check("launched with", self.launch, handover.launch)
         if handover.command is not None:
             out.extend(_command_differences(self.command, handover.command))
         return out
