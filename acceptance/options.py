@@ -1,19 +1,25 @@
 """The plugin's options: one group, each with an ini twin and an environment variable.
 
 Precedence, shown in the report header: command line > environment > ini > default.
+`RunOptions.of(config)` resolves them once per run into one frozen object kept in the
+config's stash; a pytest-xdist worker takes the controller's, handed over in its workerinput.
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import pytest
 
 ENV_PREFIX = "ACCEPTANCE_"
+MISSING_CLUSTER = (
+    "the acceptance suite needs a cluster: `pytest acceptance/ --cluster=sim` runs it on the embedded "
+    "simulated cluster; `--cluster=NAME` tests the cluster of baselines/NAME/cluster.yaml"
+)
 
 
 @dataclass(frozen=True)
@@ -182,6 +188,21 @@ def add_options(parser: pytest.Parser) -> None:
             parser.addini(ini_name(option), option.help, type="string", default=option.default or "")
 
 
+def targets_suite(config: pytest.Config, suite_dir: Path) -> bool:
+    """True when the command line asks pytest to collect the acceptance suite (`suite_dir`) itself."""
+    for arg in config.args:
+        head = arg.split("::", 1)[0]
+        if head == "acceptance" and config.option.pyargs:
+            return True
+        try:
+            path = (config.invocation_params.dir / head).resolve()
+        except OSError:
+            continue
+        if path == suite_dir or suite_dir in path.parents:
+            return True
+    return False
+
+
 @dataclass(frozen=True)
 class Setting:
     value: Any
@@ -230,3 +251,72 @@ def _int(value: Any, option: Option, where: str) -> int:
     if number < 0:
         raise pytest.UsageError(f"{option.flag}: {number} from {where} must not be negative")
     return number
+
+
+WORKERINPUT_KEY = "acceptance_options"
+
+
+@dataclass(frozen=True)
+class RunOptions:
+    """Every option of the plugin, resolved and typed; `origins` names where each non-default value came from."""
+
+    cluster: str | None
+    baselines_dir: Path
+    record_baseline: bool
+    force_record: str | None
+    returned_nodes: tuple[str, ...]
+    ticket: str | None
+    report_dir: Path | None
+    sign_key: Path | None
+    no_sign: bool
+    allow_unredacted: tuple[str, ...]
+    allow_unsigned_baseline: bool
+    sim_faults: tuple[str, ...]
+    smoke_log: Path | None
+    pre_incident_log: Path | None
+    restore_step: int | None
+    ssh_insecure_accept_new: bool
+    probation_from: Path | None
+    progress_every: int
+    origins: tuple[tuple[str, str], ...] = ()  # (dest, origin) of every value not from the default, in OPTIONS order
+
+    KEY: ClassVar[pytest.StashKey[RunOptions]] = pytest.StashKey()
+
+    @classmethod
+    def of(cls, config: pytest.Config) -> RunOptions:
+        """This run's options, resolved at the first call (a worker's come from the controller's)."""
+        found = config.stash.get(cls.KEY, None)
+        if found is None:
+            workerinput: Mapping[str, Any] | None = getattr(config, "workerinput", None)
+            if workerinput is not None and WORKERINPUT_KEY in workerinput:
+                found = cls.from_plain(workerinput[WORKERINPUT_KEY])
+            else:
+                found = cls.resolve(config)
+            config.stash[cls.KEY] = found
+        return found
+
+    @classmethod
+    def resolve(cls, config: pytest.Config) -> RunOptions:
+        """Each option from the command line, the environment, the ini file or its default."""
+        settings = {option.dest: resolve(config, option) for option in OPTIONS}
+        origins = tuple((dest, s.origin) for dest, s in settings.items() if s.origin != "default")
+        return cls(**{dest: s.value for dest, s in settings.items()}, origins=origins)
+
+    def to_plain(self) -> dict[str, Any]:
+        """JSON-safe data (what pytest-xdist hands a worker); `from_plain` reads it back."""
+        out: dict[str, Any] = {}
+        for option in OPTIONS:
+            value = getattr(self, option.dest)
+            plain = list(value) if isinstance(value, tuple) else value
+            out[option.dest] = str(plain) if isinstance(plain, Path) else plain
+        out["origins"] = [list(pair) for pair in self.origins]
+        return out
+
+    @classmethod
+    def from_plain(cls, data: Mapping[str, Any]) -> RunOptions:
+        values = {option.dest: _convert(option, data[option.dest], "workerinput") for option in OPTIONS}
+        return cls(**values, origins=tuple((str(dest), str(origin)) for dest, origin in data["origins"]))
+
+    def changed(self) -> list[str]:
+        """``dest=value (origin)`` of every option set other than by its default, but the cluster."""
+        return [f"{dest}={getattr(self, dest)!r} ({origin})" for dest, origin in self.origins if dest != "cluster"]

@@ -10,8 +10,8 @@ from acceptance.criteria.context import RunContext
 from acceptance.criteria.run import Run
 from acceptance.judge.verdict import Status, Verdict
 from acceptance.report.outcomes import PREFLIGHT_SKIP
-from acceptance.report.session import record_verdict
-from acceptance.session import AcceptanceSession
+from acceptance.report.reporting_plugin import record_verdict
+from acceptance.run_session import AcceptanceSession
 
 
 @dataclass(frozen=True)

@@ -146,7 +146,7 @@ def suite(nodes: int, scrub: Clock, scan: Clock) -> dict[str, Any]:
     import yaml
 
     from acceptance.report import finalize as finalize_module
-    from acceptance.report import session
+    from acceptance.report import reporting_plugin
     from acceptance.report.folder import ReportFolder
     from bench.suite_scale import profile
     from tests.report_scale import node_names
@@ -154,7 +154,7 @@ def suite(nodes: int, scrub: Clock, scan: Clock) -> dict[str, Any]:
     write = Clock()
     for name in ("add_text", "add_json", "add_yaml", "add_file"):
         setattr(ReportFolder, name, write.wrap(getattr(ReportFolder, name)))
-    session.finalize = write.wrap(finalize_module.finalize)  # type: ignore[attr-defined]
+    reporting_plugin.finalize = write.wrap(finalize_module.finalize)  # type: ignore[attr-defined]
     with tempfile.TemporaryDirectory() as tmp:
         baselines = profile(Path(tmp), nodes)
         agreement = baselines / "scale" / "cluster.yaml"

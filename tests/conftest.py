@@ -8,4 +8,4 @@ before any inline run, so every run finds it already loaded.
 import numpy  # noqa: F401
 import pandas  # noqa: F401
 
-import acceptance.session  # noqa: F401
+import acceptance.run_session  # noqa: F401

@@ -239,7 +239,7 @@ def test_the_runs_deadline_comes_from_the_profile_or_adds_up_its_workload_deadli
 
 
 def test_an_item_that_ends_on_a_foreseeable_error_carries_an_error_verdict_naming_it() -> None:
-    from acceptance.report.session import record_error, record_verdict
+    from acceptance.report.reporting_plugin import record_error, record_verdict
 
     item: Any = SimpleNamespace(name="test_smoke_step_time", stash=pytest.Stash(), user_properties=[])
     record_error(item, ClusterError("list pods: HTTP 503: injected fault"))
@@ -253,16 +253,14 @@ def test_an_item_that_ends_on_a_foreseeable_error_carries_an_error_verdict_namin
 
 
 def test_what_the_cleanup_could_not_delete_goes_into_the_reports_provenance() -> None:
-    from acceptance.report.session import ReportingPlugin, note_run_problems
+    from acceptance.report.reporting_plugin import ReportingPlugin
 
     reporting: Any = ReportingPlugin.__new__(ReportingPlugin)
     reporting.provenance = {"run_id": "r1"}
-    config: Any = SimpleNamespace(
-        pluginmanager=SimpleNamespace(get_plugin=lambda name: reporting), stash=pytest.Stash()
-    )
-    note_run_problems(config, [])
+    reporting.config = SimpleNamespace(stash=pytest.Stash())
+    reporting.note_problems([])
     assert "cleanup" not in reporting.provenance
-    note_run_problems(config, ["cleanup of run r1 incomplete: 1 object(s) remain: Job/x"])
+    reporting.note_problems(["cleanup of run r1 incomplete: 1 object(s) remain: Job/x"])
     assert reporting.provenance["cleanup"] == "cleanup of run r1 incomplete: 1 object(s) remain: Job/x"
 
 

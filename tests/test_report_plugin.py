@@ -31,7 +31,7 @@ from pathlib import Path
 
 import pytest
 
-from acceptance.report import session as reporting
+from acceptance.report import reporting_plugin as reporting
 from acceptance.report.folder import ReportFolder
 from acceptance.report.sign import SignOptions
 

@@ -16,7 +16,7 @@ from acceptance.clusters.ssh import SshCluster
 from acceptance.errors import SshError, UsageError
 from acceptance.judge.preflight import judge_leftovers
 from acceptance.profile import load_profile_file
-from acceptance.session import new_run_id
+from acceptance.run_session import new_run_id
 from acceptance.sim.ssh.hosts import SimulatedHosts
 from acceptance.tools import dcgm, nccl, trainlog
 from tests.ssh_support import NEEDS_SSHD, host_profile, marked_processes, served_hosts, ssh_command

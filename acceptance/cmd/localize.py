@@ -46,7 +46,7 @@ def register(subparsers: Any) -> None:
 
 
 def _run(args: argparse.Namespace) -> int:
-    from acceptance.session import new_run_id
+    from acceptance.run_session import new_run_id
 
     profile = load_profile(args.cluster, args.baselines_dir)
     if args.nodes:

@@ -29,7 +29,7 @@ from acceptance.progress.display import LiveDisplay
 from acceptance.progress.status import FOLDER, BatchStatus, duration
 
 if TYPE_CHECKING:
-    from acceptance.session import AcceptanceSession
+    from acceptance.run_session import AcceptanceSession
 
 POLL_S = 1.0
 STALE_S = 30.0

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -147,12 +147,31 @@ def headline(report: Any) -> str:
 
 
 class ReportRecorder:
-    """Collects TestReports on the controller (`pytest_runtest_logreport`) into ReportData."""
+    """Collects TestReports on the controller (`pytest_runtest_logreport`) into ReportData, and keeps the
+    terminal's tally: one line per failed report, skip reasons counted, each module's latest call verdict."""
 
     def __init__(self) -> None:
         self._tests: dict[str, dict[str, Any]] = {}
+        self._failures: list[str] = []
+        self._skips: dict[str, int] = {}
+        self._call_verdicts: dict[str, dict[str, Any] | None] = {}  # module → first verdict of its latest call
+
+    @property
+    def failures(self) -> list[str]:
+        """``item: reason`` of every failed report, in the order they came."""
+        return list(self._failures)
+
+    @property
+    def skips(self) -> dict[str, int]:
+        """How many items skipped for each reason."""
+        return dict(self._skips)
+
+    def latest_call_verdict(self, modules: Collection[str]) -> dict[str, Any] | None:
+        """The first verdict of the latest call report of one of `modules` (None: none, or it had no verdict)."""
+        return next((v for m, v in reversed(self._call_verdicts.items()) if m in modules), None)
 
     def add(self, report: Any) -> None:
+        self._tally(report)
         entry = self._tests.setdefault(
             report.nodeid, {"outcome": "passed", "duration_s": 0.0, "reason": "", "verdicts": []}
         )
@@ -169,6 +188,18 @@ class ReportRecorder:
             entry["outcome"], entry["reason"] = "skipped", headline(report)
         if report.outcome == "passed" and report.when == "call" and getattr(report, "wasxfail", None):
             entry["outcome"] = "xpassed"
+
+    def _tally(self, report: Any) -> None:
+        path, name = report.nodeid.split("::")[0], report.nodeid.split("::")[-1]
+        if report.when == "call":
+            module = path.rsplit("/", 1)[-1].removesuffix(".py")
+            self._call_verdicts.pop(module, None)  # re-inserted last: the latest call comes last
+            self._call_verdicts[module] = next(iter(getattr(report, VERDICTS_ATTR, None) or ()), None)
+        if report.outcome == "failed":
+            self._failures.append(f"{name}: {headline(report) or 'failed'}")
+        elif report.outcome == "skipped" and isinstance(report.longrepr, tuple):
+            reason = headline(report)
+            self._skips[reason] = self._skips.get(reason, 0) + 1
 
     def data(self, provenance: Mapping[str, Any], *, simulated: bool) -> ReportData:
         tests = tuple(

@@ -1,4 +1,5 @@
-"""The reporting half of a pytest session, as hooks `acceptance/plugin.py` registers.
+"""The reporting half of a pytest session: a pytest plugin `acceptance/plugin.py` registers, and the
+helpers that put a test item's verdicts on its junit properties and its TestReport.
 
 Hook order (why each hook is where it is):
 
@@ -7,7 +8,8 @@ Hook order (why each hook is where it is):
 - `pytest_runtest_makereport` (module function `on_makereport`, called from the
   plugin's hook wrapper): verdict payloads ride on the TestReport, which xdist
   serialises to the controller.
-- `pytest_runtest_logreport` (controller): the recorder collects every TestReport.
+- `pytest_runtest_logreport` (controller): the run's one `ReportRecorder` collects every TestReport
+  (the terminal summary reads the same recorder).
 - `pytest_sessionfinish` as a `wrapper=True, trylast=True` hook: the end time is
   added before `yield`; LogXML.pytest_sessionfinish (a plain hook) writes the junit
   file inside the `yield`; after it, `finalize` signs the final bytes. Being the
@@ -20,15 +22,16 @@ Hook order (why each hook is where it is):
 
 from __future__ import annotations
 
-from collections.abc import Generator, Mapping, Sequence
+from collections.abc import Callable, Generator, Mapping, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from acceptance.errors import AcceptanceError
 from acceptance.judge.verdict import Status, Verdict
-from acceptance.report.data import ReportRecorder, attach_verdicts
+from acceptance.report.data import CRITERION_ATTR, ReportRecorder, attach_verdicts
 from acceptance.report.ending import session_end
 from acceptance.report.finalize import FinalizeResult, finalize
 from acceptance.report.folder import ReportFolder
@@ -57,19 +60,32 @@ def record_error(item: pytest.Item, error: BaseException) -> None:
     record_verdict(item, Verdict(Status.ERROR, item.name, f"{item.name}: cannot judge: {error}"))
 
 
-def note_run_problems(config: pytest.Config, problems: list[str]) -> None:
-    """Run-wide problems the report must name (objects a cleanup could not delete): provenance and junit."""
-    reporting = config.pluginmanager.get_plugin("recovery-acceptance-report")
-    if problems and isinstance(reporting, ReportingPlugin):
-        reporting.provenance["cleanup"] = "; ".join(problems)
-        add_suite_properties(config, {"cleanup": "; ".join(problems)})
-
-
 def on_makereport(item: pytest.Item, report: pytest.TestReport) -> None:
     """Attach the item's verdicts to its call-phase report (from a makereport hook wrapper)."""
     if report.when == "call":
         verdicts: list[Verdict] = item.stash.get(VERDICTS_KEY, [])
         attach_verdicts(report, verdicts)
+
+
+def before_suite_report(item: pytest.Item, call: pytest.CallInfo[None]) -> None:
+    """A suite item whose call ended on a foreseeable error gets its ERROR verdict before its report is made,
+    so that the report's properties carry it."""
+    if call.when == "call" and call.excinfo is not None and call.excinfo.errisinstance(AcceptanceError):
+        record_error(item, call.excinfo.value)
+
+
+def on_suite_report(
+    item: pytest.Item, call: pytest.CallInfo[None], report: pytest.TestReport, site_titles: Mapping[str, str]
+) -> None:
+    """A suite item's report: its verdicts ride on it, a foreseeable problem reads as one line (not a
+    traceback), and a site check's item names its check (`site_titles`: check name → title)."""
+    on_makereport(item, report)
+    if call.excinfo is not None and call.excinfo.errisinstance(AcceptanceError) and report.failed:
+        report.longrepr = f"ERROR: {call.excinfo.value}"
+    callspec = getattr(item, "callspec", None)
+    if callspec is not None and "site_check" in callspec.params:
+        name = callspec.params["site_check"][0]
+        setattr(report, CRITERION_ATTR, [None, f"site check {name}: {site_titles.get(name, name)}"])
 
 
 def worker_report_folder(config: pytest.Config) -> ReportFolder | None:
@@ -95,8 +111,12 @@ class ReportingPlugin:
         junit_name: str | None = "junit.xml",
         secrets: Mapping[str, str] | None = None,
         allow_unredacted: Sequence[str] = (),
+        recorder: ReportRecorder | None = None,
+        interrupted_by: Callable[[], str | None] = lambda: None,
     ) -> None:
-        """`junit_name`: without `--junitxml`, pytest writes this file in the report folder (None: no junit)."""
+        """`junit_name`: without `--junitxml`, pytest writes this file in the report folder (None: no junit).
+        `recorder`: the run's one recorder, which this plugin feeds; `interrupted_by`: the name of the signal
+        that stopped the run, if one did."""
         self.config = config
         self.folder = folder
         self.sign = sign
@@ -109,11 +129,18 @@ class ReportingPlugin:
         self.simulated = simulated
         self.secrets = dict(secrets or {})
         self.allow_unredacted = tuple(allow_unredacted)
-        self.recorder = ReportRecorder()
+        self.recorder = recorder if recorder is not None else ReportRecorder()
+        self.interrupted_by = interrupted_by
         self.result: FinalizeResult | None = None
         self.error: str | None = None
         if junit_name is not None:
             ensure_junit(config, folder.path / junit_name)
+
+    def note_problems(self, problems: Sequence[str]) -> None:
+        """Run-wide problems the report must name (objects a cleanup could not delete): provenance and junit."""
+        if problems:
+            self.provenance["cleanup"] = "; ".join(problems)
+            add_suite_properties(self.config, {"cleanup": "; ".join(problems)})
 
     def pytest_sessionstart(self, session: pytest.Session) -> None:
         add_suite_properties(self.config, self.provenance)
@@ -130,8 +157,7 @@ class ReportingPlugin:
         end = datetime.now(UTC).isoformat(timespec="seconds")
         self.provenance["end_utc"] = end
         add_suite_properties(self.config, {"end_utc": end})
-        active = self.config.pluginmanager.get_plugin("recovery-acceptance-run")
-        ended = session_end(session, getattr(active, "interrupted_by", None))
+        ended = session_end(session, self.interrupted_by())
         self.provenance.update(ended)  # interrupted, stopped early, the criteria selected: for the decision
         add_suite_properties(self.config, {k: v for k, v in ended.items() if k in ("interrupted", "stopped")})
         outcome = yield  # LogXML.pytest_sessionfinish writes the junit file here

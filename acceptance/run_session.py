@@ -1,6 +1,6 @@
 """The state of one acceptance run in one pytest process: settings, context, cluster, folders.
 
-Created in ``pytest_configure`` with ``--cluster``. The controller process (the only one
+Created in ``pytest_configure`` with ``--cluster``, from the run's `RunOptions`. The controller process (the only one
 without pytest-xdist) owns the run: it opens the cluster (starting the simulator for backend
 ``sim``), creates the shared run folder and the report folder, hands them to xdist workers,
 and at the end deletes every cluster object of the run. Workers attach to the same cluster.
@@ -8,12 +8,11 @@ and at the end deletes every cluster object of the run. Workers attach to the sa
 
 from __future__ import annotations
 
-import os
 import secrets
 import shutil
 import tempfile
 import warnings
-from collections.abc import Mapping
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -32,11 +31,13 @@ from acceptance.criteria.runfolder import RunFolder
 from acceptance.criteria.scheduler import ProgressListener
 from acceptance.criteria.site import SiteCheck
 from acceptance.errors import AcceptanceError, BaselineError, RunDeadline
-from acceptance.options import Setting
+from acceptance.interrupt import SignalCatcher
+from acceptance.options import WORKERINPUT_KEY as OPTIONS_KEY
+from acceptance.options import RunOptions
 from acceptance.profile import Profile, load_profile, refuse_writing_shipped
 from acceptance.report.folder import ReportFolder
-from acceptance.report.session import worker_report_folder
-from acceptance.report.sign import SignOptions
+from acceptance.report.reporting_plugin import ReportingPlugin, worker_report_folder
+from acceptance.report.sign import SignOptions, check_signing
 from acceptance.units import format_duration
 
 if TYPE_CHECKING:
@@ -52,7 +53,8 @@ class AcceptanceSession:
     """Everything one run of the suite needs, in one pytest process."""
 
     config: pytest.Config
-    settings: Mapping[str, Setting]
+    options: RunOptions
+    sign: SignOptions
     context: RunContext
     cluster: Cluster
     run_folder: RunFolder
@@ -62,15 +64,16 @@ class AcceptanceSession:
     selected_modules: set[str] = field(default_factory=set)
     selected_nccl: set[str] = field(default_factory=set)
     progress: ProgressListener | None = None  # the terminal display, in the one process that shows it
+    signals: SignalCatcher = field(default_factory=SignalCatcher)  # the controller's SIGINT and SIGTERM
     _run: Run | None = None
     _cleanup: list[str] | None = None  # what the one cleanup of the run reported (None: not done yet)
 
     @classmethod
-    def open(cls, config: pytest.Config, settings: Mapping[str, Setting]) -> AcceptanceSession:
+    def open(cls, config: pytest.Config, options: RunOptions, sign: SignOptions) -> AcceptanceSession:
         """Load the agreement and open the profile's cluster; any foreseeable problem is a usage error."""
         workerinput: dict[str, Any] | None = getattr(config, "workerinput", None)
         worker = workerinput is not None and "acceptance_run_id" in workerinput
-        baselines_dir: Path = settings["baselines_dir"].value
+        baselines_dir = options.baselines_dir
         if not baselines_dir.is_absolute():
             baselines_dir = config.invocation_params.dir / baselines_dir
         if worker:
@@ -81,26 +84,26 @@ class AcceptanceSession:
             started = datetime.now(UTC)
             run_id = new_run_id(started)
         try:
-            profile = load_profile(settings["cluster"].value, baselines_dir)
-            profile.check_returned_nodes(settings["returned_nodes"].value)
-            if settings["record_baseline"].value:
+            assert options.cluster is not None, "an AcceptanceSession is opened only with --cluster"
+            profile = load_profile(options.cluster, baselines_dir)
+            profile.check_returned_nodes(options.returned_nodes)
+            if options.record_baseline:
                 refuse_writing_shipped(profile.path.parent, "--record-baseline")
                 if not worker:
-                    _refuse_disallowed_signer(profile, settings)
-            baseline = None if settings["record_baseline"].value else _latest(profile.path.parent)
+                    _refuse_disallowed_signer(profile, sign)
+            baseline = None if options.record_baseline else _latest(profile.path.parent)
             trusted = None if baseline is None else trust(
-                baseline, profile, allow_unsigned=settings["allow_unsigned_baseline"].value
+                baseline, profile, allow_unsigned=options.allow_unsigned_baseline
             )  # fmt: skip
             if trusted is not None and baseline is not None:
                 require_agreement(trusted, profile, baseline)  # agreement.require: both, before anything starts
             context = RunContext.create(
-                profile, baseline, returned_nodes=settings["returned_nodes"].value, run_id=run_id, started=started,
-                ticket=settings["ticket"].value,
-                logs=LogSources(settings["smoke_log"].value, settings["pre_incident_log"].value,
-                                settings["restore_step"].value),
-                force_record=settings["force_record"].value, baseline_trust=trusted.line if trusted else "",
+                profile, baseline, returned_nodes=options.returned_nodes, run_id=run_id, started=started,
+                ticket=options.ticket,
+                logs=LogSources(options.smoke_log, options.pre_incident_log, options.restore_step),
+                force_record=options.force_record, baseline_trust=trusted.line if trusted else "",
                 agreement=trusted.agreement if trusted else "",
-                probation=_probation(config, settings),
+                probation=_probation(config, options),
             )  # fmt: skip
             found = config.hook.pytest_acceptance_site_checks(context=context)
             checks = tuple(check for checks_of_one in found for check in checks_of_one or ())
@@ -110,14 +113,14 @@ class AcceptanceSession:
                 folder, report = RunFolder(Path(workerinput["acceptance_run_folder"])), worker_report_folder(config)
                 cluster = clusters.open(profile, run_id, attach=dict(workerinput["acceptance_cluster"]))
             else:
-                report = _report_folder(config, settings, profile.name, started)
-                cluster = clusters.open(profile, run_id, faults=settings["sim_faults"].value,
-                                        ssh_accept_new=settings["ssh_insecure_accept_new"].value)  # fmt: skip
+                report = _report_folder(config, options.report_dir, profile.name, started)
+                cluster = clusters.open(profile, run_id, faults=options.sim_faults,
+                                        ssh_accept_new=options.ssh_insecure_accept_new)  # fmt: skip
                 folder = RunFolder(Path(tempfile.mkdtemp(prefix="acceptance-run-")))
         except AcceptanceError as exc:
             raise pytest.UsageError(str(exc)) from None
         controller = not worker
-        return cls(config, settings, context, cluster, folder, report, controller, checks)
+        return cls(config, options, sign, context, cluster, folder, report, controller, checks)
 
     def workerinput(self) -> dict[str, Any]:
         """What an xdist worker needs to join this run."""
@@ -126,10 +129,40 @@ class AcceptanceSession:
             "acceptance_run_folder": str(self.run_folder.path),
             "acceptance_cluster": self.cluster.attach_info(),
             "acceptance_started": self.context.started.isoformat(),
+            OPTIONS_KEY: self.options.to_plain(),
         }
 
-    def value(self, dest: str) -> Any:
-        return self.settings[dest].value
+    @property
+    def interrupted_by(self) -> str | None:
+        """The signal that stopped the run, if one did."""
+        return self.signals.caught
+
+    def parameters(self, fixturenames: Sequence[str]) -> Iterator[tuple[str, Sequence[Any], list[str] | None]]:
+        """(argument, values, ids) of each parameter of the suite that a test function asks for."""
+        context = self.context
+        if "dcgm_node" in fixturenames:
+            yield "dcgm_node", context.targets, None
+        if "nccl_test" in fixturenames:
+            yield "nccl_test", context.nccl_tests, None
+        if "site_check" in fixturenames:
+            found = site.items(context, self.site_checks)
+            yield "site_check", found, [f"{name}:{subject}" for name, subject in found]
+
+    def select(self, items: Iterable[pytest.Item], suite_dir: Path) -> None:
+        """Which criteria and nccl-tests this run has, after -k/-m deselection (from `pytest_collection_finish`)."""
+        items = list(items)
+        self.selected_modules = {
+            Path(str(item.path)).stem for item in items if suite_dir in Path(str(item.path)).resolve().parents
+        }
+        self.selected_nccl = {
+            str(params["nccl_test"])
+            for item in items
+            if "nccl_test" in (params := getattr(getattr(item, "callspec", None), "params", {}))
+        }
+
+    @property
+    def site_titles(self) -> dict[str, str]:
+        return {check.name: check.title for check in self.site_checks}
 
     @property
     def recording(self) -> bool:
@@ -194,12 +227,12 @@ class AcceptanceSession:
                 "kubernetes_version": c.kubernetes_version or "",
                 **{k: v for k, v in c.node_spec.to_json().items() if v is not None},
             }
-        if self.value("ssh_insecure_accept_new"):
+        if self.options.ssh_insecure_accept_new:
             out["ssh_host_keys"] = (
                 "WARNING: NOT VERIFIED: --ssh-insecure-accept-new accepted host keys that known_hosts does not list"
             )
         if ctx.simulated:
-            out["sim_faults"] = ",".join(self.value("sim_faults")) or "none"
+            out["sim_faults"] = ",".join(self.options.sim_faults) or "none"
             out["sim_seed"] = p.sim.seed if p.sim else ""
         return out
 
@@ -219,17 +252,13 @@ class AcceptanceSession:
         else:
             lines.append("baseline: none loaded (recording a new handover baseline with the profile's margins)")
         lines.extend(f"MARGIN DIFFERS: {note}" for note in ctx.margin_notes.values())
-        returned = ", ".join(self.value("returned_nodes")) or f"all {len(p.nodes)} nodes"
+        returned = ", ".join(self.options.returned_nodes) or f"all {len(p.nodes)} nodes"
         lines.append(f"returned nodes: {returned}; ticket: {ctx.ticket or '-'}")
         if self.report_folder is not None and self.controller:
             lines.append(f"report folder: {self.report_folder.path}")
-        origins = [
-            f"{dest}={s.value!r} ({s.origin})"
-            for dest, s in self.settings.items()
-            if s.origin != "default" and dest != "cluster"
-        ]
-        if origins:
-            lines.append("settings: " + ", ".join(origins))
+        changed = self.options.changed()
+        if changed:
+            lines.append("settings: " + ", ".join(changed))
         return lines
 
     def finish_background(self, timeout_s: float = 5.0) -> list[str]:
@@ -272,6 +301,7 @@ class AcceptanceSession:
 
     def close(self) -> list[str]:
         """Release what the run holds; the controller deletes every object of the run. Returns problems."""
+        self.signals.restore()
         problems: list[str] = []
         try:
             if self._run is not None:
@@ -285,18 +315,37 @@ class AcceptanceSession:
         return problems
 
 
-def _probation(config: pytest.Config, settings: Mapping[str, Setting]) -> ProbationOptions:
+def open_session(
+    config: pytest.Config, options: RunOptions, environ: Mapping[str, str]
+) -> tuple[AcceptanceSession, ReportingPlugin | None]:
+    """The run's session in this process and, on the controller, its reporting plugin (to register)."""
+    sign = SignOptions.from_options(no_sign=options.no_sign, sign_key=options.sign_key, environ=environ)
+    if sign.key is not None and not hasattr(config, "workerinput"):
+        problem = check_signing(sign)  # asked for a signature: know now, not after a six-hour run
+        if problem:
+            raise pytest.UsageError(f"--sign-key: {problem}")
+    session = AcceptanceSession.open(config, options, sign)
+    if not session.controller or session.report_folder is None:
+        return session, None
+    context = session.context
+    reporting = ReportingPlugin(
+        config, session.report_folder, sign, session.provenance(), simulated=session.simulated,
+        started_utc=context.started, secrets=context.profile.secret_values(),
+        allow_unredacted=options.allow_unredacted, interrupted_by=lambda: session.interrupted_by,
+    )  # fmt: skip
+    if context.baseline is not None:
+        session.report_folder.add_file("baseline.json", context.baseline.path)
+    return session, reporting
+
+
+def _probation(config: pytest.Config, options: RunOptions) -> ProbationOptions:
     here = config.invocation_params.dir
-    found: Path | None = settings["probation_from"].value
-    return ProbationOptions(here / found if found is not None else None, here / "reports",
-                            tuple(settings["sim_faults"].value))  # fmt: skip
+    found = options.probation_from
+    return ProbationOptions(here / found if found is not None else None, here / "reports", options.sim_faults)
 
 
-def _refuse_disallowed_signer(profile: Profile, settings: Mapping[str, Setting]) -> None:
+def _refuse_disallowed_signer(profile: Profile, sign: SignOptions) -> None:
     """A baseline signed by a key the profile does not allow would block every later run: know before recording."""
-    sign = SignOptions.from_options(
-        no_sign=settings["no_sign"].value, sign_key=settings["sign_key"].value, environ=os.environ
-    )
     problem = check_signer(sign, profile.allowed_signers)
     if problem:
         raise BaselineError(f"--record-baseline: the new baseline would be refused by every run: {problem}")
@@ -306,10 +355,7 @@ def _latest(folder: Path) -> LoadedBaseline:
     return BaselineStore(folder).latest()
 
 
-def _report_folder(
-    config: pytest.Config, settings: Mapping[str, Setting], cluster: str, started: datetime
-) -> ReportFolder:
-    report_dir: Path | None = settings["report_dir"].value
+def _report_folder(config: pytest.Config, report_dir: Path | None, cluster: str, started: datetime) -> ReportFolder:
     if report_dir is not None:
         return ReportFolder.at(config.invocation_params.dir / report_dir)
     return ReportFolder.create(config.invocation_params.dir / "reports", cluster, started)
