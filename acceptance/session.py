@@ -199,7 +199,7 @@ class AcceptanceSession:
                 "WARNING: NOT VERIFIED: --ssh-insecure-accept-new accepted host keys that known_hosts does not list"
             )
         if ctx.simulated:
-            out["sim_faults"] = ",".join(self.value("sim_faults")) or "none"
+            out["sim_faults"] = str(self.value("sim_faults")) or "none"
             out["sim_seed"] = p.sim.seed if p.sim else ""
         return out
 
@@ -288,8 +288,7 @@ class AcceptanceSession:
 def _probation(config: pytest.Config, settings: Mapping[str, Setting]) -> ProbationOptions:
     here = config.invocation_params.dir
     found: Path | None = settings["probation_from"].value
-    return ProbationOptions(here / found if found is not None else None, here / "reports",
-                            tuple(settings["sim_faults"].value))  # fmt: skip
+    return ProbationOptions(here / found if found is not None else None, here / "reports")
 
 
 def _refuse_disallowed_signer(profile: Profile, settings: Mapping[str, Setting]) -> None:

@@ -88,14 +88,15 @@ def _cluster_answers(
     profile: Profile, args: argparse.Namespace, gathered: src.Gathered, run_id: str
 ) -> tuple[JobLogs | None, ClusterInventory | None, Any]:
     """The job's pods, the inventory and an open cluster (for events), as far as the backend allows."""
-    if profile.backend not in ("kube", "ssh"):
+    backend = clusters.backend_of(profile)
+    if not backend.reads_incident:
         if args.job:
             raise UsageError(
-                f"--job reads a job's pods from Kubernetes; cluster {profile.name} uses backend {profile.backend}: "
+                f"--job reads a job's pods from Kubernetes; cluster {profile.name} uses {backend.describe()}: "
                 "give the job's logs with --job-logs (and kernel logs, nvidia-smi -q with --evidence HOST=PATH)"
             )
         gathered.notes.append(
-            f"field 6: backend {profile.backend}: Kubernetes events and node conditions are not "
+            f"field 6: {backend.describe()}: Kubernetes events and node conditions are not "
             "read; kernel logs and nvidia-smi -q come from --evidence HOST=PATH"
         )
         return None, None, None
@@ -269,9 +270,7 @@ def _run(args: argparse.Namespace) -> int:
             policy=SeverityPolicy.from_profile(profile.severity, profile.coverage),
             ticket=args.ticket,
             harness_version=__version__,
-            simulated=profile.backend == "sim"
-            or profile.sim is not None
-            or (job is not None and _simulated(inventory)),
+            simulated=clusters.backend_of(profile).simulated or bool(job and inventory and inventory.simulated),
             offset=offset,
             around=around,
             placement=job.placement if job else {},
@@ -351,7 +350,3 @@ def _run(args: argparse.Namespace) -> int:
         print(f"acceptance bundle: the bundle holds credential-looking values: {written.refused}", file=sys.stderr)
         return 1
     return 0
-
-
-def _simulated(inventory: ClusterInventory | None) -> bool:
-    return inventory is not None and any(n.labels.get("acceptance.sim/simulated") == "true" for n in inventory.nodes)

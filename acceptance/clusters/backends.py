@@ -1,0 +1,59 @@
+"""What a profile's backend is, answered once: its title in reports, whether it is simulated, what it offers.
+
+Every question "is this run simulated?" or "which backend is this?" outside this package is asked of
+the `Backend` of the profile (`backend_of`), never of the profile's ``backend:`` word or its ``sim``
+section. A backend over the simulator is one whose profile has a ``sim`` section (``sim``: the
+Kubernetes backend against the emulator, always; ``ssh`` and ``slurm``: simulated hosts, a
+simulated Slurm); a Kubernetes profile reaches a real API server whatever else it holds.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from acceptance.errors import UsageError
+
+if TYPE_CHECKING:
+    from acceptance.profile import Profile
+
+KNOWN = ("kube", "sim", "slurm", "ssh")
+
+
+@dataclass(frozen=True)
+class Backend:
+    """The facts of one backend that the rest of the harness may ask."""
+
+    name: str  # the profile's ``backend:``
+    title: str  # in reports and documents: "Kubernetes", "SSH (bare metal)", "Slurm (simulated)" ...
+    simulated: bool
+    #: where this backend shows simulated faults (`acceptance.sim.model.faultspec.SHOWS`); none on a real cluster
+    shows: frozenset[str] = frozenset()
+    #: `acceptance bundle` reads the cluster itself (Kubernetes events, node conditions, the hosts' kernel logs)
+    reads_incident: bool = False
+    #: ``--ssh-insecure-accept-new`` applies (its connections check SSH host keys)
+    checks_host_keys: bool = False
+
+    def describe(self) -> str:
+        return f"backend {self.name}" + (f" ({self.title})" if self.title != self.name else "")
+
+
+_TOOLS = frozenset({"tools", "probation"})
+
+
+def backend_of(profile: Profile) -> Backend:
+    """The `Backend` of `profile` (a usage error naming the profile for a backend this harness does not know)."""
+    simulated = profile.sim is not None
+    if profile.backend == "sim":
+        return Backend("sim", "Kubernetes (simulated)", True, _TOOLS)
+    if profile.backend == "kube":
+        return Backend("kube", "Kubernetes", False, reads_incident=True)
+    if profile.backend == "ssh":
+        if simulated:
+            return Backend("ssh", "SSH (bare metal, simulated)", True, _TOOLS | {"nvidia-smi"}, True, True)
+        return Backend("ssh", "SSH (bare metal)", False, reads_incident=True, checks_host_keys=True)
+    if profile.backend == "slurm":
+        if simulated:
+            return Backend("slurm", "Slurm (simulated)", True, _TOOLS | {"slurm"}, checks_host_keys=True)
+        return Backend("slurm", "Slurm", False, checks_host_keys=True)
+    raise UsageError(f"{profile.path}: unknown backend {profile.backend!r} (known: {', '.join(KNOWN)})")
