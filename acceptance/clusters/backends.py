@@ -33,6 +33,8 @@ class Backend:
     reads_incident: bool = False
     #: ``--ssh-insecure-accept-new`` applies (its connections check SSH host keys)
     checks_host_keys: bool = False
+    #: its node names are Kubernetes node names (lower case); hosts and Slurm nodes keep their case
+    kubernetes_nodes: bool = False
 
     def describe(self) -> str:
         return f"backend {self.name}" + (f" ({self.title})" if self.title != self.name else "")
@@ -43,17 +45,24 @@ _TOOLS = frozenset({"tools", "probation"})
 
 def backend_of(profile: Profile) -> Backend:
     """The `Backend` of `profile` (a usage error naming the profile for a backend this harness does not know)."""
-    simulated = profile.sim is not None
-    if profile.backend == "sim":
-        return Backend("sim", "Kubernetes (simulated)", True, _TOOLS)
-    if profile.backend == "kube":
-        return Backend("kube", "Kubernetes", False, reads_incident=True)
-    if profile.backend == "ssh":
-        if simulated:
+    backend = backend_named(profile.backend, sim_section=profile.sim is not None)
+    if backend is None:
+        raise UsageError(f"{profile.path}: unknown backend {profile.backend!r} (known: {', '.join(KNOWN)})")
+    return backend
+
+
+def backend_named(name: str, *, sim_section: bool) -> Backend | None:
+    """The `Backend` a profile with ``backend: NAME`` (and a ``sim`` section, or not) gets; None if unknown."""
+    if name == "sim":
+        return Backend("sim", "Kubernetes (simulated)", True, _TOOLS, kubernetes_nodes=True)
+    if name == "kube":
+        return Backend("kube", "Kubernetes", False, reads_incident=True, kubernetes_nodes=True)
+    if name == "ssh":
+        if sim_section:
             return Backend("ssh", "SSH (bare metal, simulated)", True, _TOOLS | {"nvidia-smi"}, True, True)
         return Backend("ssh", "SSH (bare metal)", False, reads_incident=True, checks_host_keys=True)
-    if profile.backend == "slurm":
-        if simulated:
+    if name == "slurm":
+        if sim_section:
             return Backend("slurm", "Slurm (simulated)", True, _TOOLS | {"slurm"}, checks_host_keys=True)
         return Backend("slurm", "Slurm", False, checks_host_keys=True)
-    raise UsageError(f"{profile.path}: unknown backend {profile.backend!r} (known: {', '.join(KNOWN)})")
+    return None

@@ -15,9 +15,10 @@ from pathlib import Path
 
 from acceptance.clusters.sim_probation import SimulatedPeriod
 from acceptance.clusters.ssh.cluster import SshCluster
+from acceptance.clusters.ssh.settings import SshSettings
 from acceptance.clusters.ssh.targets import split_address
 from acceptance.errors import AcceptanceError, ClusterError, UsageError
-from acceptance.profile import Profile, SshSettings
+from acceptance.profile import Profile
 from acceptance.sim.model.faultspec import SimFaults
 from acceptance.sim.ssh.hosts import SimulatedHosts
 
