@@ -28,6 +28,7 @@ from acceptance.clusters.slurm.simulated import SimulatedSlurmCluster
 from acceptance.clusters.slurm.transport import LocalTransport, Transport
 from acceptance.errors import ClusterError
 from acceptance.profile import load_profile_file
+from acceptance.sim.model.faultspec import SimFaults
 from acceptance.tools import slurm as tools
 from tests.slurm_support import NEEDS_SLURM, sim_slurm_profile
 from tests.ssh_support import Run, SuiteRuns
@@ -124,7 +125,7 @@ def test_a_node_slurm_does_not_schedule_fails_the_preflight_naming_it_and_why_no
 def sim(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SimulatedSlurmCluster]:
     base = tmp_path_factory.mktemp("slurm-backend")
     profile = load_profile_file(sim_slurm_profile(base, nodes=4) / "cluster.yaml")
-    cluster = SimulatedSlurmCluster.start(profile, "ra-20261202T0000-test", ())
+    cluster = SimulatedSlurmCluster.start(profile, "ra-20261202T0000-test", SimFaults())
     try:
         yield cluster
     finally:
