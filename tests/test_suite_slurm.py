@@ -358,7 +358,7 @@ class SiteRun:
 
         (tmp_path / "slow").mkdir()
         slow = load_profile_file(sim_slurm_profile(tmp_path / "slow", nodes=2, time_scale=0.05) / "cluster.yaml")
-        self.slurm = SimulatedSlurmCluster.start(slow, "ra-20261202T0000-host", ())
+        self.slurm = SimulatedSlurmCluster.start(slow, "ra-20261202T0000-host", SimFaults())
         data = yaml.safe_load(slow.path.read_text())
         del data["sim"]
         data["cluster"] = "rack-slurm"
