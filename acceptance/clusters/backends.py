@@ -10,12 +10,10 @@ simulated Slurm); a Kubernetes profile reaches a real API server whatever else i
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from pathlib import Path
+from typing import Protocol
 
 from acceptance.errors import UsageError
-
-if TYPE_CHECKING:
-    from acceptance.profile import Profile
 
 KNOWN = ("kube", "sim", "slurm", "ssh")
 
@@ -43,7 +41,18 @@ class Backend:
 _TOOLS = frozenset({"tools", "probation"})
 
 
-def backend_of(profile: Profile) -> Backend:
+class Profiled(Protocol):
+    """What of a profile names its backend (`acceptance.profile.Profile`, which imports this module)."""
+
+    @property
+    def path(self) -> Path: ...
+    @property
+    def backend(self) -> str: ...
+    @property
+    def sim(self) -> object | None: ...
+
+
+def backend_of(profile: Profiled) -> Backend:
     """The `Backend` of `profile` (a usage error naming the profile for a backend this harness does not know)."""
     backend = backend_named(profile.backend, sim_section=profile.sim is not None)
     if backend is None:
