@@ -11,9 +11,12 @@ import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import pytest
+
+if TYPE_CHECKING:
+    from acceptance.clusters import SimFaults
 
 ENV_PREFIX = "ACCEPTANCE_"
 MISSING_CLUSTER = (
@@ -27,7 +30,7 @@ class Option:
     flag: str
     dest: str
     help: str
-    kind: str = "string"  # string | bool | list | path | int
+    kind: str = "string"  # string | bool | list | path | int | faults (a list of simulator fault specs)
     default: Any = None
     metavar: str | None = None
 
@@ -104,10 +107,10 @@ OPTIONS: tuple[Option, ...] = (
         "--sim-fault",
         "sim_faults",
         "inject a fault into the simulated cluster (repeatable), "
-        "e.g. nic-degraded@sim-node-07, gpu-xid@sim-node-03:5, bad-restore",
-        kind="list",
+        "e.g. nic-degraded@sim-node-07, gpu-xid@sim-node-03:5, bad-restore, xid-recur@sim-node-07:3@6h",
+        kind="faults",
         default=(),
-        metavar="KIND[@NODE[:GPU]]",
+        metavar="KIND[@NODE[:INDEX]][@OFFSET]",
     ),
     Option(
         "--smoke-log",
@@ -166,7 +169,7 @@ def add_options(parser: pytest.Parser) -> None:
         if option.kind == "bool":
             group.addoption(option.flag, action="store_true", dest=option.dest, default=None, help=option.help)
             parser.addini(ini_name(option), option.help, type="bool", default=option.default)
-        elif option.kind == "list":
+        elif option.kind in ("list", "faults"):
             group.addoption(
                 option.flag,
                 action="append",
@@ -216,12 +219,12 @@ def resolve(config: pytest.Config, option: Option) -> Setting:
         return Setting(_convert(option, raw, f"{option.flag}"), "command line")
     env = os.environ.get(env_name(option))
     if env:
-        value: Any = env.split(",") if option.kind == "list" else env
+        value: Any = env.split(",") if option.kind in ("list", "faults") else env
         if option.kind == "bool":
             value = env.strip().lower() in {"1", "true", "yes", "on"}
         return Setting(_convert(option, value, f"environment {env_name(option)}"), f"environment {env_name(option)}")
     ini = config.getini(ini_name(option))
-    if ini not in (None, "", []) and ini != option.default and not (option.kind == "list" and not ini):
+    if ini not in (None, "", []) and ini != option.default and not (option.kind in ("list", "faults") and not ini):
         return Setting(_convert(option, ini, f"ini {ini_name(option)}"), f"ini {ini_name(option)}")
     return Setting(_convert(option, option.default, "default"), "default")
 
@@ -234,11 +237,26 @@ def _convert(option: Option, value: Any, where: str) -> Any:
     if option.kind == "list":
         items: Sequence[str] = [value] if isinstance(value, str) else list(value)
         return tuple(v.strip() for v in items if v.strip())
+    if option.kind == "faults":
+        return _faults(value, option, where)
     if option.kind == "path":
         return Path(str(value))
     if option.kind == "int":
         return _int(value, option, where)
     return str(value)
+
+
+def _faults(value: Any, option: Option, where: str) -> Any:
+    """Fault specs, parsed here, once, into the simulator's fault objects (`acceptance.clusters.parse_faults`)."""
+    from acceptance.clusters import parse_faults
+    from acceptance.errors import UsageError
+
+    items: Sequence[str] = [value] if isinstance(value, str) else list(value)
+    try:
+        return parse_faults([v.strip() for v in items if v.strip()])
+    except UsageError as exc:
+        source = "" if where == option.flag else f" (from {where})"
+        raise pytest.UsageError(f"{option.flag}{source}: {exc}") from None
 
 
 def _int(value: Any, option: Option, where: str) -> int:
@@ -271,7 +289,7 @@ class RunOptions:
     no_sign: bool
     allow_unredacted: tuple[str, ...]
     allow_unsigned_baseline: bool
-    sim_faults: tuple[str, ...]
+    sim_faults: SimFaults  # parsed once, here (`acceptance.clusters.parse_faults`)
     smoke_log: Path | None
     pre_incident_log: Path | None
     restore_step: int | None
@@ -307,7 +325,13 @@ class RunOptions:
         out: dict[str, Any] = {}
         for option in OPTIONS:
             value = getattr(self, option.dest)
-            plain = list(value) if isinstance(value, tuple) else value
+            plain = (
+                [str(f) for f in value]
+                if option.kind == "faults"
+                else list(value)
+                if isinstance(value, tuple)
+                else value
+            )
             out[option.dest] = str(plain) if isinstance(plain, Path) else plain
         out["origins"] = [list(pair) for pair in self.origins]
         return out

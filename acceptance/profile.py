@@ -22,7 +22,9 @@ from typing import Any
 from acceptance import schemas
 from acceptance.agreement.coverage import Coverage, CoverageError
 from acceptance.agreement.coverage import parse as parse_coverage
+from acceptance.clusters.backends import backend_named
 from acceptance.clusters.base import EnvValue
+from acceptance.clusters.ssh.settings import SshSettings, ssh_settings
 from acceptance.errors import ParseError, ProfileError, UsageError
 from acceptance.links import NodeLinks
 from acceptance.margins import Margins
@@ -66,35 +68,6 @@ class SimSettings:
     scenario: Path
     seed: int
     time_scale: float
-
-
-@dataclass(frozen=True)
-class SshSettings:
-    """How the hosts of backend ``ssh`` are reached (``ssh:``); unset values come from the ssh config.
-
-    `launcher_*` say how ``mpirun`` on the head node reaches the other nodes; `smoke_launch` how the
-    customer's job starts (``mpirun`` around it, ``head``: it is its own launcher, ``per-node``: torchrun-style).
-    """
-
-    hosts: Mapping[str, str]
-    user: str | None
-    port: int | None
-    key: Path | None
-    known_hosts: Path | None
-    head_node: str
-    config: Path | None = None
-    jump: str | None = None
-    env: Mapping[str, str] = field(default_factory=dict)
-    connect_timeout_s: float = 15.0
-    command_timeout_s: float = 120.0
-    run_dir: str = "/tmp/recovery-acceptance"
-    launcher_mpirun: str = "mpirun"
-    launcher_args: tuple[str, ...] = ()
-    launcher_identity: str | None = None
-    smoke_launch: str = "mpirun"
-    master_port: int = 29500
-    log_node_rank: int = 0
-    lease_s: float = 90.0  # renewed every third of this; a killed run's processes are leftovers after it
 
 
 @dataclass(frozen=True)
@@ -346,10 +319,10 @@ def _build(doc: Document) -> Profile:
     def bad(path: Sequence[str | int], found: str, expected: str) -> None:
         problems.append(_format(doc, path, found, expected))
 
-    backend = data["backend"]
-    section = {"kube": "kube", "ssh": "ssh", "sim": "sim", "slurm": "slurm"}[backend]
-    if section not in data:
-        bad([], f"backend {backend!r} without a '{section}' section", f"a '{section}' section")
+    backend = data["backend"]  # one of the schema's; its settings are the section of the same name
+    if backend not in data:
+        bad([], f"backend {backend!r} without a '{backend}' section", f"a '{backend}' section")
+    described = backend_named(backend, sim_section=data.get("sim") is not None)
 
     names: list[str] = data["nodes"]["names"]
     seen: set[str] = set()
@@ -359,7 +332,7 @@ def _build(doc: Document) -> Profile:
         seen.add(node)
         if not _NODE.fullmatch(node) or len(node) > 253:
             bad(["nodes", "names", i], repr(node[:80]), "a host name (RFC 1123: letters, digits, '-', '.')")
-        elif backend not in ("ssh", "slurm") and node != node.lower():
+        elif described is not None and described.kubernetes_nodes and node != node.lower():
             bad(["nodes", "names", i], repr(node), "a Kubernetes node name (lower case)")
 
     def duration(where: list[str | int], value: Any, default: float) -> float:
@@ -398,43 +371,12 @@ def _build(doc: Document) -> Profile:
         bad(where, found, expected or "margins as numbers, sizes and durations")
         margins = Margins()
 
-    ssh = None
-    if "ssh" in data:
-        raw_ssh = data["ssh"]
-        missing = [n for n in names if n not in raw_ssh["hosts"]]
-        if missing:
-            bad(["ssh", "hosts"], f"no address for {', '.join(missing)}", "an address for every node")
-        head = raw_ssh.get("head_node", names[0])
-        if head not in names:
-            bad(["ssh", "head_node"], repr(head), "one of the nodes")
-        launcher, smoke_ssh = raw_ssh.get("launcher") or {}, raw_ssh.get("smoke") or {}
-        if smoke_ssh.get("log_node_rank", 0) >= len(names):
-            bad(["ssh", "smoke", "log_node_rank"], str(smoke_ssh["log_node_rank"]), f"a node rank below {len(names)}")
-        ssh = SshSettings(
-            hosts=dict(raw_ssh["hosts"]),
-            user=raw_ssh.get("user"),
-            port=int(raw_ssh["port"]) if "port" in raw_ssh else None,
-            key=_relative(doc.path, raw_ssh.get("key")),
-            known_hosts=_relative(doc.path, raw_ssh.get("known_hosts")),
-            head_node=head,
-            config=_relative(doc.path, raw_ssh.get("config")),
-            jump=raw_ssh.get("jump"),
-            env=_env(raw_ssh.get("env")),
-            connect_timeout_s=parse_duration(raw_ssh.get("connect_timeout", 15)),
-            command_timeout_s=parse_duration(raw_ssh.get("command_timeout", 120)),
-            run_dir=str(raw_ssh.get("run_dir", "/tmp/recovery-acceptance")).rstrip("/") or "/tmp/recovery-acceptance",
-            launcher_mpirun=str(launcher.get("mpirun", "mpirun")),
-            launcher_args=_strings(launcher.get("args") or ()),
-            launcher_identity=launcher.get("identity_file"),
-            smoke_launch=str(smoke_ssh.get("launch", "mpirun")),
-            master_port=int(smoke_ssh.get("master_port", 29500)),
-            log_node_rank=int(smoke_ssh.get("log_node_rank", 0)),
-            lease_s=parse_duration(raw_ssh.get("lease", 90)),
-        )
+    raw_ssh = data.get("ssh")
+    ssh = None if raw_ssh is None else ssh_settings(raw_ssh, names, lambda v: _relative(doc.path, v), bad)
 
     sim = None
-    if "sim" in data:
-        raw_sim = data["sim"]
+    raw_sim = data.get("sim")
+    if raw_sim is not None:
         sim = SimSettings(
             scenario=_scenario(doc.path, str(raw_sim["scenario"])),
             seed=int(raw_sim.get("seed", 1)),
@@ -442,7 +384,7 @@ def _build(doc: Document) -> Profile:
         )
 
     slurm = None
-    if "slurm" in data:
+    if data.get("slurm", False) is not False:  # a section, or `slurm:` with nothing under it
         raw_slurm = data["slurm"] or {}
         slurm = SlurmSettings(
             partition=raw_slurm.get("partition"),

@@ -232,7 +232,7 @@ class AcceptanceSession:
                 "WARNING: NOT VERIFIED: --ssh-insecure-accept-new accepted host keys that known_hosts does not list"
             )
         if ctx.simulated:
-            out["sim_faults"] = ",".join(self.options.sim_faults) or "none"
+            out["sim_faults"] = str(self.options.sim_faults) or "none"
             out["sim_seed"] = p.sim.seed if p.sim else ""
         return out
 
@@ -341,7 +341,7 @@ def open_session(
 def _probation(config: pytest.Config, options: RunOptions) -> ProbationOptions:
     here = config.invocation_params.dir
     found = options.probation_from
-    return ProbationOptions(here / found if found is not None else None, here / "reports", options.sim_faults)
+    return ProbationOptions(here / found if found is not None else None, here / "reports")
 
 
 def _refuse_disallowed_signer(profile: Profile, sign: SignOptions) -> None:

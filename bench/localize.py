@@ -35,7 +35,8 @@ from acceptance.judge.localize_groups import Observation, PairReference, observe
 from acceptance.judge.localize_plan import pair_set
 from acceptance.judge.localize_topology import Topology
 from acceptance.sim.model.cluster import GPUS_PER_NODE, LEAF_LABEL, SPINE_LABEL, build_cluster, node_spec
-from acceptance.sim.model.faults import FaultSet, parse_fault
+from acceptance.sim.model.faults import FaultSet
+from acceptance.sim.model.faultspec import parse_fault
 from acceptance.sim.model.runner import SimRunner
 from acceptance.sim.runtime import Host
 

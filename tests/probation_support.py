@@ -21,8 +21,8 @@ from acceptance.report.finalize import finalize
 from acceptance.report.folder import ReportFolder
 from acceptance.report.sign import SignOptions
 from acceptance.sim import promserver
+from acceptance.sim.model.faultspec import SimFaults
 from acceptance.sim.model.production import DEFAULT_FIELDS, Production
-from acceptance.sim.model.production_faults import parse_recurrence_faults
 from acceptance.sim.probation import sim_cluster, write_period
 from tests.suite_run import ROOT, copy_agreement, demo_key, sim_profile_text
 
@@ -78,7 +78,7 @@ def backfilled(folder: Path, scenarios: Sequence[Scenario]) -> tuple[Path, dict[
     dumps, logs, files = {}, {}, []
     for s in scenarios:
         model = Production(
-            cluster, s.nodes, s.start, s.length_s, parse_recurrence_faults(s.faults, names), fields=s.fields
+            cluster, s.nodes, s.start, s.length_s, SimFaults.parse(s.faults).check(names).probation, fields=s.fields
         )
         written, logs[s.name] = write_period(model, folder / s.name)
         dumps[s.name] = folder / s.name / "dumps"

@@ -27,8 +27,8 @@ from acceptance.judge.verdict import Status, Verdict
 from acceptance.metrics.collect import JobSources, collect_hardware, collect_job
 from acceptance.metrics.offline import OfflineSource
 from acceptance.profile import Profile, load_profile_file
+from acceptance.sim.model.faultspec import SimFaults
 from acceptance.sim.model.production import Production
-from acceptance.sim.model.production_faults import parse_recurrence_faults
 from acceptance.sim.probation import PROGRESS, STEP_TIME, sim_cluster, write_period
 
 PROMTOOL = shutil.which("promtool")
@@ -43,7 +43,7 @@ FIELDS = ("DCGM_FI_DEV_GPU_TEMP", "DCGM_FI_DEV_XID_ERRORS", "DCGM_FI_DEV_PCIE_RE
 def period(tmp_path: Path, faults: tuple[str, ...]) -> tuple[Profile, OfflineSource, float]:
     profile = load_profile_file(ROOT / "baselines" / "sim" / "cluster.yaml")
     cluster = sim_cluster(profile)
-    parsed = parse_recurrence_faults(faults, [n.name for n in cluster.nodes])
+    parsed = SimFaults.parse(faults).check([n.name for n in cluster.nodes]).probation
     model = Production(cluster, NODES, START, LENGTH_S, parsed, fields=FIELDS, job_nodes=len(cluster.nodes))
     write_period(model, tmp_path / "period")
     return profile, OfflineSource(tmp_path / "period" / "dumps"), float(model.times[0])

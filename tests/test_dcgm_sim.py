@@ -11,14 +11,14 @@ from acceptance.judge.diagnostics import DiagnosticsPolicy, judge_node
 from acceptance.judge.verdict import Status
 from acceptance.sim.model import cluster as sim_cluster
 from acceptance.sim.model import dcgmmodel, dcgmrender
-from acceptance.sim.model import faults as sim_faults
+from acceptance.sim.model.faultspec import parse_fault
 from acceptance.tools.dcgm import parse
 
 
 def _run(level: int, fault: str | None = None):  # type: ignore[no-untyped-def]
     cluster = sim_cluster.build_cluster(4)
     node = cluster.nodes[2]
-    faults = [sim_faults.parse_fault(f"{fault}@{node.name}:5", cluster)] if fault else []
+    faults = [parse_fault(f"{fault}@{node.name}:5", cluster)] if fault else []
     return node.name, dcgmmodel.run_diag(
         node, level, faults=faults, dcgm_version="4.4.1", driver="570.172.08", r=random.Random(7)
     )

@@ -11,6 +11,7 @@ import pytest
 from acceptance.cli import main
 from acceptance.clusters.slurm.simulated import SimulatedSlurmCluster
 from acceptance.profile import load_profile_file
+from acceptance.sim.model.faultspec import SimFaults
 from tests.slurm_support import NEEDS_SLURM, sim_slurm_profile
 
 
@@ -52,7 +53,7 @@ def test_a_draft_whose_inventory_step_failed_leaves_the_gpu_product_out_and_says
 def sim(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SimulatedSlurmCluster]:
     base = tmp_path_factory.mktemp("init-slurm")
     profile = load_profile_file(sim_slurm_profile(base, nodes=3) / "cluster.yaml")
-    cluster = SimulatedSlurmCluster.start(profile, "ra-20261202T0000-init", ())
+    cluster = SimulatedSlurmCluster.start(profile, "ra-20261202T0000-init", SimFaults())
     try:
         yield cluster
     finally:

@@ -19,12 +19,14 @@ import pytest
 
 from acceptance.baseline import BaselineStore
 from acceptance.clusters.base import NODE_NOT_READY, ClusterEvent
+from acceptance.clusters.sim_probation import SimulatedPeriod
 from acceptance.criteria.context import ProbationOptions, RunContext
 from acceptance.criteria.recurrence import Recurrence, baseline_step_time
 from acceptance.errors import QueryFailed
 from acceptance.judge.verdict import Status, Verdict
 from acceptance.metrics import open_source
 from acceptance.profile import load_profile_file
+from acceptance.sim.model.faultspec import SimFaults
 from acceptance.sim.probation import PROGRESS, STEP_TIME
 from tests.probation_support import (
     JUDGED_FIELDS,
@@ -96,17 +98,27 @@ class FakeCluster:
         return list(self.events)
 
 
+@dataclasses.dataclass
+class FakeSimCluster(SimulatedPeriod, FakeCluster):
+    """A simulated backend's seam for criterion 5: the probation it simulates with the run's faults."""
+
+    profile: Any = None
+    faults: SimFaults = dataclasses.field(default_factory=SimFaults)
+    run_id: str = "ra-test"
+
+
 def criterion(
     tmp: Path, report: Path, backend: str = "kube", faults: tuple[str, ...] = (), **profile: Any
 ) -> Recurrence:
     """Criterion 5 of a run on a cluster whose profile says where the metrics are (on sim: simulated)."""
     loaded = dataclasses.replace(load_profile_file(sim_profile(tmp)), backend=backend, **profile)
     baseline = BaselineStore(ROOT / "baselines" / "sim").latest()
-    probation = ProbationOptions(from_report=report, sim_faults=faults)
+    probation = ProbationOptions(from_report=report)
     ctx = RunContext.create(
         loaded, baseline, returned_nodes=(), run_id="ra-test", started=NOW, ticket="INC-7", probation=probation
     )
-    run = SimpleNamespace(context=ctx, cluster=FakeCluster(), selected=frozenset({"test_recurrence"}))
+    cluster = FakeSimCluster(profile=loaded, faults=SimFaults.parse(faults)) if backend == "sim" else FakeCluster()
+    run = SimpleNamespace(context=ctx, cluster=cluster, selected=frozenset({"test_recurrence"}))
     return Recurrence(run)  # type: ignore[arg-type]
 
 

@@ -149,15 +149,15 @@ def test_a_cluster_that_fails_the_batch_gives_results_with_its_reason(tmp_path: 
 def test_open_refuses_what_it_cannot_honour(tmp_path: Path) -> None:
     path = sim_cluster_folder(tmp_path) / "cluster.yaml"
     text = path.read_text()
-    with pytest.raises(UsageError, match="gpu-busy: a busy GPU shows through nvidia-smi on SSH hosts"):
-        clusters.open(load_profile_file(path), "r1", faults=("gpu-busy@sim-node-01",))
+    with pytest.raises(UsageError, match="cannot show gpu-busy; a busy GPU shows through nvidia-smi on SSH hosts"):
+        clusters.open(load_profile_file(path), "r1", faults=clusters.parse_faults(["gpu-busy@sim-node-01"]))
     hosts = ", ".join(f"sim-node-{i:02d}: 10.0.0.{i}" for i in range(1, 17))
     path.write_text(text.replace("backend: sim", "backend: ssh") + f"ssh:\n  user: ops\n  hosts: {{{hosts}}}\n")
     with pytest.raises(UsageError, match=r"ssh\.hosts\.sim-node-01: 10\.0\.0\.1 is not a loopback address"):
         clusters.open(load_profile_file(path), "r1")  # simulated hosts (a 'sim' section) listen on loopback only
     path.write_text(text.replace("backend: sim", "backend: kube"))
     with pytest.raises(UsageError, match="--sim-fault needs a simulated cluster"):
-        clusters.open(load_profile_file(path), "r1", faults=("nic-down@sim-node-01",))
+        clusters.open(load_profile_file(path), "r1", faults=clusters.parse_faults(["nic-down@sim-node-01"]))
     with pytest.raises(UsageError, match="--ssh-insecure-accept-new applies to SSH clusters"):
         clusters.open(load_profile_file(path), "r1", ssh_accept_new=True)
     missing = f"  namespace: recovery-acceptance\n  kubeconfig: {tmp_path}/none"

@@ -9,7 +9,7 @@ from datetime import timedelta
 import pytest
 
 from acceptance.cli import main
-from acceptance.sim.model.faults import parse_fault
+from acceptance.sim.model.faultspec import parse_fault
 from acceptance.tools import kernel, nvsmi, torchlogs, trainlog
 from tests.incident_logs import NIC_NODE, NIC_STEP, NODES, TORCHRUN, TRAIN, XID_GPU, XID_NODE, XID_STEP, runner
 

@@ -13,7 +13,8 @@ from acceptance.cli import main
 from acceptance.errors import UsageError
 from acceptance.sim.kubeapi.timescale import TimeScale
 from acceptance.sim.model.cluster import build_cluster
-from acceptance.sim.model.faults import KINDS, parse_fault
+from acceptance.sim.model.faults import KINDS
+from acceptance.sim.model.faultspec import parse_fault
 from acceptance.sim.model.runner import SimRunner
 from acceptance.sim.model.scenario import SCENARIO_DIR, available, load_scenario, scenario_from_dict
 from tests.test_sim_support import make_runner

@@ -274,7 +274,8 @@ def test_nic_down_slows_its_node_and_drops_the_rail_from_ncclinfo() -> None:
 
 def test_gpu_xid_hang_mode_prints_the_rank_list_and_nothing_more() -> None:
     runner = make_runner()
-    from acceptance.sim.model.faults import FaultSet, parse_fault
+    from acceptance.sim.model.faults import FaultSet
+    from acceptance.sim.model.faultspec import parse_fault
 
     runner.faults = FaultSet((parse_fault("gpu-xid@sim-node-02:1", runner.cluster, {"mode": "hang"}),))
     result = mpirun_nccl(runner, node_names(2))

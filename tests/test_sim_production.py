@@ -11,8 +11,9 @@ import pytest
 from acceptance.errors import UsageError
 from acceptance.profile import load_profile_file
 from acceptance.sim.embedded import SimulatedCluster
+from acceptance.sim.model.faultspec import SimFaults, parse_spec
 from acceptance.sim.model.production import DEFAULT_FIELDS, FIELDS, Production
-from acceptance.sim.model.production_faults import is_recurrence_fault, parse_recurrence_fault
+from acceptance.sim.model.production_faults import RecurrenceFault
 from acceptance.sim.probation import sim_cluster
 from acceptance.tools import prometheus, torchlogs
 from tests.probation_support import sim_profile
@@ -32,16 +33,17 @@ START = datetime(2026, 12, 1, 3, 0, tzinfo=UTC)
     ],
 )
 def test_fault_syntax(text: str, expect: tuple[object, ...]) -> None:
-    f = parse_recurrence_fault(text, NODES)
+    f = parse_spec(text)
+    assert isinstance(f, RecurrenceFault)
     assert (f.kind, f.node, f.gpu, f.offset_s, f.duration_s) == expect
-    assert is_recurrence_fault(text)
+    assert str(f) == text
 
 
 @pytest.mark.parametrize(
     ("text", "problem"),
     [
         ("xid-recur@sim-node-99:3@6h", "unknown node 'sim-node-99'"),
-        ("xid-recur@sim-node-07:9@6h", "bad GPU '9' (0..7)"),
+        ("xid-recur@sim-node-07:9@6h", "bad index '9' (0..7)"),
         ("xid-recur@6x", "'6x' is not a duration"),
         ("xid-recur", "expected an offset after the last '@'"),
         ("node-notready-recur@3h", "node-notready-recur needs a node"),
@@ -49,19 +51,21 @@ def test_fault_syntax(text: str, expect: tuple[object, ...]) -> None:
 )
 def test_bad_faults_say_the_form(text: str, problem: str) -> None:
     with pytest.raises(UsageError) as caught:
-        parse_recurrence_fault(text, NODES)
+        SimFaults.parse([text]).check(NODES)
     assert problem in str(caught.value)
-    assert "KIND[@NODE[:GPU]]@OFFSET[+DURATION]" in str(caught.value)
+    assert "KIND[@NODE[:INDEX]][@OFFSET[+DURATION]]" in str(caught.value)
 
 
 def test_acceptance_faults_are_not_recurrence_faults() -> None:
-    assert not is_recurrence_fault("nic-degraded@sim-node-07")
-    assert not is_recurrence_fault("gpu-xid@sim-node-03:5")
+    faults = SimFaults.parse(["nic-degraded@sim-node-07", "xid-recur@sim-node-07:3@6h", "gpu-xid@sim-node-03:5"])
+    assert [str(f) for f in faults.probation] == ["xid-recur@sim-node-07:3@6h"]
+    assert [str(f) for f in faults.acceptance] == ["nic-degraded@sim-node-07:0", "gpu-xid@sim-node-03:5"]
 
 
 def test_the_acceptance_time_simulator_leaves_recurrence_faults_to_criterion_5(tmp_path: object) -> None:
     profile = load_profile_file(sim_profile(tmp_path))  # type: ignore[arg-type]
-    cluster = SimulatedCluster.start(profile, ["xid-recur@sim-node-07:3@6h", "nic-degraded@sim-node-07"])
+    faults = SimFaults.parse(["xid-recur@sim-node-07:3@6h", "nic-degraded@sim-node-07"])
+    cluster = SimulatedCluster.start(profile, faults.acceptance)
     try:
         assert [str(f) for f in cluster.runner.faults.faults] == ["nic-degraded@sim-node-07:0"]
     finally:
@@ -71,14 +75,9 @@ def test_the_acceptance_time_simulator_leaves_recurrence_faults_to_criterion_5(t
 @pytest.fixture(scope="module")
 def model(tmp_path_factory: pytest.TempPathFactory) -> Production:
     cluster = sim_cluster(load_profile_file(sim_profile(tmp_path_factory.mktemp("p"))))
-    faults = tuple(
-        parse_recurrence_fault(t, NODES)
-        for t in (
-            "xid-recur@sim-node-07:3@6h",
-            "pcie-replay-recur@sim-node-07:1@2h+10m",
-            "scrape-gap@sim-node-07@9h+45m",
-        )
-    )
+    faults = SimFaults.parse(
+        ("xid-recur@sim-node-07:3@6h", "pcie-replay-recur@sim-node-07:1@2h+10m", "scrape-gap@sim-node-07@9h+45m")
+    ).probation
     return Production(cluster, ("sim-node-07",), START, 12 * 3600, faults)
 
 

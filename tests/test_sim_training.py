@@ -94,7 +94,8 @@ def test_bad_restore_jumps_the_loss_after_the_restored_step() -> None:
 
 def test_bad_restore_step_off_resumes_at_the_wrong_iteration() -> None:
     runner = make_runner()
-    from acceptance.sim.model.faults import FaultSet, parse_fault
+    from acceptance.sim.model.faults import FaultSet
+    from acceptance.sim.model.faultspec import parse_fault
 
     runner.faults = FaultSet((parse_fault("bad-restore", runner.cluster, {"mode": "step-off"}),))
     text = runner.run(["mpirun", *RESUME], {}, "l", hosts_for(node_names(16))).stdout

@@ -11,9 +11,10 @@ import pytest
 from acceptance.clusters.base import DcgmWorkload, NcclWorkload, SmokeWorkload
 from acceptance.clusters.slurm import commands
 from acceptance.clusters.slurm.cluster import node_reason, not_usable
-from acceptance.clusters.slurm.simulated import split_faults, step_wrapper
+from acceptance.clusters.slurm.simulated import step_wrapper
 from acceptance.errors import ProfileError, UsageError
 from acceptance.profile import load_profile, load_profile_file
+from acceptance.sim.model.faultspec import SchedulerFault, SimFaults
 from acceptance.tools import slurm as tools
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -146,11 +147,16 @@ def test_a_drained_node_says_its_reason_who_set_it_and_when() -> None:
 
 def test_simulated_slurm_faults_name_a_node_of_the_profile_and_the_rest_go_to_the_simulator() -> None:
     nodes = ("sim-node-01", "sim-node-02")
-    slurm, sim = split_faults(["node-drain@sim-node-02", "gpu-xid@sim-node-01", "slurmd-down@sim-node-01"], nodes)
-    assert slurm == [("node-drain", "sim-node-02"), ("slurmd-down", "sim-node-01")]
-    assert sim == ["gpu-xid@sim-node-01"]
-    with pytest.raises(UsageError, match=r"node-drain needs @NODE, one of the profile's nodes"):
-        split_faults(["node-drain@sim-node-09"], nodes)
+    faults = SimFaults.parse(["node-drain@sim-node-02", "gpu-xid@sim-node-01", "slurmd-down@sim-node-01"])
+    assert faults.scheduler == (
+        SchedulerFault("node-drain", "sim-node-02"),
+        SchedulerFault("slurmd-down", "sim-node-01"),
+    )
+    assert [str(f) for f in faults.acceptance] == ["gpu-xid@sim-node-01:0"]
+    with pytest.raises(UsageError, match=r"'node-drain@sim-node-09': unknown node 'sim-node-09'.*nodes: 2 nodes"):
+        SimFaults(SimFaults.parse(["node-drain@sim-node-09"]).scheduler).check(nodes)
+    with pytest.raises(UsageError, match=r"node-drain needs a node"):
+        SimFaults.parse(["node-drain"])
 
 
 def test_step_wrappers_give_ranks_only_to_tools_whose_ranks_meet() -> None:

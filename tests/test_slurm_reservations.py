@@ -13,9 +13,10 @@ import pytest
 
 from acceptance.clusters.slurm import reservations
 from acceptance.clusters.slurm.cluster import SlurmCluster
-from acceptance.clusters.slurm.simulated import SimulatedSlurmCluster, split_faults
-from acceptance.errors import ParseError
+from acceptance.clusters.slurm.simulated import SimulatedSlurmCluster
+from acceptance.errors import ParseError, UsageError
 from acceptance.profile import load_profile_file
+from acceptance.sim.model.faultspec import SchedulerFault, SimFaults
 from acceptance.tools import slurm
 from tests.shared import FIXTURES
 from tests.slurm_support import NEEDS_SLURM, sim_slurm_profile
@@ -91,10 +92,13 @@ def test_the_profile_s_reservation_is_used_and_must_hold_every_node() -> None:
 
 
 def test_node_reserved_is_a_slurm_fault_that_names_a_node_of_the_profile() -> None:
-    assert split_faults(["node-reserved@sim-node-02", "nic-degraded@sim-node-01"], NODES) == (
-        [("node-reserved", "sim-node-02")], ["nic-degraded@sim-node-01"])  # fmt: skip
-    with pytest.raises(Exception, match="node-reserved needs @NODE"):
-        split_faults(["node-reserved@elsewhere"], NODES)
+    faults = SimFaults.parse(["node-reserved@sim-node-02", "nic-degraded@sim-node-01"])
+    assert faults.scheduler == (SchedulerFault("node-reserved", "sim-node-02"),)
+    assert [str(f) for f in faults.acceptance] == ["nic-degraded@sim-node-01:0"]
+    with pytest.raises(UsageError, match=r"'node-reserved@elsewhere': unknown node 'elsewhere'"):
+        SimFaults(SimFaults.parse(["node-reserved@elsewhere"]).scheduler).check(NODES)
+    with pytest.raises(UsageError, match=r"node-reserved needs a node"):
+        SimFaults.parse(["node-reserved"])
 
 
 # ---- end to end: the simulated Slurm with a MAINT reservation on one node ------------------------------------
@@ -104,7 +108,9 @@ def test_node_reserved_is_a_slurm_fault_that_names_a_node_of_the_profile() -> No
 def sim(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SimulatedSlurmCluster]:
     base: Path = tmp_path_factory.mktemp("slurm-resv")
     profile = load_profile_file(sim_slurm_profile(base, nodes=3) / "cluster.yaml")
-    cluster = SimulatedSlurmCluster.start(profile, "ra-20261202T0000-resv", ("node-reserved@sim-node-02",))
+    cluster = SimulatedSlurmCluster.start(
+        profile, "ra-20261202T0000-resv", SimFaults.parse(["node-reserved@sim-node-02"])
+    )
     try:
         yield cluster
     finally:

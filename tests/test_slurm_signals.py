@@ -18,6 +18,7 @@ from acceptance.clusters.slurm.simulated import SimulatedSlurmCluster
 from acceptance.judge.recurrence import judge_cluster
 from acceptance.judge.recurrence_rules import RecurrenceRules, Window
 from acceptance.profile import load_profile_file
+from acceptance.sim.model.faultspec import SimFaults
 from acceptance.tools import slurm
 from tests.shared import FIXTURES
 from tests.slurm_support import NEEDS_SLURM, sim_slurm_profile
@@ -94,7 +95,7 @@ def test_sacct_job_end_states_on_the_nodes_node_fail_counts_timeout_is_recorded(
 def sim(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SimulatedSlurmCluster]:
     base: Path = tmp_path_factory.mktemp("slurm-signals")
     profile = load_profile_file(sim_slurm_profile(base, nodes=3) / "cluster.yaml")
-    cluster = SimulatedSlurmCluster.start(profile, "ra-20261202T0000-signals", ())
+    cluster = SimulatedSlurmCluster.start(profile, "ra-20261202T0000-signals", SimFaults())
     try:
         yield cluster
     finally:

@@ -20,6 +20,7 @@ from acceptance.clusters.slurm.simulated import SimulatedSlurmCluster
 from acceptance.clusters.slurm.stream import JobStreams, parse_poll, poll_command
 from acceptance.clusters.slurm.transport import LocalTransport
 from acceptance.profile import load_profile_file
+from acceptance.sim.model.faultspec import SimFaults
 from tests.slurm_support import NEEDS_SLURM, sim_slurm_profile
 
 
@@ -101,7 +102,7 @@ def test_a_scancel_that_fails_to_stop_the_job_says_the_command_and_its_output(tm
 def sim(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SimulatedSlurmCluster]:
     base = tmp_path_factory.mktemp("slurm-stream")
     profile = load_profile_file(sim_slurm_profile(base, nodes=2) / "cluster.yaml")
-    cluster = SimulatedSlurmCluster.start(profile, "ra-20261202T0000-stream", ())
+    cluster = SimulatedSlurmCluster.start(profile, "ra-20261202T0000-stream", SimFaults())
     try:
         yield cluster
     finally:

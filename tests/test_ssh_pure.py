@@ -13,9 +13,9 @@ import pytest
 from acceptance.clusters.base import DcgmWorkload, NcclWorkload, NodeWorkload, SmokeWorkload
 from acceptance.clusters.ssh import inventory, janitor, mpi, plans, remote
 from acceptance.clusters.ssh.remote import Scan
+from acceptance.clusters.ssh.settings import SshSettings
 from acceptance.clusters.ssh.targets import Endpoint, HostTarget, resolve_targets, split_address
 from acceptance.errors import UsageError
-from acceptance.profile import SshSettings
 from tests.shared import SHARED, needs_shared
 
 LAUNCHERS = SHARED / "corpus-wave2" / "launcher-mpirun-srun"

@@ -28,6 +28,7 @@ from acceptance.clusters.slurm.simulated import SimulatedSlurmCluster
 from acceptance.clusters.slurm.transport import LocalTransport, Transport
 from acceptance.errors import ClusterError
 from acceptance.profile import load_profile_file
+from acceptance.sim.model.faultspec import SimFaults
 from acceptance.tools import slurm as tools
 from tests.slurm_support import NEEDS_SLURM, sim_slurm_profile
 from tests.ssh_support import Run, SuiteRuns
@@ -188,7 +189,7 @@ def test_the_launch_is_a_condition_of_the_handover_and_another_launch_is_not_com
 def sim(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SimulatedSlurmCluster]:
     base = tmp_path_factory.mktemp("slurm-backend")
     profile = load_profile_file(sim_slurm_profile(base, nodes=4) / "cluster.yaml")
-    cluster = SimulatedSlurmCluster.start(profile, "ra-20261202T0000-test", ())
+    cluster = SimulatedSlurmCluster.start(profile, "ra-20261202T0000-test", SimFaults())
     try:
         yield cluster
     finally:
@@ -446,7 +447,7 @@ class SiteRun:
 
         (tmp_path / "slow").mkdir()
         slow = load_profile_file(sim_slurm_profile(tmp_path / "slow", nodes=2, time_scale=0.05) / "cluster.yaml")
-        self.slurm = SimulatedSlurmCluster.start(slow, "ra-20261202T0000-host", ())
+        self.slurm = SimulatedSlurmCluster.start(slow, "ra-20261202T0000-host", SimFaults())
         data = yaml.safe_load(slow.path.read_text())
         del data["sim"]
         data["cluster"] = "rack-slurm"

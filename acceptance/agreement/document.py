@@ -53,7 +53,7 @@ class Section:
 class AgreementInputs:
     cluster: str
     profile_path: str
-    backend: str
+    backend: str  # the backend's title ("Kubernetes", "SSH (bare metal)" ...), as its descriptor gives it
     nodes: tuple[str, ...]
     gpus_per_node: int
     provider: Mapping[str, str]
@@ -79,15 +79,12 @@ def _facts(a: AgreementInputs) -> Section:
     cond = b.get("conditions") or {}
     spec = cond.get("node_spec") or {}
     prov = b.get("provenance") or {}
-    version = {"kube": "Kubernetes", "ssh": "SSH (bare metal)", "sim": "Kubernetes (simulated)"}.get(
-        a.backend, a.backend
-    )
     rows = [
         ("fact", "agreed"),
         ("billing method", _or(a.agreement.get("billing"))),
         ("provider cluster id", _or(a.provider.get("cluster_id"))),
         ("data center", _or(a.provider.get("data_center"))),
-        (f"{version} version", _or(cond.get("kubernetes_version"))),
+        (f"{a.backend} version", _or(cond.get("kubernetes_version"))),
         (
             "worker node spec",
             (

@@ -1,6 +1,7 @@
 """Where workloads run. `open(profile, run_id)` gives the profile's backend as a `Cluster`.
 
-Nothing outside this package names a backend class. A backend the profile names but this
+Nothing outside this package names a backend class or asks whether a run is simulated: `backend_of`
+answers that once, from the profile. A backend the profile names but this
 harness cannot honour stops the run with a usage error; it never falls back to another.
 Backends: ``kube``, ``sim`` (kube against the emulator), ``ssh`` (with a ``sim`` section: the
 SSH backend against simulated hosts behind a real sshd, ``--cluster=sim-ssh``), ``slurm`` (with a ``sim``
@@ -13,6 +14,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from acceptance.clusters.backends import Backend, backend_of
 from acceptance.clusters.base import Cluster
 from acceptance.errors import ClusterError, UsageError
 
@@ -20,8 +22,9 @@ if TYPE_CHECKING:
     from acceptance.clusters.slurm.draft import SlurmAccess
     from acceptance.clusters.ssh.draft import HostAccess
     from acceptance.profile import Profile
+    from acceptance.sim.model.faultspec import SimFaults as SimFaults
 
-__all__ = ["Cluster", "Draft", "draft_profile", "open"]
+__all__ = ["Backend", "Cluster", "Draft", "backend_of", "draft_profile", "open", "parse_faults", "simulated_job_series"]
 
 
 @dataclass(frozen=True)
@@ -32,52 +35,51 @@ class Draft:
     notes: tuple[str, ...]
 
 
+def parse_faults(texts: Sequence[str]) -> SimFaults:
+    """``--sim-fault`` values, parsed once into the simulator's fault objects (a usage error for a bad spec,
+    naming it and the form expected); which backend shows them is `open`'s question."""
+    from acceptance.sim.model.faultspec import SimFaults as SimFaults
+
+    return SimFaults.parse(texts)
+
+
+def simulated_job_series(profile: Profile) -> dict[str, str]:
+    """The job's series (``step_time``, ``progress`` queries) in the probation a simulated backend serves
+    (`acceptance.clusters.base.SimulatesProbation`); empty for a real cluster."""
+    if not backend_of(profile).simulated:
+        return {}
+    from acceptance.sim.probation import PROGRESS, STEP_TIME
+
+    return {"step_time": STEP_TIME, "progress": PROGRESS}
+
+
 def open(
     profile: Profile,
     run_id: str,
     *,
-    faults: Sequence[str] = (),
+    faults: SimFaults | None = None,
     attach: Mapping[str, str] | None = None,
     ssh_accept_new: bool = False,
 ) -> Cluster:
     """The profile's backend for run `run_id`.
 
     `attach` is another process's `Cluster.attach_info()`: join that run's cluster (an
-    xdist worker joins the controller's) instead of starting one. `faults` are simulator
-    faults, refused by every backend but a simulated one (``sim``, or ``ssh`` with a ``sim``
-    section). `ssh_accept_new` accepts unknown SSH host keys (``--ssh-insecure-accept-new``).
+    xdist worker joins the controller's) instead of starting one. `faults` (`parse_faults`) are
+    simulator faults, refused by every backend but a simulated one, and each by a simulated backend
+    that cannot show it. `ssh_accept_new` accepts unknown SSH host keys (``--ssh-insecure-accept-new``).
     """
-    simulated = profile.backend == "sim" or (profile.backend in ("ssh", "slurm") and profile.sim is not None)
-    if faults and not simulated:
-        raise UsageError(f"--sim-fault needs a simulated cluster; {profile.name} uses backend {profile.backend}")
-    if profile.backend == "sim" and any(f.partition("@")[0].strip() == "gpu-busy" for f in faults):
-        raise UsageError("--sim-fault gpu-busy: a busy GPU shows through nvidia-smi on SSH hosts; "
-                         "use --cluster=sim-ssh (the Kubernetes emulator has no nvidia-smi)")  # fmt: skip
-    if ssh_accept_new and profile.backend not in ("ssh", "slurm"):
+    backend = backend_of(profile)
+    if faults:
+        _refuse_unshown(profile, backend, faults)
+    if ssh_accept_new and not backend.checks_host_keys:
         raise UsageError(f"--ssh-insecure-accept-new applies to SSH clusters; {profile.name} uses {profile.backend}")
     try:
+        if backend.simulated:
+            return _simulated(profile, run_id, faults, attach, ssh_accept_new)
         if profile.backend == "kube":
             from acceptance.clusters.kube import KubeCluster
 
             return KubeCluster.from_profile(profile, run_id)
-        if profile.backend == "sim":
-            from acceptance.clusters.sim import EmbeddedSimCluster
-
-            if attach is not None:
-                return EmbeddedSimCluster.attach(profile, run_id, attach)
-            return EmbeddedSimCluster.start(profile, run_id, faults)
-        if profile.backend == "ssh" and profile.sim is not None:
-            from acceptance.clusters.ssh.simulated import SimulatedSshCluster
-
-            if attach is not None:
-                return SimulatedSshCluster.attach(profile, run_id, attach)
-            return SimulatedSshCluster.start(profile, run_id, faults, accept_new=ssh_accept_new)
-        if profile.backend == "slurm" and profile.sim is not None:
-            from acceptance.clusters.slurm.simulated import SimulatedSlurmCluster
-
-            if attach is not None:
-                return SimulatedSlurmCluster.attach(profile, run_id, attach)
-            return SimulatedSlurmCluster.start(profile, run_id, faults)
         if profile.backend == "slurm":
             from acceptance.clusters.slurm import SlurmCluster
             from acceptance.clusters.slurm.transport import LocalTransport, LoginTransport
@@ -86,14 +88,46 @@ def open(
             slurm = profile.slurm or SlurmSettings()
             transport = LoginTransport(slurm.login, accept_new=ssh_accept_new) if slurm.login else LocalTransport()
             return SlurmCluster(profile, run_id, transport, slurm)
-        if profile.backend == "ssh":
-            from acceptance.clusters.ssh import SshCluster
+        from acceptance.clusters.ssh import SshCluster
 
-            accept_new = bool(attach.get("accept_new")) if attach is not None else ssh_accept_new
-            return SshCluster(profile, run_id, accept_new=accept_new)
+        accept_new = bool(attach.get("accept_new")) if attach is not None else ssh_accept_new
+        return SshCluster(profile, run_id, accept_new=accept_new)
     except ClusterError as exc:  # credentials that do not load, an emulator or sshd that does not start
         raise UsageError(f"{profile.path}: backend {profile.backend}: {exc}") from None
-    raise UsageError(f"{profile.path}: unknown backend {profile.backend!r} (known: kube, sim, slurm, ssh)")
+
+
+def _simulated(
+    profile: Profile, run_id: str, faults: SimFaults | None, attach: Mapping[str, str] | None, accept_new: bool
+) -> Cluster:
+    from acceptance.sim.model.faultspec import SimFaults as SimFaults
+
+    given = faults if faults is not None else SimFaults()
+    if profile.backend == "sim":
+        from acceptance.clusters.sim import EmbeddedSimCluster
+
+        if attach is not None:
+            return EmbeddedSimCluster.attach(profile, run_id, attach)
+        return EmbeddedSimCluster.start(profile, run_id, given)
+    if profile.backend == "ssh":
+        from acceptance.clusters.ssh.simulated import SimulatedSshCluster
+
+        if attach is not None:
+            return SimulatedSshCluster.attach(profile, run_id, attach)
+        return SimulatedSshCluster.start(profile, run_id, given, accept_new=accept_new)
+    from acceptance.clusters.slurm.simulated import SimulatedSlurmCluster
+
+    if attach is not None:
+        return SimulatedSlurmCluster.attach(profile, run_id, attach)
+    return SimulatedSlurmCluster.start(profile, run_id, given)
+
+
+def _refuse_unshown(profile: Profile, backend: Backend, faults: SimFaults) -> None:
+    """A fault the backend cannot show is refused before anything starts, with the kind's hint."""
+    if not backend.simulated:
+        raise UsageError(f"--sim-fault needs a simulated cluster; {profile.name} uses {backend.describe()}")
+    for fault, kind in faults.refused(backend.shows):
+        hint = f"; {kind.hint}" if kind.hint else ""
+        raise UsageError(f"--sim-fault {fault}: {profile.name} ({backend.title}) cannot show {kind.name}{hint}")
 
 
 def draft_profile(

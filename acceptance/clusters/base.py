@@ -11,8 +11,13 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, fields
 from datetime import datetime
-from typing import Any, Literal, Protocol, runtime_checkable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
 
+if TYPE_CHECKING:
+    from acceptance.metrics.base import MetricsSource
+
+SIMULATED_LABEL = "acceptance.sim/simulated"  # on the nodes of the simulator's Kubernetes API emulator
 WorkloadKind = Literal["nccl", "dcgm", "smoke", "node"]
 # An environment value: plain text, or a reference to where the cluster keeps it
 # (``{"valueFrom": {"secretKeyRef": {"name": ..., "key": ...}}}``): credentials never enter a manifest.
@@ -384,6 +389,11 @@ class ClusterInventory:
     server_version: str
     nodes: tuple[NodeInfo, ...]
 
+    @property
+    def simulated(self) -> bool:
+        """Nodes the simulator serves (its Kubernetes API emulator labels them so, whoever started it)."""
+        return any(n.labels.get(SIMULATED_LABEL) == "true" for n in self.nodes)
+
     def node(self, name: str) -> NodeInfo | None:
         for node in self.nodes:
             if node.name == name:
@@ -613,4 +623,25 @@ class SchedulerJobs(Protocol):
 
     def scheduler_job(self, job_id: str) -> SchedulerJob:
         """The job `job_id` (UsageError when the scheduler does not know it); read-only."""
+
+
+class ProbationPeriod(Protocol):
+    """The series of a probation window as a backend serves them (`SimulatesProbation`); `close` releases them."""
+
+    source: MetricsSource
+    logs: list[Path]  # the job's rank logs
+    notes: list[str]  # what the verdict's evidence says of where the series come from
+    job: Mapping[str, str]  # the job's series: ``step_time`` and ``progress`` queries
+    now: datetime  # the window's "now" (a simulated window is taken as elapsed)
+
+    def close(self) -> None: ...
+
+
+@runtime_checkable
+class SimulatesProbation(Protocol):
+    """A backend over the simulator: criterion 5 reads the probation it simulates for the run (its probation
+    faults) unless the profile names where the cluster's real metrics are."""
+
+    def probation_period(self, nodes: Sequence[str], start: datetime, length_s: float) -> ProbationPeriod:
+        """The window of `length_s` seconds from `start` for `nodes`, served (a metrics source and logs)."""
         ...

@@ -41,7 +41,7 @@ from acceptance.profile import Profile, workload_env
 from acceptance.sim.kubeapi.controller import image_id
 from acceptance.sim.kubeapi.discovery import SERVER_VERSION
 from acceptance.sim.model import SimRunner, load_scenario
-from acceptance.sim.model.production_faults import is_recurrence_fault
+from acceptance.sim.model.faultspec import SimFaults
 from acceptance.sim.runtime import Host, NodeSpec
 
 KIND = "MockWorkload"
@@ -68,14 +68,17 @@ class MockCluster:
 
     @classmethod
     def from_profile(
-        cls, profile: Profile, run_id: str = "ra-mock", faults: Sequence[str | Mapping[str, object]] = ()
+        cls, profile: Profile, run_id: str = "ra-mock", faults: SimFaults | Sequence[str | Mapping[str, object]] = ()
     ) -> MockCluster:
         """The cluster of a profile's ``sim`` section (scenario and seed), with `faults` injected; the
         production period's faults (criterion 5's) are left to the simulated probation, as for ``--cluster=sim``."""
         if profile.sim is None:
             raise ProfileError(f"{profile.path}: a mock cluster needs the profile's 'sim' section (scenario, seed)")
-        kept = [f for f in faults if not (isinstance(f, str) and is_recurrence_fault(f))]
-        runner = SimRunner.from_scenario(load_scenario(profile.sim.scenario), kept, seed=profile.sim.seed)
+        texts = [f for f in faults if isinstance(f, str)]
+        given = faults if isinstance(faults, SimFaults) else SimFaults.parse(texts)
+        with_params = [f for f in faults if isinstance(f, Mapping)]  # a scenario's mappings (tests)
+        runner = SimRunner.from_scenario(load_scenario(profile.sim.scenario), [*given.acceptance, *with_params],
+                                         seed=profile.sim.seed)  # fmt: skip
         env = {k: v for k, v in workload_env(profile.kube.get("env")).items() if isinstance(v, str)}
         images = {str(k): str(v) for k, v in (profile.kube.get("images") or {}).items()}
         return cls(runner, run_id, env, images)

@@ -13,60 +13,57 @@ from datetime import datetime
 
 from acceptance.clusters.base import ClusterEvent
 from acceptance.clusters.kube import KubeCluster, KubeSettings
+from acceptance.clusters.sim_probation import SimulatedPeriod
 from acceptance.errors import AcceptanceError, ClusterError, UsageError
 from acceptance.profile import Profile
 from acceptance.sim.embedded import SimulatedCluster
+from acceptance.sim.model.faultspec import SimFaults
 
 
-class EmbeddedSimCluster(KubeCluster):
+class EmbeddedSimCluster(SimulatedPeriod, KubeCluster):
     """A simulated cluster served for this run (or joined, in an xdist worker)."""
 
     def __init__(
-        self, settings: KubeSettings, run_id: str, server: SimulatedCluster | None, faults: Sequence[str]
+        self, profile: Profile, settings: KubeSettings, run_id: str, server: SimulatedCluster | None, faults: SimFaults
     ) -> None:
         super().__init__(settings, run_id)
         self.server = server
-        self.faults = tuple(faults)
-        self.profile: Profile | None = None
+        self.faults = faults
+        self.profile = profile
 
     @classmethod
-    def start(cls, profile: Profile, run_id: str, faults: Sequence[str]) -> EmbeddedSimCluster:
+    def start(cls, profile: Profile, run_id: str, faults: SimFaults) -> EmbeddedSimCluster:
         try:
-            server = SimulatedCluster.start(profile, faults)
+            server = SimulatedCluster.start(profile, faults.acceptance)
         except AcceptanceError as exc:
             raise ClusterError(str(exc)) from None
         try:
-            cluster = cls(_settings(profile, str(server.kubeconfig)), run_id, server, faults)
+            faults.check([n.name for n in server.runner.cluster.nodes])
+            return cls(profile, _settings(profile, str(server.kubeconfig)), run_id, server, faults)
         except BaseException:
             server.close()
             raise
-        cluster.profile = profile
-        return cluster
 
     @classmethod
     def attach(cls, profile: Profile, run_id: str, info: Mapping[str, str]) -> EmbeddedSimCluster:
         if not info.get("kubeconfig"):
             raise UsageError("this pytest process was not told where the run's simulated cluster is")
-        faults = tuple(f for f in info.get("faults", "").split(",") if f)
-        cluster = cls(_settings(profile, info["kubeconfig"]), run_id, None, faults)
-        cluster.profile = profile
-        return cluster
+        faults = SimFaults.from_text(info.get("faults", ""))
+        return cls(profile, _settings(profile, info["kubeconfig"]), run_id, None, faults)
 
     def describe(self) -> list[str]:
         url = self.server.api.url if self.server is not None else self.settings.kubeconfig
-        return [f"SIMULATED cluster: Kubernetes API emulator at {url}; faults: {', '.join(self.faults) or 'none'}"]
+        return [f"SIMULATED cluster: Kubernetes API emulator at {url}; faults: {self.faults.shown()}"]
 
     def node_signals(self, nodes: Sequence[str], since: datetime) -> list[ClusterEvent]:
         """The simulated production period's node events: the emulator's own nodes live in wall-clock time,
         not in the simulated window after the acceptance."""
         from acceptance.sim.probation import simulated_node_signals
 
-        if self.profile is None:
-            return super().node_signals(nodes, since)
-        return simulated_node_signals(self.profile, nodes, since, self.faults)
+        return simulated_node_signals(self.profile, nodes, since, self.faults.probation)
 
     def attach_info(self) -> dict[str, str]:
-        return {"kubeconfig": self.settings.kubeconfig or "", "faults": ",".join(self.faults)}
+        return {"kubeconfig": self.settings.kubeconfig or "", "faults": str(self.faults)}
 
     def close(self) -> None:
         try:

@@ -19,6 +19,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from acceptance import clusters
 from acceptance.agreement import document
 from acceptance.agreement.alerts import AlertInputs, alert_rules
 from acceptance.agreement.document import AgreementInputs
@@ -62,10 +63,9 @@ def inputs(profile: Profile, baseline: LoadedBaseline | None) -> AlertInputs:
     policy = SeverityPolicy.from_profile(profile.severity, profile.coverage)
     job = dict(profile.recurrence.get("job") or {})
     notes = []
-    if profile.backend == "sim" and not (profile.prometheus or profile.recurrence.get("offline_dumps")):
-        from acceptance.sim.probation import PROGRESS, STEP_TIME
-
-        job = {"step_time": STEP_TIME, "progress": PROGRESS, **job}
+    simulated_job = clusters.simulated_job_series(profile)
+    if simulated_job and not (profile.prometheus or profile.recurrence.get("offline_dumps")):
+        job = {**simulated_job, **job}
         notes.append("SIMULATED cluster: the job's series are the simulator's production period")
     results = dict(baseline.baseline.data["results"]) if baseline is not None else None
     prom = profile.prometheus
@@ -88,7 +88,7 @@ def document_inputs(profile: Profile, baseline: LoadedBaseline | None, signature
     return AgreementInputs(
         cluster=profile.name,
         profile_path=str(profile.path),
-        backend=profile.backend,
+        backend=clusters.backend_of(profile).title,
         nodes=profile.nodes,
         gpus_per_node=profile.gpus_per_node,
         provider=profile.provider,
@@ -98,7 +98,7 @@ def document_inputs(profile: Profile, baseline: LoadedBaseline | None, signature
         baseline=baseline.baseline.data if baseline is not None else None,
         baseline_name=baseline.path.name if baseline is not None else None,
         baseline_sha256=baseline.sha256 if baseline is not None else None,
-        simulated=profile.backend == "sim",
+        simulated=clusters.backend_of(profile).simulated,
         coverage_stated=profile.coverage_stated,
         parties=dict(profile.parties.keys),
         baseline_signatures=signatures,

@@ -91,15 +91,16 @@ def _cluster_answers(
 ) -> tuple[JobLogs | None, ClusterInventory | None, Any, SchedulerJob | None]:
     """The job (its pods, or the scheduler's job), the inventory and an open cluster (for events), as far as
     the backend allows."""
-    if profile.backend not in ("kube", "ssh", "slurm"):
+    backend = clusters.backend_of(profile)
+    if not backend.reads_incident:
         if args.job:
             raise UsageError(
                 f"--job reads a job from the cluster (Kubernetes pods by label, a Slurm job by id); cluster "
-                f"{profile.name} uses backend {profile.backend}: "
+                f"{profile.name} uses {backend.describe()}: "
                 "give the job's logs with --job-logs (and kernel logs, nvidia-smi -q with --evidence HOST=PATH)"
             )
         gathered.notes.append(
-            f"field 6: backend {profile.backend}: Kubernetes events and node conditions are not "
+            f"field 6: {backend.describe()}: Kubernetes events and node conditions are not "
             "read; kernel logs and nvidia-smi -q come from --evidence HOST=PATH"
         )
         return None, None, None, None
@@ -276,9 +277,7 @@ def _run(args: argparse.Namespace) -> int:
             policy=SeverityPolicy.from_profile(profile.severity, profile.coverage),
             ticket=args.ticket,
             harness_version=__version__,
-            simulated=profile.backend == "sim"
-            or profile.sim is not None
-            or (job is not None and _simulated(inventory)),
+            simulated=clusters.backend_of(profile).simulated or bool(job and inventory and inventory.simulated),
             offset=offset,
             around=around,
             placement=job.placement if job else {n: n for n in sched.nodes} if sched else {},
@@ -363,7 +362,3 @@ def _run(args: argparse.Namespace) -> int:
         print(f"acceptance bundle: the bundle holds credential-looking values: {written.refused}", file=sys.stderr)
         return 1
     return 0
-
-
-def _simulated(inventory: ClusterInventory | None) -> bool:
-    return inventory is not None and any(n.labels.get("acceptance.sim/simulated") == "true" for n in inventory.nodes)

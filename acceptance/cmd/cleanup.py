@@ -38,7 +38,7 @@ def _run(args: argparse.Namespace) -> int:
     from acceptance.run_session import new_run_id
 
     profile = load_profile(args.cluster, args.baselines_dir)
-    if profile.backend == "sim" or profile.sim is not None:
+    if clusters.backend_of(profile).simulated:
         print(f"{args.cluster}: the simulated cluster lives only as long as its run (its hosts end with the run, "
               "even a killed one); nothing to clean up")  # fmt: skip
         return 0

@@ -63,7 +63,7 @@ def _run(args: argparse.Namespace) -> int:
     if test not in tests:
         where = "the baseline" if baseline else profile.path
         raise UsageError(f"--test {test}: not a test of {where} ({', '.join(tests)})")
-    cluster = clusters.open(profile, context.run_id, faults=args.sim_fault)
+    cluster = clusters.open(profile, context.run_id, faults=clusters.parse_faults(args.sim_fault))
     folder = RunFolder(Path(tempfile.mkdtemp(prefix="acceptance-localize-")))
     try:
         run = Run(context, cluster, folder, None, selected=frozenset())

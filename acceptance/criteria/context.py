@@ -13,6 +13,7 @@ from datetime import datetime, timedelta
 from pathlib import Path
 
 from acceptance.baseline import LoadedBaseline
+from acceptance.clusters import backend_of
 from acceptance.margins import Margins, judged_with_notes
 from acceptance.profile import Profile
 
@@ -28,12 +29,11 @@ class LogSources:
 
 @dataclass(frozen=True)
 class ProbationOptions:
-    """Criterion 5's inputs: the acceptance report to start from (``--probation-from``), where reports are
-    looked for by ticket, and the simulator's recurrence faults (``--sim-fault``)."""
+    """Criterion 5's inputs: the acceptance report to start from (``--probation-from``), and where reports are
+    looked for by ticket. (A simulated probation's faults are the backend's.)"""
 
     from_report: Path | None = None
     reports_root: Path | None = None
-    sim_faults: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -105,8 +105,8 @@ class RunContext:
 
     @property
     def simulated(self) -> bool:
-        """A simulated cluster: backend ``sim``, or any backend over the simulator (a ``sim`` section)."""
-        return self.profile.backend == "sim" or self.profile.sim is not None
+        """A cluster over the simulator, as its backend says (`acceptance.clusters.backend_of`)."""
+        return backend_of(self.profile).simulated
 
     @property
     def nccl_tests(self) -> tuple[str, ...]:

@@ -4,9 +4,9 @@ Runs after an acceptance of ``--ticket`` passed (typically hourly, from a CI sch
 verifies that acceptance's signed report, which fixes the window's start (when it passed) and
 the nodes (those it returned); the window's length is the baseline's agreed ``probation``
 margin. Reads dcgm-exporter's and the job's series from the profile's Prometheus (or offline
-dumps; on the simulator, a real Prometheus backfilled with the simulated production period,
-the window taken as elapsed), the cluster's node signals through the backend, and judges them
-with `acceptance.judge.recurrence`. Adds nothing to a baseline.
+dumps; on a backend that simulates the probation, the period it serves, the window taken as
+elapsed), the cluster's node signals through the backend, and judges them with
+`acceptance.judge.recurrence`. Adds nothing to a baseline.
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from acceptance import criteria
+from acceptance.clusters.base import ProbationPeriod, SimulatesProbation
 from acceptance.criteria.probation_report import AcceptanceReport, find_report, load_report
 from acceptance.errors import AcceptanceError, QueryFailed, ReportRefused
 from acceptance.judge.recurrence import SUBJECT, judge_cluster, judge_hardware, judge_job, judge_probation
@@ -29,7 +30,6 @@ from acceptance.metrics.collect import JobSources, collect_hardware, collect_job
 
 if TYPE_CHECKING:
     from acceptance.criteria.runparts import RunParts
-    from acceptance.sim.probation import SimulatedProbation
 
 MODULE = criteria.module(5)
 WARMUP_STEPS = 3
@@ -50,7 +50,7 @@ class Recurrence:
 
     def __init__(self, run: RunParts) -> None:
         self.run = run
-        self.simulated: SimulatedProbation | None = None
+        self.simulated: ProbationPeriod | None = None  # the period a simulating backend serves
         self.source: MetricsSource | None = None
 
     def not_applicable(self) -> str | None:
@@ -95,15 +95,8 @@ class Recurrence:
         window = Window(report.passed_at, ctx.margins.probation_s, datetime.now(UTC))
         try:
             source, logs, notes = self._open(report, window)
-            if self._simulating:
-                from acceptance.sim.probation import elapsed_now
-
-                window = Window(
-                    report.passed_at,
-                    ctx.margins.probation_s,
-                    elapsed_now(report.passed_at, ctx.margins.probation_s),
-                    simulated=True,
-                )
+            if self.simulated is not None:
+                window = Window(report.passed_at, ctx.margins.probation_s, self.simulated.now, simulated=True)
             parts = self._judge(source, logs, report, rules, window)
         except QueryFailed as failed:
             return Verdict(
@@ -129,26 +122,19 @@ class Recurrence:
         )
 
     @property
-    def _simulating(self) -> bool:
-        """The simulator's production period is judged unless the profile names where real metrics are."""
-        p = self.run.context.profile
-        return self.run.context.simulated and not (p.prometheus or p.recurrence.get("offline_dumps"))
+    def _simulating(self) -> SimulatesProbation | None:
+        """The backend, when it simulates the probation and the profile names no real metrics to read instead."""
+        p, cluster = self.run.context.profile, self.run.cluster
+        real = p.prometheus or p.recurrence.get("offline_dumps")
+        return cluster if isinstance(cluster, SimulatesProbation) and not real else None
 
     def _open(self, report: AcceptanceReport, window: Window) -> tuple[MetricsSource, list[Path], list[str]]:
         ctx = self.run.context
         job = ctx.profile.recurrence.get("job") or {}
-        if self._simulating:
-            from acceptance.sim.probation import SimulatedProbation
-
+        simulating = self._simulating
+        if simulating is not None:
             if self.simulated is None:
-                self.simulated = SimulatedProbation.open(
-                    ctx.profile,
-                    report.nodes,
-                    report.passed_at,
-                    ctx.margins.probation_s,
-                    ctx.probation.sim_faults,
-                    ctx.run_id,
-                )
+                self.simulated = simulating.probation_period(report.nodes, report.passed_at, ctx.margins.probation_s)
             sim = self.simulated
             return sim.source, [*sim.logs, *log_files(job.get("logs", ()))], sim.notes
         if self.source is None:
@@ -162,10 +148,8 @@ class Recurrence:
         scrape_s = float(getattr(getattr(source, "settings", None), "scrape_interval_s", 15.0))
         hardware = collect_hardware(source, report.nodes, window, rules, ctx.profile.gpus_per_node, scrape_s)
         job_raw = ctx.profile.recurrence.get("job") or {}
-        if self._simulating:
-            from acceptance.sim.probation import PROGRESS, STEP_TIME
-
-            job_raw = {"step_time": STEP_TIME, "progress": PROGRESS, **job_raw}
+        if self.simulated is not None:
+            job_raw = {**self.simulated.job, **job_raw}
         sources = JobSources(job_raw.get("step_time"), job_raw.get("progress"), tuple(job_raw.get("logs", ())))
         results = dict(ctx.baseline.baseline.data["results"]) if ctx.baseline is not None else None
         job = collect_job(source, sources, window, baseline_step_time(results), logs, scrape_s)

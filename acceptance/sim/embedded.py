@@ -15,8 +15,7 @@ from pathlib import Path
 from acceptance.errors import ProfileError
 from acceptance.profile import Profile
 from acceptance.sim.kubeapi import EmulatedApi
-from acceptance.sim.model import SimRunner, load_scenario
-from acceptance.sim.model.production_faults import is_recurrence_fault
+from acceptance.sim.model import Fault, SimRunner, load_scenario
 
 
 @dataclass
@@ -27,12 +26,11 @@ class SimulatedCluster:
     api: EmulatedApi
 
     @classmethod
-    def start(cls, profile: Profile, faults: Sequence[str]) -> SimulatedCluster:
+    def start(cls, profile: Profile, faults: Sequence[Fault]) -> SimulatedCluster:
+        """`faults`: the acceptance-time ones (criterion 5's belong to its simulated probation)."""
         if profile.sim is None:
             raise ProfileError(f"{profile.path}: backend sim needs a 'sim' section")
         scenario = load_scenario(profile.sim.scenario)
-        # faults of the production period after an acceptance belong to criterion 5's simulated probation
-        faults = [f for f in faults if not is_recurrence_fault(f)]
         runner = SimRunner.from_scenario(scenario, faults, seed=profile.sim.seed)
         namespace = str(profile.kube.get("namespace", "default"))
         api = EmulatedApi(runner, time_scale=profile.sim.time_scale, namespaces=("default", namespace),

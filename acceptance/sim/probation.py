@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import shutil
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -26,7 +26,7 @@ from acceptance.profile import Profile
 from acceptance.sim import promserver
 from acceptance.sim.model import SimCluster, load_scenario
 from acceptance.sim.model.production import DEFAULT_FIELDS, Production
-from acceptance.sim.model.production_faults import parse_recurrence_faults
+from acceptance.sim.model.production_faults import RecurrenceFault
 
 NODES_PER_DUMP = 16
 STEP_TIME = 'max(job_step_time_seconds{job="gpt-prod"})'
@@ -41,12 +41,10 @@ def sim_cluster(profile: Profile) -> SimCluster:
 
 
 def simulated_node_signals(
-    profile: Profile, nodes: Sequence[str], since: datetime, faults: Sequence[str]
+    profile: Profile, nodes: Sequence[str], since: datetime, faults: Sequence[RecurrenceFault]
 ) -> list[ClusterEvent]:
     """The production period's node events (``node-notready-recur``), from `since` on."""
-    cluster = sim_cluster(profile)
-    parsed = parse_recurrence_faults(faults, [n.name for n in cluster.nodes])
-    model = Production(cluster, tuple(nodes), since, 0.0, parsed)
+    model = Production(sim_cluster(profile), tuple(nodes), since, 0.0, tuple(faults))
     out = [
         ClusterEvent(when, f"Node/{node}", reason, message, "Warning" if reason == "NodeNotReady" else "Normal")
         for when, node, reason, message in model.cluster_events()
@@ -78,13 +76,17 @@ def write_period(model: Production, folder: Path) -> tuple[list[Path], list[Path
 
 @dataclass
 class SimulatedProbation:
-    """The simulated production period of one run, served for criterion 5; `close` stops and removes it."""
+    """The simulated production period of one run, served for criterion 5; `close` stops and removes it.
+
+    `job`: the queries of the job's series in it; `now`: the window taken as elapsed (`elapsed_now`)."""
 
     folder: Path
     source: MetricsSource
     logs: list[Path]
+    now: datetime
     notes: list[str] = field(default_factory=list)
     server: promserver.PrometheusServer | None = None
+    job: Mapping[str, str] = field(default_factory=lambda: {"step_time": STEP_TIME, "progress": PROGRESS})
 
     @classmethod
     def open(
@@ -93,12 +95,12 @@ class SimulatedProbation:
         nodes: Sequence[str],
         start: datetime,
         length_s: float,
-        faults: Sequence[str],
+        faults: Sequence[RecurrenceFault],
         marker: str,
         fields: Sequence[str] = DEFAULT_FIELDS,
     ) -> SimulatedProbation:
         cluster = sim_cluster(profile)
-        parsed = parse_recurrence_faults(faults, [n.name for n in cluster.nodes])
+        parsed = tuple(faults)
         model = Production(
             cluster, tuple(nodes), start, length_s, parsed, fields=tuple(fields), job_nodes=len(cluster.nodes)
         )
@@ -113,14 +115,14 @@ class SimulatedProbation:
             if missing is not None:
                 notes.append(f"{missing}: the simulated series are read through the offline source")
                 source: MetricsSource = OfflineSource(folder / "dumps", note="SIMULATED, offline (no prometheus)")
-                return cls(folder, source, logs, notes)
+                return cls(folder, source, logs, elapsed_now(start, length_s), notes)
             promserver.backfill(dumps, folder / "tsdb")
             server = promserver.PrometheusServer.start(folder / "tsdb", marker)
             for dump in dumps:
                 dump.unlink()  # the TSDB holds them now
             settings = PrometheusSettings(url=server.url, scrape_interval_s=model.scrape_s)
             source = PrometheusSource(settings, note="SIMULATED: backfilled by promtool from the simulator's series")
-            return cls(folder, source, logs, notes, server)
+            return cls(folder, source, logs, elapsed_now(start, length_s), notes, server)
         except BaseException:
             shutil.rmtree(folder, ignore_errors=True)
             raise

@@ -17,14 +17,16 @@ import shlex
 import shutil
 import stat
 import tempfile
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from acceptance.clusters.sim_probation import SimulatedPeriod
 from acceptance.clusters.slurm.cluster import SlurmCluster
 from acceptance.clusters.slurm.transport import LocalTransport
 from acceptance.errors import AcceptanceError, UsageError
 from acceptance.profile import Profile, SlurmSettings
+from acceptance.sim.model.faultspec import SimFaults
 from acceptance.sim.ssh.hosts import SYSTEM_PATH
 from acceptance.sim.ssh.server import SimServer
 from acceptance.sim.ssh.shims import shims, write_shims
@@ -32,26 +34,9 @@ from acceptance.sim.ssh.shims import shims, write_shims
 if TYPE_CHECKING:
     from acceptance.sim.slurm.daemons import SimSlurm
 
-SLURM_FAULTS = ("node-drain", "slurmd-down", "node-reserved")
 DRAIN_REASON = "recovery-acceptance simulator: node-drain fault (an admin drained it)"
 RESERVATION = "sim-maint-{node}"  # the node-reserved fault's MAINT reservation (not the profile's)
 SLURMD_DOWN_S = 60.0  # how long to wait for slurmctld to notice a stopped slurmd
-
-
-def split_faults(faults: Sequence[str], nodes: Sequence[str]) -> tuple[list[tuple[str, str]], list[str]]:
-    """(Slurm faults as (kind, node), the simulator's faults); a Slurm fault must name a node of the profile."""
-    slurm: list[tuple[str, str]] = []
-    sim: list[str] = []
-    for fault in faults:
-        kind, _, node = fault.partition("@")
-        if kind.strip() not in SLURM_FAULTS:
-            sim.append(fault)
-            continue
-        if node.strip() not in nodes:
-            raise UsageError(f"--sim-fault {fault}: {kind.strip()} needs @NODE, one of the profile's nodes "
-                             f"({nodes[0]} ... {nodes[-1]})")  # fmt: skip
-        slurm.append((kind.strip(), node.strip()))
-    return slurm, sim
 
 
 _RANK = """\
@@ -76,31 +61,33 @@ def step_wrapper(tool: str, folder: str) -> str:
     )
 
 
-class SimulatedSlurmCluster(SlurmCluster):
+class SimulatedSlurmCluster(SimulatedPeriod, SlurmCluster):
     """The Slurm backend over the simulated Slurm of this run."""
 
     def __init__(
         self, profile: Profile, run_id: str, settings: SlurmSettings, env: Mapping[str, str],
-        faults: Sequence[str], folder: Path | None, slurm: SimSlurm | None, server: SimServer | None,
+        faults: SimFaults, folder: Path | None, slurm: SimSlurm | None, server: SimServer | None,
     ) -> None:  # fmt: skip
         super().__init__(profile, run_id, LocalTransport(env, inherit=False), settings)
-        self.faults = tuple(faults)
+        self.faults = faults
         self.folder = folder
         self.slurm = slurm
         self.server = server
         self.env = dict(env)
 
     @classmethod
-    def start(cls, profile: Profile, run_id: str, faults: Sequence[str]) -> SimulatedSlurmCluster:
+    def start(cls, profile: Profile, run_id: str, faults: SimFaults) -> SimulatedSlurmCluster:
         from acceptance.sim.model import SimRunner, load_scenario
         from acceptance.sim.slurm.daemons import SimSlurm, require
 
         require()
         if profile.sim is None:
             raise UsageError(f"{profile.path}: a simulated Slurm cluster needs a 'sim' section")
-        slurm_faults, sim_faults = split_faults(faults, profile.nodes)
         try:
-            runner = SimRunner.from_scenario(load_scenario(profile.sim.scenario), sim_faults, seed=profile.sim.seed)
+            SimFaults(faults.scheduler).check(profile.nodes)  # Slurm drains a node of the profile's partition
+            runner = SimRunner.from_scenario(load_scenario(profile.sim.scenario), faults.acceptance,
+                                             seed=profile.sim.seed)  # fmt: skip
+            faults.check([n.name for n in runner.cluster.nodes])
         except AcceptanceError as exc:
             raise UsageError(str(exc)) from None
         unknown = [n for n in profile.nodes if not runner.cluster.has_node(n)]
@@ -128,15 +115,15 @@ class SimulatedSlurmCluster(SlurmCluster):
             settings = dataclasses.replace(profile.slurm or SlurmSettings(), run_dir=str(folder / "runs"),
                                            login=None, partition=(profile.slurm.partition if profile.slurm else None)
                                            or slurm.spec.partition)  # fmt: skip
-            for kind, node in slurm_faults:
-                if kind == "node-drain":
-                    slurm.drain(node, DRAIN_REASON)
-                elif kind == "node-reserved":
-                    slurm.reserve(RESERVATION.format(node=node), [node])
+            for fault in faults.scheduler:
+                if fault.kind == "node-drain":
+                    slurm.drain(fault.node, DRAIN_REASON)
+                elif fault.kind == "node-reserved":
+                    slurm.reserve(RESERVATION.format(node=fault.node), [fault.node])
                 else:
-                    slurm.stop_slurmd(node)
-            if any(kind == "slurmd-down" for kind, _ in slurm_faults):
-                down = [n for k, n in slurm_faults if k == "slurmd-down"]
+                    slurm.stop_slurmd(fault.node)
+            down = [f.node for f in faults.scheduler if f.kind == "slurmd-down"]
+            if down:
                 slurm.wait_nodes(lambda n: not n.state.usable, SLURMD_DOWN_S, "the stopped slurmd noticed", down)
             return cls(profile, run_id, settings, env, faults, folder, slurm, server)
         except BaseException:
@@ -156,20 +143,20 @@ class SimulatedSlurmCluster(SlurmCluster):
                "PATH": ":".join((str(folder / "step-bin"), *SYSTEM_PATH))}  # fmt: skip
         settings = dataclasses.replace(profile.slurm or SlurmSettings(), run_dir=str(folder / "runs"), login=None,
                                        partition=info.get("partition") or None)  # fmt: skip
-        faults = tuple(f for f in info.get("faults", "").split(",") if f)
+        faults = SimFaults.from_text(info.get("faults", ""))
         return cls(profile, run_id, settings, env, faults, None, None, None)
 
     def describe(self) -> list[str]:
         return [
             f"SIMULATED Slurm cluster: a real slurmctld and {len(self.profile.nodes)} slurmd on loopback "
             f"(SLURM_CONF {self.env.get('SLURM_CONF')}), job steps running tool shims backed by the simulator; "
-            f"faults: {', '.join(self.faults) or 'none'}",
+            f"faults: {self.faults.shown()}",
             *super().describe(),
         ]
 
     def attach_info(self) -> dict[str, str]:
         return {"slurm_conf": self.env.get("SLURM_CONF", ""), "sim_dir": self.env.get("SIM_SSH_DIR", ""),
-                "partition": self.settings.partition or "", "faults": ",".join(self.faults)}  # fmt: skip
+                "partition": self.settings.partition or "", "faults": str(self.faults)}  # fmt: skip
 
     def close(self) -> None:
         try:

@@ -72,7 +72,7 @@ class LoginTransport:
 
     def __init__(self, login: str, *, connect_timeout_s: float = 15.0, accept_new: bool = False) -> None:
         from acceptance.clusters.ssh.hostset import HostSet
-        from acceptance.profile import SshSettings
+        from acceptance.clusters.ssh.settings import SshSettings
 
         self.where = f"login node {login}"
         settings = SshSettings(hosts={"login": login}, user=None, port=None, key=None, known_hosts=None,

@@ -10,6 +10,20 @@ incident evidence from the hosts), and `simulated` (the same backend over the si
 ``--cluster=sim-ssh``).
 """
 
-from acceptance.clusters.ssh.cluster import SshCluster
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from acceptance.clusters.ssh.cluster import SshCluster
 
 __all__ = ["SshCluster"]
+
+
+def __getattr__(name: str) -> object:
+    # lazy: the profile imports `settings` of this package while it loads, before the backend can be imported
+    if name == "SshCluster":
+        from acceptance.clusters.ssh.cluster import SshCluster
+
+        return SshCluster
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -27,9 +27,10 @@ from acceptance.clusters.base import (
 )
 from acceptance.clusters.ssh import inventory, janitor, parallel, remote, signals
 from acceptance.clusters.ssh.hostset import HostSet, read_inventory
+from acceptance.clusters.ssh.settings import SshSettings
 from acceptance.clusters.ssh.workloads import Workloads
 from acceptance.errors import ClusterError, SshError, UsageError
-from acceptance.profile import Profile, SshSettings
+from acceptance.profile import Profile
 
 # What stands where a Kubernetes cluster states its version: constant, so that a launcher or sshd
 # upgrade alone does not make a run NOT COMPARABLE (the head node's Open MPI is checked by the preflight).

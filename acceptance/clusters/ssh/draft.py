@@ -17,8 +17,8 @@ from acceptance.clusters.base import NodeInfo
 from acceptance.clusters.drafting import agreement_lines, common, env_and_nodes_lines, most_gpus, q, signers_lines
 from acceptance.clusters.ssh import inventory
 from acceptance.clusters.ssh.hostset import HostSet, read_inventory
+from acceptance.clusters.ssh.settings import SshSettings
 from acceptance.errors import HostKeyRefused, UsageError
-from acceptance.profile import SshSettings
 
 
 @dataclass(frozen=True)

@@ -10,9 +10,9 @@ from acceptance.clusters.base import NodeInfo
 from acceptance.clusters.ssh import inventory, parallel, remote
 from acceptance.clusters.ssh.connection import CommandResult, Connection, Connector
 from acceptance.clusters.ssh.hostkeys import KnownHosts
+from acceptance.clusters.ssh.settings import SshSettings
 from acceptance.clusters.ssh.targets import HostTarget, load_config, resolve_targets
 from acceptance.errors import SshError
-from acceptance.profile import SshSettings
 
 Answer = CommandResult | BaseException
 

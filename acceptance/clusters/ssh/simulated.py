@@ -10,13 +10,16 @@ their run folders in a folder of their own (simulated clusters share this machin
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from pathlib import Path
 
+from acceptance.clusters.sim_probation import SimulatedPeriod
 from acceptance.clusters.ssh.cluster import SshCluster
+from acceptance.clusters.ssh.settings import SshSettings
 from acceptance.clusters.ssh.targets import split_address
 from acceptance.errors import AcceptanceError, ClusterError, UsageError
-from acceptance.profile import Profile, SshSettings
+from acceptance.profile import Profile
+from acceptance.sim.model.faultspec import SimFaults
 from acceptance.sim.ssh.hosts import SimulatedHosts
 
 
@@ -34,26 +37,28 @@ def _settings(profile: Profile, hosts: SimulatedHosts) -> SshSettings:
     )  # fmt: skip
 
 
-class SimulatedSshCluster(SshCluster):
+class SimulatedSshCluster(SimulatedPeriod, SshCluster):
     """The SSH backend over the simulated hosts of this run (started here, or joined)."""
 
     def __init__(
-        self, profile: Profile, run_id: str, hosts: SimulatedHosts, faults: Sequence[str], *, owner: bool,
+        self, profile: Profile, run_id: str, hosts: SimulatedHosts, faults: SimFaults, *, owner: bool,
         accept_new: bool,
     ) -> None:  # fmt: skip
         self.hosts = hosts
-        self.faults = tuple(faults)
+        self.faults = faults
         self.owner = owner
         super().__init__(profile, run_id, settings=_settings(profile, hosts), accept_new=accept_new)
 
     @classmethod
-    def start(cls, profile: Profile, run_id: str, faults: Sequence[str], *, accept_new: bool) -> SimulatedSshCluster:
+    def start(cls, profile: Profile, run_id: str, faults: SimFaults, *, accept_new: bool) -> SimulatedSshCluster:
         from acceptance.sim.model import SimRunner, load_scenario
 
         if profile.sim is None or profile.ssh is None:
             raise UsageError(f"{profile.path}: a simulated SSH cluster needs an 'ssh' and a 'sim' section")
         try:
-            runner = SimRunner.from_scenario(load_scenario(profile.sim.scenario), faults, seed=profile.sim.seed)
+            runner = SimRunner.from_scenario(load_scenario(profile.sim.scenario), faults.acceptance,
+                                             seed=profile.sim.seed)  # fmt: skip
+            faults.check([n.name for n in runner.cluster.nodes])
         except AcceptanceError as exc:
             raise UsageError(str(exc)) from None
         unknown = [n for n in profile.nodes if not runner.cluster.has_node(n)]
@@ -83,7 +88,7 @@ class SimulatedSshCluster(SshCluster):
             hosts = SimulatedHosts.attach(Path(info["sim_ssh_dir"]), _addresses(profile), int(info["port"]))
         except ClusterError as exc:
             raise UsageError(str(exc)) from None
-        faults = tuple(f for f in info.get("faults", "").split(",") if f)
+        faults = SimFaults.from_text(info.get("faults", ""))
         return cls(profile, run_id, hosts, faults, owner=False, accept_new=bool(info.get("accept_new")))
 
     def describe(self) -> list[str]:
@@ -91,13 +96,13 @@ class SimulatedSshCluster(SshCluster):
         return [
             f"SIMULATED bare-metal cluster: {len(self.hosts.addresses)} hosts behind a real OpenSSH sshd on loopback "
             f"({first} ... port {self.hosts.port}), tool shims backed by the simulator; "
-            f"faults: {', '.join(self.faults) or 'none'}",
+            f"faults: {self.faults.shown()}",
             *super().describe(),
         ]
 
     def attach_info(self) -> dict[str, str]:
         return {**super().attach_info(), "sim_ssh_dir": str(self.hosts.folder), "port": str(self.hosts.port),
-                "faults": ",".join(self.faults)}  # fmt: skip
+                "faults": str(self.faults)}  # fmt: skip
 
     def close(self) -> None:
         try:

@@ -17,8 +17,8 @@ from pathlib import Path
 import paramiko
 
 from acceptance.clusters.ssh.mpi import known_hosts_name
+from acceptance.clusters.ssh.settings import SshSettings
 from acceptance.errors import UsageError
-from acceptance.profile import SshSettings
 
 
 @dataclass(frozen=True)

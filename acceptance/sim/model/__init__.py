@@ -5,7 +5,7 @@
     runner.run(["dcgmi", "diag", "-r", "3", "-j"], {}, "sim-node-07", [])   # -> ToolRun
 
 Where things live: `cluster` (nodes, GPUs, NICs, leaf groups, versions, NodeSpec), `faults`
-(kinds, `KIND[@NODE[:INDEX]]` syntax, effects), `scenario` (fixtures/scenarios/*.yaml),
+(kinds and effects), `faultspec` (the one grammar of fault specs, `SimFaults`), `scenario` (fixtures/scenarios/*.yaml),
 `ncclperf`/`nccltext` (nccl-tests model and text), `dcgmmodel`/`dcgmrender` (DCGM 4.x),
 `training` (Megatron log), `runner` (the `ToolRunner` of `acceptance.sim.runtime`). Simulated
 time becomes wall time in the emulator (`acceptance.sim.kubeapi.timescale`).
@@ -14,7 +14,8 @@ time becomes wall time in the emulator (`acceptance.sim.kubeapi.timescale`).
 from __future__ import annotations
 
 from acceptance.sim.model.cluster import SimCluster, Versions, build_cluster, node_spec
-from acceptance.sim.model.faults import KINDS, Fault, FaultSet, parse_fault, parse_faults
+from acceptance.sim.model.faults import KINDS, Fault, FaultSet
+from acceptance.sim.model.faultspec import SimFaults, parse_fault
 from acceptance.sim.model.runner import SimRunner
 from acceptance.sim.model.scenario import Scenario, available, load_scenario
 
@@ -24,6 +25,7 @@ __all__ = [
     "FaultSet",
     "Scenario",
     "SimCluster",
+    "SimFaults",
     "SimRunner",
     "Versions",
     "available",
@@ -31,5 +33,4 @@ __all__ = [
     "load_scenario",
     "node_spec",
     "parse_fault",
-    "parse_faults",
 ]

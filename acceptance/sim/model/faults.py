@@ -1,6 +1,7 @@
 """Faults to inject into the simulated cluster, and what each one does.
 
-Compact syntax (the plugin's repeatable ``--sim-fault`` and ``acceptance sim run --fault``)::
+Compact syntax (the plugin's repeatable ``--sim-fault`` and ``acceptance sim run --fault``; parsed in
+`acceptance.sim.model.faultspec`, the one grammar of simulated faults)::
 
     KIND[@NODE[:INDEX]]      nic-degraded@sim-node-07   gpu-xid@sim-node-03:5   bad-restore
 
@@ -41,13 +42,11 @@ Effects (each only on its target):
 
 from __future__ import annotations
 
-import math
 import random
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from acceptance.errors import UsageError
 from acceptance.sim.model.cluster import GPUS_PER_NODE, SimCluster, Versions
 
 # kind -> (target: "none" | "node", one-line meaning)
@@ -97,60 +96,6 @@ class Fault:
         if self.node is None:
             return self.kind
         return f"{self.kind}@{self.node}:{self.index}"
-
-
-def _usage(text: str, problem: str, cluster: SimCluster) -> UsageError:
-    kinds = ", ".join(KINDS)
-    return UsageError(
-        f"bad simulated fault {text!r}: {problem}. Form: KIND[@NODE[:INDEX]]; kinds: {kinds}; "
-        f"nodes: {cluster.describe_nodes()}; INDEX 0..{GPUS_PER_NODE - 1}"
-    )
-
-
-def parse_fault(text: str, cluster: SimCluster, params: Mapping[str, Any] | None = None) -> Fault:
-    """``KIND[@NODE[:INDEX]]`` -> Fault, or a UsageError that lists the kinds and nodes that exist."""
-    kind, _, target = text.strip().partition("@")
-    if kind not in KINDS:
-        raise _usage(text, f"unknown kind {kind!r}", cluster)
-    needs, _ = KINDS[kind]
-    if needs == "none":
-        if target:
-            raise _usage(text, f"{kind} takes no target", cluster)
-        return _checked(Fault(kind, params=dict(params or {})), text, cluster)
-    if not target:
-        raise _usage(text, f"{kind} needs a node (e.g. {kind}@{cluster.nodes[-1].name})", cluster)
-    node, _, index_text = target.partition(":")
-    if not cluster.has_node(node):
-        raise _usage(text, f"unknown node {node!r}", cluster)
-    index = 0
-    if index_text:
-        if not index_text.isdigit() or not 0 <= int(index_text) < GPUS_PER_NODE:
-            raise _usage(text, f"bad index {index_text!r}", cluster)
-        index = int(index_text)
-    return _checked(Fault(kind, node, index, dict(params or {})), text, cluster)
-
-
-def _checked(fault: Fault, text: str, cluster: SimCluster) -> Fault:
-    unknown = sorted(set(fault.params) - set(DEFAULT_PARAMS.get(fault.kind, {})))
-    if unknown:
-        known = sorted(DEFAULT_PARAMS.get(fault.kind, {})) or "none"
-        raise _usage(text, f"unknown parameter(s) {unknown} for {fault.kind} (known: {known})", cluster)
-    if fault.kind == "bad-restore" and fault.param("mode") not in RESTORE_MODES:
-        raise _usage(text, f"mode must be one of {RESTORE_MODES}", cluster)
-    if fault.kind == "gpu-xid" and fault.param("mode") not in XID_MODES:
-        raise _usage(text, f"mode must be one of {XID_MODES}", cluster)
-    if "factor" in DEFAULT_PARAMS.get(fault.kind, {}):
-        factor = fault.param("factor")
-        if isinstance(factor, bool) or not isinstance(factor, int | float) or not math.isfinite(factor) or factor <= 0:
-            raise _usage(text, f"factor must be a finite number > 0, not {factor!r}", cluster)
-        if fault.kind in BANDWIDTH_FAULTS and factor > 1:
-            raise _usage(
-                text, f"factor must be at most 1 (a fault slows the links, never speeds them): {factor!r}", cluster
-            )
-    at_step = fault.param("at_step")
-    if at_step is not None and (isinstance(at_step, bool) or not isinstance(at_step, int) or at_step < 2):
-        raise _usage(text, f"at_step must be a training step >= 2, not {at_step!r}", cluster)
-    return fault
 
 
 @dataclass(frozen=True)
@@ -251,7 +196,3 @@ class FaultSet:
     def restore(self) -> Fault | None:
         hits = self.of_kind("bad-restore")
         return hits[0] if hits else None
-
-
-def parse_faults(texts: Iterable[str], cluster: SimCluster) -> FaultSet:
-    return FaultSet(tuple(parse_fault(t, cluster) for t in texts))

@@ -55,7 +55,7 @@ class SimRunner:
 
     @classmethod
     def from_scenario(
-        cls, scenario: Scenario, faults: Sequence[str | Mapping[str, object]] = (), seed: int | None = None
+        cls, scenario: Scenario, faults: Sequence[str | Mapping[str, object] | Fault] = (), seed: int | None = None
     ) -> SimRunner:
         cluster, fault_set = scenario.build(seed, faults)
         return cls(cluster, fault_set)

@@ -29,7 +29,8 @@ import yaml
 
 from acceptance.errors import UsageError
 from acceptance.sim.model.cluster import SimCluster, Versions, build_cluster
-from acceptance.sim.model.faults import FaultSet, parse_fault
+from acceptance.sim.model.faults import Fault, FaultSet
+from acceptance.sim.model.faultspec import model_fault
 from acceptance.sim.model.images import PullModel
 
 SCENARIO_DIR = Path(__file__).resolve().parents[1] / "scenarios"  # shipped in the package
@@ -49,20 +50,13 @@ class Scenario:
     image_pull: PullModel | None = None  # None: every node has every image
 
     def build(
-        self, seed: int | None = None, extra_faults: Iterable[str | Mapping[str, Any]] = ()
+        self, seed: int | None = None, extra_faults: Iterable[str | Mapping[str, Any] | Fault] = ()
     ) -> tuple[SimCluster, FaultSet]:
-        """The cluster and its faults; `seed` overrides the scenario's, `extra_faults` (compact strings or
-        mappings with parameters, as in a scenario file) add to its own."""
+        """The cluster and its faults; `seed` overrides the scenario's, `extra_faults` (parsed faults, compact
+        strings or mappings with parameters, as in a scenario file) add to its own."""
         versions = Versions().with_overrides(self.versions)
         cluster = build_cluster(self.nodes, self.seed if seed is None else seed, self.nodes_per_leaf, versions)
-        parsed = []
-        for item in (*self.faults, *extra_faults):
-            if isinstance(item, str):
-                parsed.append(parse_fault(item, cluster))
-            else:
-                params = {k: v for k, v in item.items() if k != "fault"}
-                parsed.append(parse_fault(str(item.get("fault", "")), cluster, params))
-        return cluster, FaultSet(tuple(parsed))
+        return cluster, FaultSet(tuple(model_fault(item, cluster) for item in (*self.faults, *extra_faults)))
 
 
 def available(directory: Path = SCENARIO_DIR) -> list[str]:
