@@ -19,8 +19,8 @@ from acceptance.metrics.base import INCREASES, NONZERO, XID_CHANGES, Grid
 from acceptance.metrics.collect import JobSources, collect_hardware, collect_job
 from acceptance.metrics.offline import OfflineSource
 from acceptance.profile import load_profile_file
+from acceptance.sim.model.faultspec import SimFaults
 from acceptance.sim.model.production import Production
-from acceptance.sim.model.production_faults import parse_recurrence_faults
 from acceptance.sim.probation import PROGRESS, STEP_TIME, sim_cluster, write_period
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -92,7 +92,7 @@ def _criterion_5(tmp_path: Path, faults: tuple[str, ...]) -> Verdict:
     nodes = ("sim-node-07",)
     fields = ("DCGM_FI_DEV_GPU_TEMP", "DCGM_FI_DEV_XID_ERRORS")
     length_s = 2 * 3600.0
-    parsed = parse_recurrence_faults(faults, [n.name for n in cluster.nodes])
+    parsed = SimFaults.parse(faults).check([n.name for n in cluster.nodes]).probation
     model = Production(cluster, nodes, START, length_s, parsed, fields=fields, job_nodes=len(cluster.nodes))
     write_period(model, tmp_path / "period")
     source = OfflineSource(tmp_path / "period" / "dumps")
