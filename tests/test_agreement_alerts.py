@@ -87,12 +87,14 @@ def quiet(name: str, seconds: range) -> list[dict[str, Any]]:
     return [{"eval_time": at(s), "alertname": name, "exp_alerts": []} for s in seconds]
 
 
+@pytest.mark.heavy
 @needs_promtool
 def test_14_minutes_of_plus_10_percent_is_not_degraded(tmp_path: Path) -> None:
     # judged every 15 s from the rise to well after it: the rule never fires
     promtool(tmp_path, inputs(), [step_series(14)], quiet("JobStepTimeDegraded", range(1800, 3600, 15)))
 
 
+@pytest.mark.heavy
 @needs_promtool
 def test_16_minutes_of_plus_10_percent_is_degraded(tmp_path: Path) -> None:
     a = inputs()
@@ -111,6 +113,7 @@ def test_16_minutes_of_plus_10_percent_is_degraded(tmp_path: Path) -> None:
     assert rule(doc, "JobStepTimeDegraded")["annotations"]["respond"] == "30m"
 
 
+@pytest.mark.heavy
 @needs_promtool
 def test_a_rise_below_the_agreed_one_never_fires_and_the_profile_moves_the_threshold(tmp_path: Path) -> None:
     promtool(tmp_path, inputs(), [step_series(40, rise=0.09)], quiet("JobStepTimeDegraded", range(1800, 4800, 60)))
@@ -136,6 +139,7 @@ def gpu_series(metric: str, values: str, labels: dict[str, str] = GPU3) -> dict[
     return {"series": f"{metric}{{{text}}}", "values": values}
 
 
+@pytest.mark.heavy
 @needs_promtool
 def test_an_xid_of_a_listed_code_fires_and_of_an_unlisted_code_not(tmp_path: Path) -> None:
     a = inputs()
@@ -155,6 +159,7 @@ def test_an_xid_of_a_listed_code_fires_and_of_an_unlisted_code_not(tmp_path: Pat
     assert rule(doc, "GpuXidRecurrence")["labels"]["severity"] == "node_out"
 
 
+@pytest.mark.heavy
 @needs_promtool
 def test_a_gpu_whose_series_stop_while_its_node_reports_fires(tmp_path: Path) -> None:
     a = inputs()
@@ -174,6 +179,7 @@ def test_a_gpu_whose_series_stop_while_its_node_reports_fires(tmp_path: Path) ->
     promtool(tmp_path, a, series, checks)
 
 
+@pytest.mark.heavy
 @needs_promtool
 def test_hardware_counters_fire_above_the_agreed_limits_only(tmp_path: Path) -> None:
     a = inputs()
@@ -203,6 +209,7 @@ def test_hardware_counters_fire_above_the_agreed_limits_only(tmp_path: Path) -> 
     promtool(tmp_path, a, series, checks)
 
 
+@pytest.mark.heavy
 @needs_promtool
 def test_ecc_dbe_nvlink_rates_and_a_hang_fire_as_criterion_5_counts_them(tmp_path: Path) -> None:
     a = inputs()

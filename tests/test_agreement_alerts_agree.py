@@ -88,6 +88,7 @@ def input_series(source: OfflineSource, t0_s: float) -> list[dict[str, str]]:
     return out
 
 
+@pytest.mark.heavy
 @pytest.mark.skipif(
     PROMTOOL is None, reason="promtool not installed (Debian package `prometheus`; .ci/run installs it)"
 )

@@ -42,6 +42,7 @@ def _dom(page: Path, profile: Path) -> str:
     return done.stdout
 
 
+@pytest.mark.heavy
 def test_every_section_is_on_the_page_the_browser_draws(page: Path, tmp_path: Path) -> None:
     dom = _dom(page, tmp_path / "profile")
     for title in SECTIONS:
@@ -53,6 +54,7 @@ def test_every_section_is_on_the_page_the_browser_draws(page: Path, tmp_path: Pa
     assert "Handover baseline: provider and customer signed." in dom
 
 
+@pytest.mark.heavy
 def test_the_screenshot_is_a_drawn_document(page: Path, tmp_path: Path) -> None:
     shot = tmp_path / "agreement.png"
     done = screenshot(page, shot, 1200, 2400, tmp_path / "profile")
@@ -63,6 +65,7 @@ def test_the_screenshot_is_a_drawn_document(page: Path, tmp_path: Path) -> None:
     assert share < 0.98, f"the top of the page is one colour {colour}: nothing drawn"
 
 
+@pytest.mark.heavy
 def test_the_print_layout_is_a_pdf_of_several_pages(page: Path, tmp_path: Path) -> None:
     """Printable: Chromium prints it to PDF (what a party signs on paper)."""
     assert CHROMIUM is not None

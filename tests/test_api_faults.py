@@ -75,6 +75,7 @@ def _objects_then_faults(api: EmulatedApi, settings: KubeSettings, faults: Fault
     return kube
 
 
+@pytest.mark.heavy
 def test_cleanup_retries_an_api_failing_four_requests_in_five_until_nothing_is_left() -> None:
     """Before: one listing that failed past its retries ended the cleanup, and the objects stayed."""
     settings = replace(SETTINGS, api_retry=FAST, cleanup_timeout_s=60.0)
@@ -85,6 +86,7 @@ def test_cleanup_retries_an_api_failing_four_requests_in_five_until_nothing_is_l
         assert labelled(api) == []
 
 
+@pytest.mark.heavy
 def test_cleanup_ends_at_its_deadline_and_names_what_it_could_not_delete(monkeypatch: pytest.MonkeyPatch) -> None:
     settings = replace(SETTINGS, api_retry=FAST, cleanup_timeout_s=1.0)
     with EmulatedApi(CannedRunner(), time_scale=1.0) as api:
@@ -113,6 +115,7 @@ def test_the_cleanup_deadline_is_the_profiles_kube_cleanup_timeout() -> None:
         KubeSettings.from_mapping({**base, "cleanup_timeout": "soon"})
 
 
+@pytest.mark.heavy
 def test_cleanup_of_an_api_that_never_answers_ends_at_its_deadline_saying_it_could_not_list() -> None:
     settings = replace(SETTINGS, api_retry=FAST, cleanup_timeout_s=1.0)
     with EmulatedApi(CannedRunner(), time_scale=1.0) as api:
@@ -206,6 +209,7 @@ def test_no_batch_starts_after_the_runs_deadline(tmp_path: Path) -> None:
     assert "before this batch started: it was not started" in result.reason
 
 
+@pytest.mark.heavy
 def test_a_batch_is_awaited_until_the_runs_deadline_only_and_is_then_an_error(tmp_path: Path) -> None:
     cluster = _Cluster()
     soon = datetime.now(UTC) + timedelta(seconds=1.5)

@@ -315,6 +315,7 @@ def _run_refused(pytester: pytest.Pytester, folder: Path, *extra: str) -> str:
     return result.stderr.str()
 
 
+@pytest.mark.heavy
 def test_a_run_refuses_another_clusters_baseline_before_anything_runs(pytester: pytest.Pytester) -> None:
     folder = sim_cluster_folder(pytester.path)
     (shipped,) = (ROOT / "baselines" / "sim-ssh").glob("handover-*.json")
@@ -324,6 +325,7 @@ def test_a_run_refuses_another_clusters_baseline_before_anything_runs(pytester: 
     assert "another cluster's agreement (cluster 'sim-ssh' in the baseline, 'sim' in the profile" in err
 
 
+@pytest.mark.heavy
 def test_recording_with_a_key_the_profile_does_not_allow_is_refused_before_the_run(pytester: pytest.Pytester) -> None:
     folder = sim_cluster_folder(pytester.path, with_baseline=False)
     stranger = pytester.path / "stranger"

@@ -192,6 +192,7 @@ def test_require_both_passes_a_both_signed_baseline(tmp_path: Path) -> None:
     require_agreement(trust(loaded, profile, allow_unsigned=False), profile, loaded)
 
 
+@pytest.mark.heavy
 def test_require_both_stops_the_run_before_anything_starts(pytester: pytest.Pytester) -> None:
     folder, _ = provider_only(pytester.path)
     _require_both(folder)

@@ -43,6 +43,7 @@ def test_every_input_that_once_broke_a_target_now_passes(crash: Path) -> None:
     TARGETS[crash.parent.name](crash.read_bytes())
 
 
+@pytest.mark.heavy
 @pytest.mark.skipif(not HAVE_ATHERIS, reason="atheris is not installed (hypothesis drives the targets instead)")
 @pytest.mark.parametrize("target", sorted(TARGETS))
 def test_a_bounded_coverage_guided_run_finds_no_crash(
@@ -103,6 +104,7 @@ def _mutated(draw: st.DrawFn, target: str) -> bytes:
     return bytes(data)
 
 
+@pytest.mark.heavy
 @pytest.mark.skipif(HAVE_ATHERIS, reason="atheris runs the targets coverage-guided")
 @pytest.mark.parametrize("target", sorted(TARGETS))
 def test_structured_mutations_of_the_seeds_break_no_target(target: str) -> None:

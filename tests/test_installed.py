@@ -47,6 +47,7 @@ def test_an_unknown_cluster_names_both_places(tmp_path: Path) -> None:
     assert profile_path("../sim", tmp_path) == tmp_path / "../sim" / "cluster.yaml", "only plain names are looked up"
 
 
+@pytest.mark.heavy
 def test_recording_into_the_shipped_agreement_is_refused(tmp_path: Path) -> None:
     with pytest.raises(UsageError, match=r"shipped with the package and is read-only; copy it"):
         refuse_writing_shipped(SHIPPED_DIR / "sim", "--record-baseline")

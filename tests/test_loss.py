@@ -170,6 +170,7 @@ def test_cli(capsys):
     assert main(["analyze", "loss", "--before", pre, "--after", str(TL / "not_a_trainlog.txt")]) == 2
 
 
+@pytest.mark.heavy
 @pytest.mark.parametrize("phi", [0.0, 0.3])
 def test_calibration_reduced(phi):
     """Healthy restores pass in ≥ 99 of 100, a 4-sigma shift fails in ≥ 95 of 100 and a step

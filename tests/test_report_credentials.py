@@ -201,6 +201,7 @@ def test_the_real_tool_outputs_hold_no_credential_looking_value(root: Path) -> N
     assert _finds(paths) == []
 
 
+@pytest.mark.heavy
 def test_a_healthy_simulated_report_holds_no_find_and_nothing_redacted(pytester: pytest.Pytester) -> None:
     """The project's own outputs: a clean run's folder is signed-ready as written (no [REDACTED] in it)."""
     from tests.suite_run import run_suite
@@ -217,6 +218,7 @@ def test_a_healthy_simulated_report_holds_no_find_and_nothing_redacted(pytester:
 # ---------------------------------------------------------------------------------- through a report
 
 
+@pytest.mark.heavy
 def test_planted_env_and_argv_forms_reach_no_file_of_a_report(pytester: pytest.Pytester) -> None:
     """kube.env / smoke.env names with PASSWORD/KEY/PAT/SECRET parts and the smoke argv `--hf-token VALUE`."""
     from tests.suite_run import run_suite, sim_cluster_folder
@@ -362,6 +364,7 @@ def pytest_sessionfinish(session):
 """
 
 
+@pytest.mark.heavy
 def test_a_run_whose_report_still_holds_a_credential_fails_unless_the_file_is_allowed(
     pytester: pytest.Pytester,
 ) -> None:

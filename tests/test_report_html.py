@@ -197,6 +197,7 @@ def _chromium(page: Path, tmp_path: Path) -> tuple[Path, list[str]]:
     return shot, console
 
 
+@pytest.mark.heavy
 @needs_chromium
 def test_console_errors_are_detected(tmp_path: Path):
     """Control: the detector used below does see a page's console errors."""
@@ -207,6 +208,7 @@ def test_console_errors_are_detected(tmp_path: Path):
     assert any("missingFunction" in line for line in console)
 
 
+@pytest.mark.heavy
 @needs_chromium
 def test_report_opens_in_headless_chromium_without_console_errors(tmp_path: Path):
     folder = ReportFolder.create(tmp_path / "reports", "sim", pd.Timestamp("2026-11-30T00:00:00Z").to_pydatetime())

@@ -63,6 +63,7 @@ SMALL = {
 }
 
 
+@pytest.mark.heavy
 @pytest.mark.parametrize("banner", list(Banner), ids=lambda b: b.css)
 def test_the_banner_is_the_colour_of_its_verdict(banner: Banner, tmp_path: Path) -> None:
     data = SMALL[banner]
@@ -113,6 +114,7 @@ def test_a_failing_16_node_run_opens_with_not_accepted(pytester: pytest.Pytester
     print(f"16 nodes: report.html {len(html.encode()):,} bytes; screenshot {WIDTH}x{HEIGHT}, {len(png):,} bytes")
 
 
+@pytest.mark.heavy
 def test_a_1024_node_report_stays_small_and_renders_in_chromium(tmp_path: Path) -> None:
     """Three bad GPUs among 8192: the heatmap shows them on the first screen; the page stays under 2 MB."""
     faults = ["gpu-xid@sim-node-0005:2", "gpu-throttle@sim-node-0700:3", "ecc-dbe@sim-node-1000:6"]

@@ -182,6 +182,7 @@ def test_kubernetes_env_entries_are_redacted_by_their_name() -> None:
     assert values == {**dict.fromkeys(PLANTED, "[REDACTED]"), "NCCL_DEBUG": "INFO"}
 
 
+@pytest.mark.heavy
 def test_a_suite_run_with_secrets_in_the_profile_writes_none_of_them(pytester: pytest.Pytester) -> None:
     """Plant credentials in kube.env and smoke.env (and one as a Secret reference); grep the whole report."""
     import yaml

@@ -87,6 +87,7 @@ def test_ticket(request):
 """
 
 
+@pytest.mark.heavy  # a pytest with an xdist worker in a subprocess: two interpreters importing the plugin
 def test_xdist_workers_judge_with_the_controllers_options(pytester: pytest.Pytester) -> None:
     make_cluster(pytester)
     pytester.makeconftest(WORKER_CONFTEST)

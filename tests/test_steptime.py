@@ -132,6 +132,7 @@ def test_several_baselines_give_a_between_run_spread(capsys):
     assert doc["figures"]["spread_source"] == "2 baseline segments"
 
 
+@pytest.mark.heavy
 @pytest.mark.parametrize("phi", [0.0, 0.5])
 def test_calibration_reduced(phi):
     """5% margin, CV 2%, 200 smoke steps, 2% stall outliers: +7% fails in ≥ 95 of 100

@@ -53,6 +53,7 @@ def _outcomes(slow: float, replicas: int, seed: int) -> tuple[list[str], list[st
     return fixed, seq, used
 
 
+@pytest.mark.heavy
 def test_error_rates_on_a_fixed_seed_set() -> None:
     """60 seeded runs each (the bench runs 1000), with the bench's noise and run-to-run spread.
     Binomial tolerances: at the 1% false-fail goal, 3 or more FAILs of 60 healthy runs has
