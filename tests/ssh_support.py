@@ -195,6 +195,7 @@ class SuiteRuns:
         with exclusive(base.with_name(base.name + ".lock")):
             folder = base / "baselines" / cluster
             if not folder.is_dir():
+                base.mkdir(parents=True, exist_ok=True)
                 assert profile(base) == folder
             made = cls(base, folder.parent, cluster)
             if not list(folder.glob("handover-*.json.sig")):
