@@ -9,10 +9,11 @@ real OpenSSH client.
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 import xml.etree.ElementTree as ET
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -24,7 +25,7 @@ from acceptance.clusters.ssh.remote import MARKER
 from acceptance.sim.model import SimRunner, load_scenario
 from acceptance.sim.ssh.hosts import SimulatedHosts
 from acceptance.sim.ssh.sshd import INSTALL_HINT, missing_tools
-from tests.suite_run import copy_agreement, sign_as_demo
+from tests.suite_run import copy_agreement, exclusive, run_key, sign_as_demo
 
 ROOT = Path(__file__).resolve().parents[1]
 SUITE = ROOT / "acceptance"
@@ -179,26 +180,40 @@ def run_suite(baselines: Path, cluster: str, report: Path, *args: str, timeout: 
 
 
 class SuiteRuns:
-    """A test module's suite runs on one simulated cluster, each made once on demand; the first records the
-    baseline (signed with the demo key) that the later ones are judged against."""
+    """A test module's suite runs on one simulated cluster, each made once per session on demand (whichever
+    xdist worker asks first; `base` from `session_folder`); the first records the baseline (signed with the demo
+    key) that the later ones are judged against."""
 
     def __init__(self, base: Path, baselines: Path, cluster: str) -> None:
         self.base = base
         self.baselines = baselines
         self.cluster = cluster
-        self._runs: dict[tuple[str, ...], Run] = {}
 
     @classmethod
-    def recorded(cls, base: Path, baselines: Path, cluster: str) -> SuiteRuns:
-        made = cls(base, baselines, cluster)
-        recorded = made.get("--record-baseline")
-        assert recorded.returncode == 0, recorded.stdout[-3000:] + recorded.stderr[-2000:]
-        [path] = (baselines / cluster).glob("handover-*.json")
-        sign_as_demo(path)
+    def recorded(cls, base: Path, cluster: str, profile: Callable[[Path], Path]) -> SuiteRuns:
+        """Runs under `base` of the cluster whose profile folder `profile(base)` writes, once per session."""
+        with exclusive(base.with_name(base.name + ".lock")):
+            folder = base / "baselines" / cluster
+            if not folder.is_dir():
+                base.mkdir(parents=True, exist_ok=True)
+                assert profile(base) == folder
+            made = cls(base, folder.parent, cluster)
+            if not list(folder.glob("handover-*.json.sig")):
+                recorded = made.get("--record-baseline")
+                assert recorded.returncode == 0, recorded.stdout[-3000:] + recorded.stderr[-2000:]
+                [path] = folder.glob("handover-*.json")
+                sign_as_demo(path)
         return made
 
     def get(self, *args: str) -> Run:
-        if args not in self._runs:
-            report = self.base / f"report-{len(self._runs)}"
-            self._runs[args] = run_suite(self.baselines, self.cluster, report, *args)
-        return self._runs[args]
+        folder = self.base / run_key(args)
+        with exclusive(folder.with_name(folder.name + ".lock")):
+            done = folder / "result.json"
+            if not done.is_file():
+                folder.mkdir(parents=True, exist_ok=True)
+                run = run_suite(self.baselines, self.cluster, folder / "report", *args)
+                done.write_text(json.dumps({"returncode": run.returncode, "stdout": run.stdout, "stderr": run.stderr}))
+            said = json.loads(done.read_text())
+        return Run(
+            said["returncode"], said["stdout"], said["stderr"], folder / "report" / "junit.xml", folder / "report"
+        )

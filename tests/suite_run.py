@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+import fcntl
+import hashlib
 import json
+import os
 import shutil
 import xml.etree.ElementTree as ET
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -15,21 +20,32 @@ SUITE = ROOT / "acceptance"
 SCENARIOS = ROOT / "fixtures" / "scenarios"
 
 
-def sim_profile_text(cluster: str = "sim") -> str:
+#: the shipped sim profile's pace: 15 simulated minutes of DCGM r3 take 1.8 s of wall time
+SHIPPED_TIME_SCALE = 0.002
+#: the pace of test runs that judge verdicts, not timing: a whole suite run waits ~0.5 s instead of ~12 s
+#: (the emulator's start, the workers' imports and the judging stay); tests of streaming, signals and deadlines
+#: pass SHIPPED_TIME_SCALE (or their own) so that a job still runs long enough to be stopped
+TEST_TIME_SCALE = 0.0001
+
+
+def sim_profile_text(cluster: str = "sim", time_scale: float = TEST_TIME_SCALE) -> str:
     """The shipped sim profile, renamed, with the scenario as an absolute path (tests swap it for another)."""
     text = (ROOT / "baselines" / "sim" / "cluster.yaml").read_text()
     assert "scenario: healthy-16 " in text, "the shipped sim profile names its scenario"
     text = text.replace("scenario: healthy-16 ", f"scenario: {SCENARIOS}/healthy-16.yaml ")
+    shipped = f"time_scale: {SHIPPED_TIME_SCALE} "
+    assert shipped in text, "the shipped sim profile names its time scale"
+    text = text.replace(shipped, f"time_scale: {time_scale} ")
     return text.replace("cluster: sim", f"cluster: {cluster}")
 
 
-def sim_cluster_folder(base: Path, with_baseline: bool = True) -> Path:
-    """A copy of baselines/sim (profile with an absolute scenario path, and its baseline)."""
+def sim_cluster_folder(base: Path, with_baseline: bool = True, time_scale: float = TEST_TIME_SCALE) -> Path:
+    """A copy of baselines/sim (profile with an absolute scenario path, and its baseline) at `time_scale`."""
     folder = base / "baselines" / "sim"
     if folder.is_dir():
         return folder
     folder.mkdir(parents=True)
-    (folder / "cluster.yaml").write_text(sim_profile_text())
+    (folder / "cluster.yaml").write_text(sim_profile_text(time_scale=time_scale))
     copy_agreement(folder, with_baseline=with_baseline)
     return folder
 
@@ -187,6 +203,69 @@ def run_suite(pytester: pytest.Pytester, *args: str, baselines: Path | None = No
         timeout=300,
     )
     return SuiteRun(result, junit, report_dir)
+
+
+def session_folder(tmp_path_factory: pytest.TempPathFactory, name: str) -> Path:
+    """A folder every xdist worker of this session sees (a worker's temp folder is a child of the session's),
+    so a module's shared runs are made once per session, not once per worker."""
+    base = tmp_path_factory.getbasetemp()
+    return (base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base) / name
+
+
+@contextmanager
+def exclusive(lock: Path) -> Iterator[None]:
+    """Hold `lock` (an flock, the file made if missing): the workers of one session take turns."""
+    lock.parent.mkdir(parents=True, exist_ok=True)
+    with lock.open("a") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def run_key(args: tuple[str, ...]) -> str:
+    """A folder name for a run made with `args`: the same for every worker."""
+    return "run-" + hashlib.sha256("\0".join(args).encode()).hexdigest()[:12]
+
+
+class SimRuns:
+    """A test module's suite runs on the simulated cluster, each made once per session on demand and shared by
+    the tests that judge the same run, whichever xdist worker runs them (`base` from `session_folder`)."""
+
+    def __init__(self, base: Path) -> None:
+        self.base = base
+        with exclusive(base.with_name(base.name + ".lock")):
+            self.baselines = sim_cluster_folder(base).parent
+
+    def get(self, *args: str) -> SuiteRun:
+        """The run with `args`: made by the first worker that asks, read back from its folder by the others."""
+        folder = self.base / run_key(args)
+        with exclusive(folder.with_name(folder.name + ".lock")):
+            done = folder / "result.json"
+            if not done.is_file():
+                self._run(folder, args)
+            said = json.loads(done.read_text())
+        result = pytest.RunResult(said["ret"], said["stdout"], said["stderr"], said["duration"])
+        return SuiteRun(result, folder / "junit.xml", folder / "report")
+
+    def _run(self, folder: Path, args: tuple[str, ...]) -> None:
+        import subprocess
+        import sys
+        import time
+
+        folder.mkdir(exist_ok=True)  # a worker that died mid-run leaves it without result.json: run again
+        junit, report_dir = folder / "junit.xml", folder / f"report-{os.getpid()}"
+        argv = [sys.executable, "-m", "pytest", str(SUITE), "--cluster=sim", f"--baselines-dir={self.baselines}",
+                f"--report-dir={report_dir}", f"--junitxml={junit}", "--no-sign", "--allow-unsigned-baseline",
+                "-p", "no:cacheprovider", *args]  # fmt: skip
+        started = time.monotonic()
+        proc = subprocess.run(argv, capture_output=True, text=True, cwd=folder, timeout=300, check=False)
+        if report_dir.is_dir():
+            report_dir.rename(folder / "report")
+        said = {"ret": proc.returncode, "stdout": proc.stdout.splitlines(), "stderr": proc.stderr.splitlines(),
+                "duration": time.monotonic() - started}  # fmt: skip
+        (folder / "result.json").write_text(json.dumps(said))
 
 
 def read_json(path: Path) -> object:

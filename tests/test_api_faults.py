@@ -271,9 +271,9 @@ def test_what_the_cleanup_could_not_delete_goes_into_the_reports_provenance() ->
 @pytest.mark.slow
 def test_after_the_runs_deadline_the_items_left_are_errors_naming_it(pytester: pytest.Pytester) -> None:
     """A deadline shorter than the run (half a second: the simulated cluster takes longer to start)."""
-    from tests.suite_run import run_suite
+    from tests.suite_run import SHIPPED_TIME_SCALE, run_suite
 
-    folder = sim_cluster_folder(pytester.path)
+    folder = sim_cluster_folder(pytester.path, time_scale=SHIPPED_TIME_SCALE)  # DCGM must outlast the deadline
     profile = folder / "cluster.yaml"
     profile.write_text(profile.read_text() + "run:\n  deadline: 0.5s\n")
     run = run_suite(pytester, "-k", "preflight or dcgm", "--returned-node=sim-node-07")

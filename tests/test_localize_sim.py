@@ -22,7 +22,7 @@ from acceptance.criteria.run import Run
 from acceptance.criteria.runfolder import RunFolder
 from acceptance.judge.verdict import Verdict
 from acceptance.profile import load_profile
-from tests.suite_run import SCENARIOS, sim_cluster_folder
+from tests.suite_run import SCENARIOS, SHIPPED_TIME_SCALE, sim_cluster_folder
 
 pytestmark = pytest.mark.slow
 
@@ -32,7 +32,7 @@ TEST = "all_reduce_perf"
 def localize(
     tmp_path: Path, faults: Sequence[str], *, triggered: bool = True, nodes_per_leaf: int | None = None
 ) -> LocalizeResult:
-    folder = sim_cluster_folder(tmp_path)
+    folder = sim_cluster_folder(tmp_path, time_scale=SHIPPED_TIME_SCALE)
     if nodes_per_leaf is not None:
         scenario = tmp_path / "four-leaves.yaml"
         scenario.write_text(
@@ -118,7 +118,7 @@ def test_a_healthy_cluster_has_no_culprit_after_one_round_when_asked(tmp_path: P
 
 
 def test_the_command_line_names_the_culprit_and_exits_1(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    folder = sim_cluster_folder(tmp_path)
+    folder = sim_cluster_folder(tmp_path, time_scale=SHIPPED_TIME_SCALE)
     status = main(["localize", "--cluster", "sim", "--baselines-dir", str(folder.parent), "--sim-fault",
                    "nic-degraded@sim-node-07", "--test", TEST])  # fmt: skip
     out = capsys.readouterr().out
@@ -131,7 +131,7 @@ def test_the_command_line_names_the_culprit_and_exits_1(tmp_path: Path, capsys: 
 
 def fabric_verdict(tmp_path: Path, edit: tuple[str, str], faults: Sequence[str]) -> Verdict:
     """The fabric item's verdict for all_reduce_perf with the sim profile edited (`edit`: old, new text)."""
-    folder = sim_cluster_folder(tmp_path)
+    folder = sim_cluster_folder(tmp_path, time_scale=SHIPPED_TIME_SCALE)
     profile_file = folder / "cluster.yaml"
     text = profile_file.read_text()
     assert edit[0] in text

@@ -17,7 +17,7 @@ import pytest
 
 from acceptance.clusters.ssh.remote import MARKER
 from tests.ssh_support import NEEDS_SSHD
-from tests.suite_run import ROOT, copy_agreement, demo_key, sim_cluster_folder
+from tests.suite_run import ROOT, SHIPPED_TIME_SCALE, copy_agreement, demo_key, sim_cluster_folder
 
 pytestmark = pytest.mark.slow
 
@@ -29,7 +29,7 @@ def sequential_folder(base: Path) -> tuple[Path, Path]:
     """A copy of the simulated agreement whose latest baseline agrees the sequential rule; and the key."""
     from acceptance.cli import main
 
-    folder = sim_cluster_folder(base)
+    folder = sim_cluster_folder(base, time_scale=SHIPPED_TIME_SCALE)  # the job must run long enough to be stopped
     profile = folder / "cluster.yaml"
     text = profile.read_text()
     assert "\n  restore_step: 1000\n" in text

@@ -1,4 +1,9 @@
-"""The acceptance suite end to end on the simulated cluster, through the real Kubernetes backend."""
+"""The acceptance suite end to end on the simulated cluster, through the real Kubernetes backend.
+
+Each run is made once for the session (`SimRuns`, by whichever xdist worker asks first) and judged by every
+test that reads it; the runs that need a folder of their own (recording a baseline, logs handed in) keep
+pytester's.
+"""
 
 from __future__ import annotations
 
@@ -7,7 +12,7 @@ import re
 
 import pytest
 
-from tests.suite_run import run_suite, sim_cluster_folder
+from tests.suite_run import SimRuns, run_suite, session_folder, sim_cluster_folder
 
 pytestmark = pytest.mark.slow
 
@@ -26,8 +31,16 @@ def dcgm(node: str) -> str:
     return f"test_dcgm_diagnostics[{node}]"
 
 
-def test_healthy_cluster_passes_every_item(pytester: pytest.Pytester) -> None:
-    run = run_suite(pytester)
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory: pytest.TempPathFactory) -> SimRuns:
+    return SimRuns(session_folder(tmp_path_factory, "suite-sim"))
+
+
+NIC_DEGRADED = ("--sim-fault=nic-degraded@sim-node-07", "-p", "no:xdist")  # the xdist test's one-process run too
+
+
+def test_healthy_cluster_passes_every_item(runs: SimRuns) -> None:
+    run = runs.get()
     assert run.result.ret == 0, run.result.stdout.str()[-3000:]
     outcomes = run.outcomes
     assert len(outcomes) == 4 + 16 + 4 + 1 + 1 + 1
@@ -48,9 +61,9 @@ def test_healthy_cluster_passes_every_item(pytester: pytest.Pytester) -> None:
     assert '<div class="verdict accepted" id="verdict">' in (run.report_dir / "report.html").read_text()
 
 
-def test_degraded_nic_fails_fabric_and_the_step_time_it_slows(pytester: pytest.Pytester) -> None:
+def test_degraded_nic_fails_fabric_and_the_step_time_it_slows(runs: SimRuns) -> None:
     """A slow rail passes DCGM (the GPUs are fine) but slows every collective and so the job's steps."""
-    run = run_suite(pytester, "--sim-fault=nic-degraded@sim-node-07")
+    run = runs.get(*NIC_DEGRADED)
     assert run.result.ret == 1
     outcomes = run.outcomes
     assert {name for name, o in outcomes.items() if o != "passed" and name != RECURRENCE} == {
@@ -81,8 +94,8 @@ def test_degraded_nic_fails_fabric_and_the_step_time_it_slows(pytester: pytest.P
     assert all(a == b and 55 <= int(a) <= 70 for a, b, _ in cells), cells  # the NIC runs at ~62% of its rate
 
 
-def test_a_slow_spine_fails_fabric_with_a_switch_and_no_node(pytester: pytest.Pytester) -> None:
-    run = run_suite(pytester, "--sim-fault=spine-slow", "-k", "fabric")
+def test_a_slow_spine_fails_fabric_with_a_switch_and_no_node(runs: SimRuns) -> None:
+    run = runs.get("--sim-fault=spine-slow", "-k", "fabric")
     props = run.properties(fabric("all_reduce_perf"))
     assert props["verdict"] == "fail"
     assert (props["culprit"], props["culprit_kind"]) == ("leaf-01<->leaf-02", "switch")
@@ -90,8 +103,8 @@ def test_a_slow_spine_fails_fabric_with_a_switch_and_no_node(pytester: pytest.Py
     assert "fabric, not a node" in run.message(fabric("all_reduce_perf"))
 
 
-def test_gpu_xid_fails_that_node_and_gpu_and_the_fabric(pytester: pytest.Pytester) -> None:
-    run = run_suite(pytester, "--sim-fault=gpu-xid@sim-node-03:5")
+def test_gpu_xid_fails_that_node_and_gpu_and_the_fabric(runs: SimRuns) -> None:
+    run = runs.get("--sim-fault=gpu-xid@sim-node-03:5")
     outcomes = run.outcomes
     failed = {name for name, o in outcomes.items() if o != "passed" and name != RECURRENCE}
     assert dcgm("sim-node-03") in failed
@@ -104,8 +117,8 @@ def test_gpu_xid_fails_that_node_and_gpu_and_the_fabric(pytester: pytest.Pyteste
     assert "NCCL failure" in run.message(fabric("all_reduce_perf"))
 
 
-def test_different_nccl_version_makes_fabric_not_comparable(pytester: pytest.Pytester) -> None:
-    run = run_suite(pytester, "--sim-fault=nccl-version")
+def test_different_nccl_version_makes_fabric_not_comparable(runs: SimRuns) -> None:
+    run = runs.get("--sim-fault=nccl-version")
     outcomes = run.outcomes
     assert {name for name, o in outcomes.items() if o != "passed" and name != RECURRENCE} == {fabric(n) for n in FABRIC}
     message = run.message(fabric("all_reduce_perf"))
@@ -116,8 +129,8 @@ def test_different_nccl_version_makes_fabric_not_comparable(pytester: pytest.Pyt
     assert "NOT COMPARABLE: all_reduce_perf" in html
 
 
-def test_node_down_fails_preflight_and_the_rest_skip_with_its_reason(pytester: pytest.Pytester) -> None:
-    run = run_suite(pytester, "--sim-fault=node-down@sim-node-14")
+def test_node_down_fails_preflight_and_the_rest_skip_with_its_reason(runs: SimRuns) -> None:
+    run = runs.get("--sim-fault=node-down@sim-node-14")
     outcomes = run.outcomes
     assert outcomes["test_node_set_ready"] == "failed"
     assert "sim-node-14: NotReady" in run.message("test_node_set_ready")
@@ -130,21 +143,19 @@ def test_node_down_fails_preflight_and_the_rest_skip_with_its_reason(pytester: p
     )
 
 
-def test_an_unusable_cluster_fails_the_run_even_when_the_preflight_items_are_deselected(
-    pytester: pytest.Pytester,
-) -> None:
+def test_an_unusable_cluster_fails_the_run_even_when_the_preflight_items_are_deselected(runs: SimRuns) -> None:
     """`-k fabric` on a cluster with a node down once gave "4 skipped" and exit 0."""
-    run = run_suite(pytester, "-k", "fabric", "--sim-fault=node-down@sim-node-05")
+    run = runs.get("-k", "fabric", "--sim-fault=node-down@sim-node-05")
     assert set(run.outcomes.values()) == {"skipped"}
     assert len(run.outcomes) == len(FABRIC)
     assert run.result.ret == 1
     run.result.stdout.fnmatch_lines(["NOT ACCEPTED: the cluster is unusable (see the preflight); the run fails"])
 
 
-def test_xdist_gives_the_same_verdicts_and_objects_as_one_process(pytester: pytest.Pytester) -> None:
-    one = run_suite(pytester, "--sim-fault=nic-degraded@sim-node-07", "-p", "no:xdist")
+def test_xdist_gives_the_same_verdicts_and_objects_as_one_process(runs: SimRuns) -> None:
+    one = runs.get(*NIC_DEGRADED)
     one_outcomes, one_objects = one.outcomes, one.objects_created()
-    four = run_suite(pytester, "--sim-fault=nic-degraded@sim-node-07", "-n", "4")
+    four = runs.get("--sim-fault=nic-degraded@sim-node-07", "-n", "4")
     assert four.outcomes == one_outcomes
     strip = lambda names: sorted(n.split("-ra-")[0] for n in names)  # noqa: E731 - run ids differ
     assert strip(four.objects_created()) == strip(one_objects)
@@ -173,8 +184,8 @@ def test_record_mode_refuses_on_a_failing_node_and_never_overwrites(pytester: py
     assert first.read_bytes() == before
 
 
-def test_throttling_gpu_fails_its_diagnostics_and_the_smoke_step_time(pytester: pytest.Pytester) -> None:
-    run = run_suite(pytester, "--sim-fault=gpu-throttle@sim-node-05:2")
+def test_throttling_gpu_fails_its_diagnostics_and_the_smoke_step_time(runs: SimRuns) -> None:
+    run = runs.get("--sim-fault=gpu-throttle@sim-node-05:2")
     failed = {name for name, o in run.outcomes.items() if o != "passed" and name != RECURRENCE}
     assert failed == {dcgm("sim-node-05"), STEP}
     message = run.message(STEP)
@@ -183,8 +194,8 @@ def test_throttling_gpu_fails_its_diagnostics_and_the_smoke_step_time(pytester: 
     assert float(run.properties(STEP)["ratio"]) > 1.05
 
 
-def test_bad_restore_fails_loss_continuity_only(pytester: pytest.Pytester) -> None:
-    run = run_suite(pytester, "--sim-fault=bad-restore")
+def test_bad_restore_fails_loss_continuity_only(runs: SimRuns) -> None:
+    run = runs.get("--sim-fault=bad-restore")
     failed = {name for name, o in run.outcomes.items() if o != "passed" and name != RECURRENCE}
     assert failed == {LOSS}
     assert "first step beyond at 1001" in run.message(LOSS)
@@ -210,9 +221,9 @@ def test_logs_handed_in_are_judged_without_running_the_job(pytester: pytest.Pyte
     assert not (run.report_dir / "manifests" / "training").exists(), "no training job may run"
 
 
-def test_a_criterion_selected_alone_does_not_wait_for_deselected_ones(pytester: pytest.Pytester) -> None:
+def test_a_criterion_selected_alone_does_not_wait_for_deselected_ones(runs: SimRuns) -> None:
     """With -k only the training criteria run: they must not wait for DCGM jobs nobody submits."""
-    run = run_suite(pytester, "-k", "smoke or loss")
+    run = runs.get("-k", "smoke or loss")
     assert run.result.ret == 0, run.result.stdout.str()[-3000:]
     assert set(run.outcomes) == {STEP, LOSS}
     assert (run.report_dir / "manifests" / "training" / "smoke.yaml").is_file(), "the job ran on the cluster"

@@ -32,6 +32,7 @@ from acceptance.sim.model.faultspec import SimFaults
 from acceptance.tools import slurm as tools
 from tests.slurm_support import NEEDS_SLURM, sim_slurm_profile
 from tests.ssh_support import Run, SuiteRuns
+from tests.suite_run import TEST_TIME_SCALE, session_folder
 from tests.test_suite_ssh import FAULT_CHECKS
 
 pytestmark = [NEEDS_SLURM, pytest.mark.slow]
@@ -42,8 +43,11 @@ Runs = SuiteRuns
 
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory: pytest.TempPathFactory) -> Runs:
-    base = tmp_path_factory.mktemp("suite-slurm")
-    return SuiteRuns.recorded(base, sim_slurm_profile(base, nodes=8).parent, "sim-slurm")
+    return SuiteRuns.recorded(
+        session_folder(tmp_path_factory, "suite-slurm"),
+        "sim-slurm",
+        lambda b: sim_slurm_profile(b, nodes=8, time_scale=TEST_TIME_SCALE),
+    )
 
 
 def _no_cleanup_problem(run: Run) -> None:

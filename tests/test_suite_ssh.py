@@ -15,6 +15,7 @@ import pytest
 import yaml
 
 from tests.ssh_support import NEEDS_SSHD, ROOT, SuiteRuns, sim_ssh_profile
+from tests.suite_run import TEST_TIME_SCALE, session_folder
 
 pytestmark = [NEEDS_SSHD, pytest.mark.slow]
 
@@ -37,8 +38,11 @@ Runs = SuiteRuns
 
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory: pytest.TempPathFactory) -> Runs:
-    base = tmp_path_factory.mktemp("suite-ssh")
-    return SuiteRuns.recorded(base, sim_ssh_profile(base).parent, "sim-ssh")
+    return SuiteRuns.recorded(
+        session_folder(tmp_path_factory, "suite-ssh"),
+        "sim-ssh",
+        lambda b: sim_ssh_profile(b, time_scale=TEST_TIME_SCALE),
+    )
 
 
 def test_recording_over_ssh_keeps_the_conditions_of_the_bare_metal_cluster(runs: Runs) -> None:
