@@ -18,8 +18,8 @@ from acceptance.baseline import BaselineStore
 from acceptance.cli import main
 from acceptance.criteria.context import RunContext
 from acceptance.criteria.localize_result import LocalizeResult
-from acceptance.criteria.run import Run
-from acceptance.criteria.runfolder import RunFolder
+from acceptance.criteria.run import Criteria
+from acceptance.criteria.shared_folder import SharedFolder
 from acceptance.judge.verdict import Verdict
 from acceptance.profile import load_profile
 from tests.suite_run import SCENARIOS, SHIPPED_TIME_SCALE, sim_cluster_folder
@@ -51,7 +51,7 @@ def localize(
     run_folder = tmp_path / "run"
     run_folder.mkdir()
     try:
-        run = Run(context, cluster, RunFolder(run_folder), None, selected=frozenset())
+        run = Criteria(context, cluster, SharedFolder(run_folder), None, selected=frozenset())
         return run.localize.search(TEST, worst=2 << 30, triggered=triggered)
     finally:
         try:
@@ -143,7 +143,9 @@ def fabric_verdict(tmp_path: Path, edit: tuple[str, str], faults: Sequence[str])
     cluster = clusters.open(profile, context.run_id, faults=faults)
     (tmp_path / "run").mkdir()
     try:
-        return Run(context, cluster, RunFolder(tmp_path / "run"), None, selected=frozenset()).fabric.verdict(TEST)
+        return Criteria(context, cluster, SharedFolder(tmp_path / "run"), None, selected=frozenset()).fabric.verdict(
+            TEST
+        )
     finally:
         try:
             cluster.cleanup()
