@@ -47,7 +47,7 @@ def localize(
     context = RunContext.create(
         profile, BaselineStore(folder).latest(), returned_nodes=(), run_id="ra-test-loc", started=started
     )
-    cluster = clusters.open(profile, context.run_id, faults=faults)
+    cluster = clusters.open(profile, context.run_id, faults=clusters.parse_faults(faults))
     run_folder = tmp_path / "run"
     run_folder.mkdir()
     try:
@@ -140,7 +140,7 @@ def fabric_verdict(tmp_path: Path, edit: tuple[str, str], faults: Sequence[str])
     context = RunContext.create(
         profile, BaselineStore(folder).latest(), returned_nodes=(), run_id="ra-test-edit", started=datetime.now(UTC)
     )
-    cluster = clusters.open(profile, context.run_id, faults=faults)
+    cluster = clusters.open(profile, context.run_id, faults=clusters.parse_faults(faults))
     (tmp_path / "run").mkdir()
     try:
         return Criteria(context, cluster, SharedFolder(tmp_path / "run"), None, selected=frozenset()).fabric.verdict(
