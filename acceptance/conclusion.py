@@ -21,7 +21,7 @@ from acceptance.baseline_trust import sign_baseline
 from acceptance.errors import AcceptanceError
 from acceptance.report.ending import session_end
 from acceptance.report.junit import add_suite_properties
-from acceptance.report.outcomes import PREFLIGHT_SKIP
+from acceptance.report.statuses import PREFLIGHT_SKIP
 
 if TYPE_CHECKING:
     from acceptance.report.data import ReportRecorder

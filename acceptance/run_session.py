@@ -26,9 +26,9 @@ from acceptance.baseline_trust import check_signer, require_agreement, trust
 from acceptance.clusters.base import Cluster
 from acceptance.criteria import recording, site
 from acceptance.criteria.context import LogSources, ProbationOptions, RunContext
-from acceptance.criteria.run import Run
-from acceptance.criteria.runfolder import RunFolder
+from acceptance.criteria.run import Criteria
 from acceptance.criteria.scheduler import ProgressListener
+from acceptance.criteria.shared_folder import SharedFolder
 from acceptance.criteria.site import SiteCheck
 from acceptance.errors import AcceptanceError, BaselineError, RunDeadline
 from acceptance.interrupt import SignalCatcher
@@ -57,7 +57,7 @@ class AcceptanceSession:
     sign: SignOptions
     context: RunContext
     cluster: Cluster
-    run_folder: RunFolder
+    run_folder: SharedFolder
     report_folder: ReportFolder | None
     controller: bool
     site_checks: tuple[SiteCheck, ...] = ()
@@ -65,7 +65,7 @@ class AcceptanceSession:
     selected_nccl: set[str] = field(default_factory=set)
     progress: ProgressListener | None = None  # the terminal display, in the one process that shows it
     signals: SignalCatcher = field(default_factory=SignalCatcher)  # the controller's SIGINT and SIGTERM
-    _run: Run | None = None
+    _run: Criteria | None = None
     _cleanup: list[str] | None = None  # what the one cleanup of the run reported (None: not done yet)
 
     @classmethod
@@ -110,13 +110,13 @@ class AcceptanceSession:
             site.items(context, checks)  # refuse nameless or doubled checks before anything starts
             if worker:
                 assert workerinput is not None
-                folder, report = RunFolder(Path(workerinput["acceptance_run_folder"])), worker_report_folder(config)
+                folder, report = SharedFolder(Path(workerinput["acceptance_run_folder"])), worker_report_folder(config)
                 cluster = clusters.open(profile, run_id, attach=dict(workerinput["acceptance_cluster"]))
             else:
                 report = _report_folder(config, options.report_dir, profile.name, started)
                 cluster = clusters.open(profile, run_id, faults=options.sim_faults,
                                         ssh_accept_new=options.ssh_insecure_accept_new)  # fmt: skip
-                folder = RunFolder(Path(tempfile.mkdtemp(prefix="acceptance-run-")))
+                folder = SharedFolder(Path(tempfile.mkdtemp(prefix="acceptance-run-")))
         except AcceptanceError as exc:
             raise pytest.UsageError(str(exc)) from None
         controller = not worker
@@ -180,10 +180,10 @@ class AcceptanceSession:
             raise RunDeadline(f"the run's deadline passed at {deadline:%Y-%m-%dT%H:%M:%SZ}, {format_duration(took)} "
                               "after its start (the profile's run.deadline)")  # fmt: skip
 
-    def run(self) -> Run:
+    def run(self) -> Criteria:
         """This process's criteria (created at the first item, after collection)."""
         if self._run is None:
-            self._run = Run(
+            self._run = Criteria(
                 self.context, self.cluster, self.run_folder, self.report_folder,
                 selected=frozenset(self.selected_modules), site_checks=self.site_checks,
                 nccl_selected=frozenset(self.selected_nccl), progress=self.progress,

@@ -7,10 +7,10 @@ from dataclasses import dataclass
 import pytest
 
 from acceptance.criteria.context import RunContext
-from acceptance.criteria.run import Run
+from acceptance.criteria.run import Criteria
 from acceptance.judge.verdict import Status, Verdict
-from acceptance.report.outcomes import PREFLIGHT_SKIP
 from acceptance.report.reporting_plugin import record_verdict
+from acceptance.report.statuses import PREFLIGHT_SKIP
 from acceptance.run_session import AcceptanceSession
 
 
@@ -22,7 +22,7 @@ class Suite:
     item: pytest.Item
 
     @property
-    def run(self) -> Run:
+    def run(self) -> Criteria:
         """The run's criteria; RunDeadline (the item errors, not judged) once the run's deadline has passed."""
         self.session.check_deadline()
         return self.session.run()

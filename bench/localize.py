@@ -28,7 +28,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from acceptance.clusters.base import RunResult
+from acceptance.clusters.base import WorkloadResult
 from acceptance.criteria.localize_run import GroupCommand, measure
 from acceptance.judge.localize import Conclusion, Problem, Round, drive
 from acceptance.judge.localize_groups import Observation, PairReference, observe_round
@@ -63,7 +63,7 @@ class Oracle:
             hosts = [Host(n, n, GPUS_PER_NODE) for n in group]
             argv = ["mpirun", "-np", str(GPUS_PER_NODE * len(group)), *self.command.argv]
             tool = self.runner.run(argv, {}, group[0], hosts)
-            result = RunResult("g", "nccl", tool.stdout, tool.exit_code, "succeeded" if tool.exit_code == 0 else
+            result = WorkloadResult("g", "nccl", tool.stdout, tool.exit_code, "succeeded" if tool.exit_code == 0 else
                                "failed", "", None, None, {n: n for n in group}, (), (), "")  # fmt: skip
             out.append(measure(group, result, self.command))
             longest = max(longest, tool.duration_s)

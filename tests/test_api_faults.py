@@ -17,12 +17,12 @@ from typing import Any
 import pytest
 from kubernetes.client.exceptions import ApiException
 
-from acceptance.clusters.base import DcgmWorkload, Handle, ProgressSink, RunResult
+from acceptance.clusters.base import DcgmWorkload, Handle, ProgressSink, WorkloadResult
 from acceptance.clusters.kube.cluster import KubeCluster
 from acceptance.clusters.kube.settings import ApiRetry, KubeSettings
 from acceptance.criteria.loss import LossContinuity
-from acceptance.criteria.runfolder import RunFolder
 from acceptance.criteria.scheduler import Batch, Scheduler
+from acceptance.criteria.shared_folder import SharedFolder
 from acceptance.criteria.smoke import SmokeStep
 from acceptance.criteria.training import TrainingLogs
 from acceptance.errors import ClusterError, JobFailed, WorkloadNotRun
@@ -132,8 +132,8 @@ def test_cleanup_of_an_api_that_never_answers_ends_at_its_deadline_saying_it_cou
 # ------------------------------------------------------------------ the smoke job's API failure is an ERROR
 
 
-def _training_run(result: RunResult, tmp_path: Path) -> Any:
-    """A stand-in `Run` whose one smoke batch gives `result` (the scheduler's, for a job it awaited)."""
+def _training_run(result: WorkloadResult, tmp_path: Path) -> Any:
+    """A stand-in `Criteria` whose one smoke batch gives `result` (the scheduler's, for a job it awaited)."""
     profile = load_profile_file(sim_cluster_folder(tmp_path) / "cluster.yaml")
     assert profile.smoke is not None
     logs = SimpleNamespace(smoke=None, pre_incident=None, restore_step=None)
@@ -144,9 +144,9 @@ def _training_run(result: RunResult, tmp_path: Path) -> Any:
     return run
 
 
-def _result(status: str, reason: str) -> RunResult:
+def _result(status: str, reason: str) -> WorkloadResult:
     now = datetime.now(UTC)
-    return RunResult("train-smoke", "smoke", "", None, status, reason, now, now, {}, (), (), "")  # type: ignore[arg-type]
+    return WorkloadResult("train-smoke", "smoke", "", None, status, reason, now, now, {}, (), (), "")  # type: ignore[arg-type]
 
 
 CREATE_429 = "create MPIJob train-smoke-r1: HTTP 429: injected fault: TooManyRequests (emulator)"
@@ -191,7 +191,9 @@ class _Cluster:
         time.sleep(deadline_s)
         now = datetime.now(UTC)
         why = f"no final state within {deadline_s:.0f} s"
-        return [RunResult(h.workload.name, "dcgm", "", None, "timeout", why, now, now, {}, (), (), "") for h in handles]
+        return [
+            WorkloadResult(h.workload.name, "dcgm", "", None, "timeout", why, now, now, {}, (), (), "") for h in handles
+        ]
 
 
 def _dcgm_batch() -> Batch:
@@ -201,7 +203,7 @@ def _dcgm_batch() -> Batch:
 def test_no_batch_starts_after_the_runs_deadline(tmp_path: Path) -> None:
     cluster = _Cluster()
     past = datetime.now(UTC) - timedelta(seconds=1)
-    scheduler = Scheduler(cluster, RunFolder(tmp_path), None, 60.0, deadline=past)  # type: ignore[arg-type]
+    scheduler = Scheduler(cluster, SharedFolder(tmp_path), None, 60.0, deadline=past)  # type: ignore[arg-type]
     result = scheduler.results(_dcgm_batch())["n1"]
     assert cluster.submitted == []
     assert result.status == "error"
@@ -213,7 +215,7 @@ def test_no_batch_starts_after_the_runs_deadline(tmp_path: Path) -> None:
 def test_a_batch_is_awaited_until_the_runs_deadline_only_and_is_then_an_error(tmp_path: Path) -> None:
     cluster = _Cluster()
     soon = datetime.now(UTC) + timedelta(seconds=1.5)
-    scheduler = Scheduler(cluster, RunFolder(tmp_path), None, 60.0, deadline=soon)  # type: ignore[arg-type]
+    scheduler = Scheduler(cluster, SharedFolder(tmp_path), None, 60.0, deadline=soon)  # type: ignore[arg-type]
     result = scheduler.results(_dcgm_batch())["n1"]
     assert cluster.submitted == ["dcgm-n1"]
     assert len(cluster.waited) == 1

@@ -42,7 +42,7 @@ def test_recording_keeps_the_parts_the_registry_names_in_its_order() -> None:
 
 
 def test_each_record_names_the_criterion_object_the_run_holds(tmp_path: Path) -> None:
-    """``module:Class`` resolves, and a `Run` holds an instance of it under the record's attribute."""
+    """``module:Class`` resolves, and a `Criteria` holds an instance of it under the record's attribute."""
     run = run_on(tmp_path)
     for c in CRITERIA:
         module, _, cls = c.criterion.partition(":")

@@ -105,7 +105,7 @@ def test_the_graph_sees_imports_in_functions_and_under_type_checking(tmp_path: P
 
 
 def test_no_import_cycle_in_the_package() -> None:
-    """Criteria see their run through `criteria.runparts`, never the `Run` that imports them all; the SSH signals
+    """Criteria see their run through `criteria.runparts`, never the `Criteria` that imports them all; the SSH signals
     see their cluster through `signals.Hosts`, the emulator's HTTP handler its API through `http.Api`."""
     found = cycles(import_graph(modules()))
     assert sorted(sorted(group) for group in found) == []

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from acceptance.clusters.base import DcgmWorkload, NcclWorkload, RunResult
+from acceptance.clusters.base import DcgmWorkload, NcclWorkload, WorkloadResult
 from acceptance.clusters.kube.cluster import KubeCluster
 from acceptance.clusters.kube.settings import ApiRetry, KubeSettings
 from acceptance.errors import KubeApiError
@@ -189,7 +189,7 @@ def test_node_going_notready_fails_its_workload() -> None:
     assert [(e.object, e.reason) for e in node_events] == [("Node/gpu-0002", "NodeNotReady")]
 
 
-def _essence(results: list[RunResult]) -> list[tuple[object, ...]]:
+def _essence(results: list[WorkloadResult]) -> list[tuple[object, ...]]:
     return [(r.workload, r.status, r.exit_code, r.reason, r.output, dict(r.placement)) for r in results]
 
 

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from jsonschema import Draft7Validator
 
-from acceptance.clusters.base import DcgmWorkload, NcclWorkload, RunResult, SmokeWorkload
+from acceptance.clusters.base import DcgmWorkload, NcclWorkload, SmokeWorkload, WorkloadResult
 from acceptance.clusters.kube.client import api_error, redact
 from acceptance.clusters.kube.manifests import (
     dcgm_job,
@@ -167,7 +167,7 @@ def test_credentials_never_reach_error_text() -> None:
 
 
 def test_rank_placement_maps_hosts_to_pods_and_nodes() -> None:
-    result = RunResult("a", "nccl", "", 0, "succeeded", "", None, None,
+    result = WorkloadResult("a", "nccl", "", 0, "succeeded", "", None, None,
                        {"j-worker-0": "gpu-01", "j-worker-1": "gpu-02"}, (), (), "")  # fmt: skip
     ranks = result.rank_placement({0: "j-worker-0", 8: "j-worker-1.j.ns.svc", 9: "gpu-02", 10: "nowhere"})
     assert [(r.pod, r.node) for r in ranks.values()] == [

@@ -10,10 +10,10 @@ import pytest
 import yaml
 
 from acceptance.baseline import BaselineStore, validate
-from acceptance.clusters.base import RunResult
+from acceptance.clusters.base import WorkloadResult
 from acceptance.criteria.localize import baseline_part
 from acceptance.criteria.localize_run import GroupCommand, measure, reference_of, sweep
-from acceptance.criteria.runfolder import RunFolder
+from acceptance.criteria.shared_folder import SharedFolder
 from acceptance.errors import ProfileError
 from acceptance.judge.localize_groups import PairReference
 from acceptance.profile import load_profile, load_profile_file
@@ -131,9 +131,9 @@ def test_the_group_command_is_the_failing_tests_with_a_short_sweep() -> None:
     assert "-f" in linear.argv
 
 
-def _result(text: str, code: int, placement: dict[str, str]) -> RunResult:
+def _result(text: str, code: int, placement: dict[str, str]) -> WorkloadResult:
     status = "succeeded" if code == 0 else "failed"
-    return RunResult("g", "nccl", text, code, status, "", None, None, placement, (), (), "")  # type: ignore[arg-type]
+    return WorkloadResult("g", "nccl", text, code, status, "", None, None, placement, (), (), "")  # type: ignore[arg-type]
 
 
 def test_what_a_group_measured_or_which_node_its_error_lines_name() -> None:
@@ -158,7 +158,7 @@ def test_what_a_group_measured_or_which_node_its_error_lines_name() -> None:
 
 def test_the_pair_baseline_is_part_of_a_new_baseline_and_of_the_shipped_one(tmp_path: Path) -> None:
     profile = load_profile("sim", ROOT / "baselines")
-    folder = RunFolder(tmp_path)
+    folder = SharedFolder(tmp_path)
     part = baseline_part(folder, profile)
     assert part.missing == tuple(f"pair baseline of {t}" for t in profile.test_names)
     for name in profile.test_names:

@@ -18,8 +18,8 @@ from acceptance.baseline import BaselineStore
 from acceptance.cli import main
 from acceptance.criteria.context import RunContext
 from acceptance.criteria.localize_result import LocalizeResult
-from acceptance.criteria.run import Run
-from acceptance.criteria.runfolder import RunFolder
+from acceptance.criteria.run import Criteria
+from acceptance.criteria.shared_folder import SharedFolder
 from acceptance.judge.verdict import Verdict
 from acceptance.profile import load_profile
 from tests.suite_run import SCENARIOS, SHIPPED_TIME_SCALE, sim_cluster_folder
@@ -47,11 +47,11 @@ def localize(
     context = RunContext.create(
         profile, BaselineStore(folder).latest(), returned_nodes=(), run_id="ra-test-loc", started=started
     )
-    cluster = clusters.open(profile, context.run_id, faults=faults)
+    cluster = clusters.open(profile, context.run_id, faults=clusters.parse_faults(faults))
     run_folder = tmp_path / "run"
     run_folder.mkdir()
     try:
-        run = Run(context, cluster, RunFolder(run_folder), None, selected=frozenset())
+        run = Criteria(context, cluster, SharedFolder(run_folder), None, selected=frozenset())
         return run.localize.search(TEST, worst=2 << 30, triggered=triggered)
     finally:
         try:
@@ -140,10 +140,12 @@ def fabric_verdict(tmp_path: Path, edit: tuple[str, str], faults: Sequence[str])
     context = RunContext.create(
         profile, BaselineStore(folder).latest(), returned_nodes=(), run_id="ra-test-edit", started=datetime.now(UTC)
     )
-    cluster = clusters.open(profile, context.run_id, faults=faults)
+    cluster = clusters.open(profile, context.run_id, faults=clusters.parse_faults(faults))
     (tmp_path / "run").mkdir()
     try:
-        return Run(context, cluster, RunFolder(tmp_path / "run"), None, selected=frozenset()).fabric.verdict(TEST)
+        return Criteria(context, cluster, SharedFolder(tmp_path / "run"), None, selected=frozenset()).fabric.verdict(
+            TEST
+        )
     finally:
         try:
             cluster.cleanup()

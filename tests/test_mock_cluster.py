@@ -21,8 +21,8 @@ from acceptance.clusters.base import Cluster, DcgmWorkload, NcclWorkload
 from acceptance.clusters.mock import MockCluster
 from acceptance.criteria import recording
 from acceptance.criteria.context import RunContext
-from acceptance.criteria.run import Run
-from acceptance.criteria.runfolder import RunFolder
+from acceptance.criteria.run import Criteria
+from acceptance.criteria.shared_folder import SharedFolder
 from acceptance.judge.verdict import Status, Verdict
 from acceptance.profile import Profile, load_profile
 from tests.suite_run import sim_cluster_folder
@@ -36,17 +36,17 @@ def profile_of(tmp_path: Path) -> tuple[Profile, Path]:
     return load_profile("sim", folder.parent), folder
 
 
-def run_on(tmp_path: Path, faults: Sequence[str] = (), returned: tuple[str, ...] = (RETURNED,)) -> Run:
+def run_on(tmp_path: Path, faults: Sequence[str] = (), returned: tuple[str, ...] = (RETURNED,)) -> Criteria:
     profile, folder = profile_of(tmp_path)
     context = RunContext.create(
         profile, BaselineStore(folder).latest(), returned_nodes=returned, run_id="ra-mock", started=datetime.now(UTC)
     )
     cluster: Cluster = MockCluster.from_profile(profile, context.run_id, faults)
     (tmp_path / "run").mkdir()
-    return Run(context, cluster, RunFolder(tmp_path / "run"), None, selected=SELECTED)
+    return Criteria(context, cluster, SharedFolder(tmp_path / "run"), None, selected=SELECTED)
 
 
-def verdicts(run: Run) -> dict[str, Verdict]:
+def verdicts(run: Criteria) -> dict[str, Verdict]:
     """Every item of criteria 0-2 as the suite's items ask for them."""
     out = {f"preflight/{k}": v for k, v in run.preflight.result().verdicts.items()}
     out |= {f"dcgm/{node}": run.diagnostics.verdict(node) for node in run.context.targets}
@@ -130,9 +130,9 @@ def test_recording_a_baseline_on_it_keeps_what_the_shipped_one_keeps(tmp_path: P
     shipped = json.loads(BaselineStore(folder).latest().path.read_text())
     context = RunContext.create(profile, None, returned_nodes=(), run_id="ra-mock", started=datetime.now(UTC))
     (tmp_path / "run").mkdir()
-    run_folder = RunFolder(tmp_path / "run")
+    run_folder = SharedFolder(tmp_path / "run")
     selected = frozenset(criteria.module(n) for n in (0, 1, 2, 3))
-    run = Run(context, MockCluster.from_profile(profile), run_folder, None, selected=selected)
+    run = Criteria(context, MockCluster.from_profile(profile), run_folder, None, selected=selected)
     assert failing(verdicts(run)) == {}
     assert run.smoke.verdict().status is Status.PASS
     doc = recording.assemble(context, recording.parts_of(context, run_folder), when=datetime.now(UTC), simulated=True)

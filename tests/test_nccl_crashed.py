@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from acceptance.cli import main
-from acceptance.clusters.base import RunResult
+from acceptance.clusters.base import WorkloadResult
 from acceptance.cmd.parse_nccl import read_nccl
 from acceptance.criteria.fabric import _died_before_header
 from acceptance.judge.verdict import Status
@@ -53,8 +53,8 @@ CRASHED: dict[Path, tuple[int, str, str | None, set[str]]] = {
 }
 
 
-def _result(output: str, exit_code: int = 1) -> RunResult:
-    return RunResult("nccl-all_reduce_perf", "nccl", output, exit_code, "failed", "", None, None, {}, (), (), "")
+def _result(output: str, exit_code: int = 1) -> WorkloadResult:
+    return WorkloadResult("nccl-all_reduce_perf", "nccl", output, exit_code, "failed", "", None, None, {}, (), (), "")
 
 
 @needs_shared

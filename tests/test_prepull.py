@@ -21,9 +21,9 @@ from acceptance.clusters.kube.cluster import KubeCluster
 from acceptance.clusters.kube.settings import RUN_ID_KEY
 from acceptance.criteria.context import RunContext
 from acceptance.criteria.prepull import batch_for
-from acceptance.criteria.run import Run
-from acceptance.criteria.runfolder import RunFolder
+from acceptance.criteria.run import Criteria
 from acceptance.criteria.scheduler import Batch, Scheduler
+from acceptance.criteria.shared_folder import SharedFolder
 from acceptance.errors import ProfileError
 from acceptance.profile import load_profile
 from acceptance.sim.kubeapi import EmulatedApi
@@ -101,7 +101,7 @@ def run_dcgm_then_nccl(tmp_path: Path, prepull: bool) -> tuple[PodWatch, list[st
     with EmulatedApi(QuickTrue(duration_s=400.0), SCALE, image_pull=PULLS) as api:
         watch = PodWatch(api)
         with KubeCluster(SETTINGS, "t1", api.api_client()) as kube:
-            scheduler = Scheduler(kube, RunFolder(tmp_path), None, budget_s=60)
+            scheduler = Scheduler(kube, SharedFolder(tmp_path), None, budget_s=60)
             watch.start()
             try:
                 results = scheduler.results(Batch("dcgm", "dcgm", dcgm, 3600.0, alongside=alongside))
@@ -149,7 +149,7 @@ def prepull_of(tmp_path: Path, kube_extra: str, selected: set[str]) -> Batch | N
     profile = load_profile("sim", folder.parent)
     context = RunContext.create(profile, BaselineStore(folder).latest(), returned_nodes=("sim-node-07",),
                                 run_id="ra-test-prepull", started=datetime.now(UTC))  # fmt: skip
-    run = Run(context, cast(Cluster, object()), RunFolder(tmp_path), None, selected=frozenset(selected))
+    run = Criteria(context, cast(Cluster, object()), SharedFolder(tmp_path), None, selected=frozenset(selected))
     return run.diagnostics.batch().alongside
 
 

@@ -9,7 +9,7 @@ import pytest
 
 from acceptance.report.data import ReportData, TestRecord
 from acceptance.report.decision import Banner, State, classify, decide
-from acceptance.report.outcomes import PREFLIGHT_SKIP
+from acceptance.report.statuses import PREFLIGHT_SKIP
 
 MODULES = {
     0: "test_preflight.py::test_nodes",

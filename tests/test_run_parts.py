@@ -1,4 +1,4 @@
-"""`criteria.runparts`: the narrow view a criterion gets of its run is one the real `Run` gives."""
+"""`criteria.runparts`: the narrow view a criterion gets of its run is one the real `Criteria` gives."""
 
 from __future__ import annotations
 
@@ -20,7 +20,7 @@ def test_the_run_has_every_part_and_each_part_every_member_the_protocols_name(tm
     assert {"context", "scheduler", "diagnostics", "fabric", "localize", "training"} <= set(parts)
     checked = []
     for name, member in parts.items():
-        assert hasattr(run, name), f"Run has no {name}"
+        assert hasattr(run, name), f"Criteria has no {name}"
         assert isinstance(member, property)
         kind = get_type_hints(member.fget, vars(runparts)).get("return")
         if not (inspect.isclass(kind) and kind.__module__ == runparts.__name__):
@@ -29,7 +29,7 @@ def test_the_run_has_every_part_and_each_part_every_member_the_protocols_name(tm
         for attr, wanted in _members(kind).items():
             found = getattr(type(part), attr, None)  # a method or property of the class, or the instance's own
             assert found is not None or attr in vars(part), (
-                f"Run.{name} ({type(part).__name__}) has no {attr} that {kind.__name__} names"
+                f"Criteria.{name} ({type(part).__name__}) has no {attr} that {kind.__name__} names"
             )
             if inspect.isfunction(wanted) and found is not None:
                 assert list(inspect.signature(found).parameters) == list(inspect.signature(wanted).parameters)

@@ -19,14 +19,14 @@ from acceptance.clusters.base import (
     NcclWorkload,
     NodeWorkload,
     ProgressSink,
-    RunResult,
     SmokeWorkload,
     Workload,
+    WorkloadResult,
     workload_from_json,
     workload_to_json,
 )
-from acceptance.criteria.runfolder import RunFolder
 from acceptance.criteria.scheduler import Batch, Scheduler
+from acceptance.criteria.shared_folder import SharedFolder
 from acceptance.errors import ClusterError, UsageError
 from acceptance.profile import load_profile_file
 from tests.suite_run import sim_cluster_folder
@@ -78,10 +78,10 @@ class CountingCluster:
 
     def wait(
         self, handles: Sequence[Handle], deadline_s: float, *, progress: ProgressSink | None = None
-    ) -> list[RunResult]:
+    ) -> list[WorkloadResult]:
         out = "output of {}\n"
         return [
-            RunResult(
+            WorkloadResult(
                 h.workload.name, "dcgm", out.format(h.workload.name), 0, "succeeded", "", NOW, NOW, {}, (), (), ""
             )
             for h in handles
@@ -110,7 +110,7 @@ def _batch() -> Batch:
 
 def test_a_batch_is_submitted_once_whichever_process_asks_first(tmp_path: Path) -> None:
     cluster = CountingCluster()
-    folder = RunFolder(tmp_path)
+    folder = SharedFolder(tmp_path)
     schedulers = [Scheduler(cluster, folder, None, budget_s=30) for _ in range(4)]  # four pytest processes
     outputs: list[str] = []
 
@@ -130,7 +130,7 @@ def test_a_batch_is_submitted_once_whichever_process_asks_first(tmp_path: Path) 
 def test_a_process_that_takes_over_adopts_the_submission_it_finds(tmp_path: Path) -> None:
     """A process died after submitting: the next one waits for those objects, it does not submit again."""
     cluster = CountingCluster()
-    folder = RunFolder(tmp_path)
+    folder = SharedFolder(tmp_path)
     batch = _batch()
     earlier = [Handle(w, (("Job", w.name),), (), NOW).to_json() for w in batch.workloads.values()]
     folder.once("dcgm.submitted", lambda: earlier)
@@ -141,7 +141,7 @@ def test_a_process_that_takes_over_adopts_the_submission_it_finds(tmp_path: Path
 
 def test_a_cluster_that_fails_the_batch_gives_results_with_its_reason(tmp_path: Path) -> None:
     cluster = CountingCluster(fail="the cluster does not serve kubeflow.org/v2beta1 MPIJobs")
-    results = Scheduler(cluster, RunFolder(tmp_path), None, budget_s=30).results(_batch())
+    results = Scheduler(cluster, SharedFolder(tmp_path), None, budget_s=30).results(_batch())
     assert {results[n].status for n in results} == {"error"}
     assert "does not serve kubeflow.org/v2beta1" in results["n1"].reason
 
@@ -175,7 +175,7 @@ class HeldCluster(CountingCluster):
 
     def wait(
         self, handles: Sequence[Handle], deadline_s: float, *, progress: ProgressSink | None = None
-    ) -> list[RunResult]:
+    ) -> list[WorkloadResult]:
         assert self.release.wait(10.0), "the test never let the workloads end"
         return super().wait(handles, deadline_s, progress=progress)
 
@@ -186,7 +186,7 @@ class RecordingEvidence:
     def __init__(self) -> None:
         self.filed: list[str] = []
 
-    def result(self, stem: str, result: RunResult) -> None:
+    def result(self, stem: str, result: WorkloadResult) -> None:
         self.filed.append(stem)
 
 
@@ -207,7 +207,7 @@ def test_a_background_batch_files_evidence_only_if_it_ends_before_the_session(
     tmp_path: Path, ends_before_close: bool
 ) -> None:
     cluster, evidence = HeldCluster(), RecordingEvidence()
-    scheduler = Scheduler(cluster, RunFolder(tmp_path), evidence, 60.0)  # type: ignore[arg-type]
+    scheduler = Scheduler(cluster, SharedFolder(tmp_path), evidence, 60.0)  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="holds GPUs"):
         scheduler.start(_batch())
     scheduler.start(_no_gpu_batch())

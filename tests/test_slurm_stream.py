@@ -61,7 +61,7 @@ def test_the_file_is_handed_out_in_complete_lines_as_it_grows_until_the_script_e
 
 
 def test_a_stopped_follow_ends_and_a_stopped_job_s_result_is_a_success_saying_why(tmp_path: Path) -> None:
-    from acceptance.clusters.base import RunResult
+    from acceptance.clusters.base import WorkloadResult
 
     out = tmp_path / "job.out"
     out.write_text("step 1\n")
@@ -75,7 +75,7 @@ def test_a_stopped_follow_ends_and_a_stopped_job_s_result_is_a_success_saying_wh
     streams.stop(handle, "decided PASS after 60 steps")
     assert list(follow) == []
     assert (tmp_path / "cancelled").read_text().split() == ["--full", "17"]
-    ended = RunResult.not_run(handle.workload, "", datetime.now(UTC))
+    ended = WorkloadResult.not_run(handle.workload, "", datetime.now(UTC))
     failed = dataclasses.replace(ended, status="failed", reason="job 17 ended without its exit status")
     result = streams.stopped(handle, failed)
     assert (result.status, result.exit_code, result.stopped, result.ok) == (

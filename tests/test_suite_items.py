@@ -26,18 +26,18 @@ from acceptance import (
 )
 from acceptance.clusters.mock import MockCluster
 from acceptance.criteria.context import RunContext
-from acceptance.criteria.run import Run
-from acceptance.criteria.runfolder import RunFolder
+from acceptance.criteria.run import Criteria
+from acceptance.criteria.shared_folder import SharedFolder
 from acceptance.judge.verdict import Status
-from acceptance.report.outcomes import PREFLIGHT_SKIP
+from acceptance.report.statuses import PREFLIGHT_SKIP
 from acceptance.suite import Suite
 from tests.test_mock_cluster import RETURNED, SELECTED, profile_of, run_on
 
 
 class _Session:
-    """What `Suite` asks of the plugin's session: the run's one `Run`, and a deadline that has not passed."""
+    """What `Suite` asks of the plugin's session: the run's one `Criteria`, and a deadline that has not passed."""
 
-    def __init__(self, run: Run) -> None:
+    def __init__(self, run: Criteria) -> None:
         self._run = run
         self.context = run.context
         self.deadline_checks = 0
@@ -45,11 +45,11 @@ class _Session:
     def check_deadline(self) -> None:
         self.deadline_checks += 1
 
-    def run(self) -> Run:
+    def run(self) -> Criteria:
         return self._run
 
 
-def _suite(run: Run) -> tuple[Suite, Any, list[Any]]:
+def _suite(run: Criteria) -> tuple[Suite, Any, list[Any]]:
     """A `Suite` for one item; the item keeps its junit properties, the list the verdicts the hook saw."""
     seen: list[Any] = []
     hook = SimpleNamespace(pytest_acceptance_verdict=lambda item, verdict: seen.append(verdict))
@@ -100,7 +100,7 @@ def test_items_that_do_not_apply_skip_saying_why(tmp_path: Path) -> None:
     assert context.recording
     cluster = MockCluster.from_profile(profile, context.run_id)
     (tmp_path / "recording" / "run").mkdir()
-    recording = Run(context, cluster, RunFolder(tmp_path / "recording" / "run"), None, selected=SELECTED)
+    recording = Criteria(context, cluster, SharedFolder(tmp_path / "recording" / "run"), None, selected=SELECTED)
     with pytest.raises(pytest.skip.Exception, match="no restore at handover"):
         test_loss_continuity.test_loss_continuity(_suite(recording)[0])
     with pytest.raises(pytest.skip.Exception, match="not while recording a baseline"):

@@ -1,7 +1,7 @@
 """What the suite asks of a cluster backend, and what it gets back.
 
 Workload specs say *what* to run (node set, GPUs, command, deadline); a backend turns
-them into its own objects (Kubernetes manifests, SSH commands). A `RunResult` is a
+them into its own objects (Kubernetes manifests, SSH commands). A `WorkloadResult` is a
 frozen value: a failed or unschedulable workload is a result with a reason, never an
 exception, so a verdict can be built from it.
 """
@@ -230,7 +230,7 @@ class RankPlacement:
 
 
 @dataclass(frozen=True)
-class RunResult:
+class WorkloadResult:
     """The outcome of one workload.
 
     `output` is the whole log of the pod that ran the tool (the MPI launcher for an
@@ -266,7 +266,7 @@ class RunResult:
         return self.status == "succeeded" and (self.exit_code == 0 or (bool(self.stopped) and self.exit_code is None))
 
     @classmethod
-    def not_run(cls, workload: Workload, reason: str, when: datetime) -> RunResult:
+    def not_run(cls, workload: Workload, reason: str, when: datetime) -> WorkloadResult:
         """The result of a workload the cluster could not run at all (the backend's error as the reason)."""
         return cls(workload.name, workload_kind(workload), "", None, "error", reason, when, when, {}, (), (), "")
 
@@ -292,7 +292,7 @@ class RunResult:
         }
 
     @classmethod
-    def from_json(cls, doc: Mapping[str, Any]) -> RunResult:
+    def from_json(cls, doc: Mapping[str, Any]) -> WorkloadResult:
         def when(value: str | None) -> datetime | None:
             return datetime.fromisoformat(value) if value else None
 
@@ -478,7 +478,7 @@ class Cluster(Protocol):
 
     def wait(
         self, handles: Sequence[Handle], deadline_s: float, *, progress: ProgressSink | None = None
-    ) -> list[RunResult]:
+    ) -> list[WorkloadResult]:
         """Wait for all `handles` together; one result per handle, in order.
 
         `progress`, when given, is told where each workload is while the wait lasts (a backend that

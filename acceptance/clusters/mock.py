@@ -29,10 +29,10 @@ from acceptance.clusters.base import (
     NodeInfo,
     NodeWorkload,
     ProgressSink,
-    RunResult,
     RunStatus,
     Workload,
     WorkloadProgress,
+    WorkloadResult,
     workload_kind,
     workload_nodes,
 )
@@ -64,7 +64,7 @@ class MockCluster:
         self.env = dict(env or {})
         self.images = dict(images or {})
         self.submitted: list[Workload] = []  # every workload in the order it was submitted (for tests)
-        self._results: dict[str, RunResult] = {}
+        self._results: dict[str, WorkloadResult] = {}
 
     @classmethod
     def from_profile(
@@ -115,7 +115,7 @@ class MockCluster:
 
     def wait(
         self, handles: Sequence[Handle], deadline_s: float, *, progress: ProgressSink | None = None
-    ) -> list[RunResult]:
+    ) -> list[WorkloadResult]:
         """The results of `handles`, in order (ClusterError for a handle this cluster did not submit)."""
         results = []
         for handle in handles:
@@ -132,7 +132,7 @@ class MockCluster:
             )
         return results
 
-    def _run(self, workload: Workload, now: datetime) -> RunResult:
+    def _run(self, workload: Workload, now: datetime) -> WorkloadResult:
         nodes = workload_nodes(workload)
         known = {spec.name: spec for spec in self.runner.nodes()}
         kind = workload_kind(workload)
@@ -142,7 +142,9 @@ class MockCluster:
             if spec is None or not spec.ready:
                 why = "is not a node of the cluster" if spec is None else "is NotReady"
                 reason = f"node {node} {why}: 0/{len(known)} nodes are available for {workload.name}"
-                return RunResult(workload.name, kind, "", None, "unschedulable", reason, None, None, {}, (), (), "")
+                return WorkloadResult(
+                    workload.name, kind, "", None, "unschedulable", reason, None, None, {}, (), (), ""
+                )
         env = {**self.env, **{k: v for k, v in getattr(workload, "env", {}).items() if isinstance(v, str)}}
         if isinstance(workload, DcgmWorkload | NodeWorkload):
             run = self.runner.run(list(workload.argv), env, workload.node, [])
@@ -162,8 +164,8 @@ class MockCluster:
         tail = "\n".join(run.stdout.splitlines()[-20:])
         finished = now + timedelta(seconds=duration)
         image = self.images.get(workload.image if isinstance(workload, NodeWorkload) else kind)
-        return RunResult(workload.name, kind, run.stdout, code, status, reason, now, finished, placement, (), (), tail,
-                         image_id(image) if image else "")  # fmt: skip
+        return WorkloadResult(workload.name, kind, run.stdout, code, status, reason, now, finished, placement, (), (),
+                              tail, image_id(image) if image else "")  # fmt: skip
 
     # --- health and housekeeping ----------------------------------------------------------
 
@@ -216,7 +218,7 @@ def _node_info(spec: NodeSpec) -> NodeInfo:
     )
 
 
-def _seconds(result: RunResult) -> float:
+def _seconds(result: WorkloadResult) -> float:
     if result.started is None or result.finished is None:
         return 0.0
     return (result.finished - result.started).total_seconds()

@@ -25,8 +25,8 @@ from acceptance.baseline import BaselineStore
 from acceptance.baseline_trust import trust
 from acceptance.criteria.context import RunContext
 from acceptance.criteria.localize_result import LocalizeResult
-from acceptance.criteria.run import Run
-from acceptance.criteria.runfolder import RunFolder
+from acceptance.criteria.run import Criteria
+from acceptance.criteria.shared_folder import SharedFolder
 from acceptance.errors import UsageError
 from acceptance.profile import load_profile
 
@@ -64,9 +64,9 @@ def _run(args: argparse.Namespace) -> int:
         where = "the baseline" if baseline else profile.path
         raise UsageError(f"--test {test}: not a test of {where} ({', '.join(tests)})")
     cluster = clusters.open(profile, context.run_id, faults=clusters.parse_faults(args.sim_fault))
-    folder = RunFolder(Path(tempfile.mkdtemp(prefix="acceptance-localize-")))
+    folder = SharedFolder(Path(tempfile.mkdtemp(prefix="acceptance-localize-")))
     try:
-        run = Run(context, cluster, folder, None, selected=frozenset())
+        run = Criteria(context, cluster, folder, None, selected=frozenset())
         result = run.localize.search(test, nodes=args.nodes, triggered=False)
     finally:
         try:

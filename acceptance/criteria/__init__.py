@@ -3,7 +3,7 @@
 A criterion module says which workloads it needs (handed to the run's `Scheduler`), how it
 judges their results (calling the pure `acceptance.judge`), and what it adds to a new
 baseline (`baseline_part`). The suite's ``acceptance/test_*.py`` items call it through the
-`Run` of their pytest process. A site adds its own check through the hooks of
+`Criteria` of their pytest process. A site adds its own check through the hooks of
 `acceptance.hookspecs`.
 
 `CRITERIA` is the only list of them: the scheduler's order, the recording of a baseline, the
@@ -28,7 +28,7 @@ class Criterion:
     `noun` and `detail` make the report's banner line (``3/4 nodes passed DCGM``); `phase` says
     whether it belongs to the acceptance of a repair, to the probation after it, or to the site's
     own checks; `workloads` are the kinds of batches it submits (their evidence folders);
-    `criterion` is the ``module:Class`` of the object a `Run` holds as `attribute`; `baseline_parts`
+    `criterion` is the ``module:Class`` of the object a `Criteria` holds as `attribute`; `baseline_parts`
     are the modules whose ``baseline_part(folder, profile)`` a ``--record-baseline`` run keeps.
     """
 

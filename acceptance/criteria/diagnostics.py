@@ -13,10 +13,10 @@ from typing import TYPE_CHECKING, Any
 
 from acceptance import criteria
 from acceptance.clusters.base import DcgmWorkload
-from acceptance.criteria.outcomes import no_output
+from acceptance.criteria.no_result import no_output
 from acceptance.criteria.parts import BaselinePart
-from acceptance.criteria.runfolder import RunFolder
 from acceptance.criteria.scheduler import Batch, BatchResults
+from acceptance.criteria.shared_folder import SharedFolder
 from acceptance.errors import ParseError
 from acceptance.judge.diagnostics import judge_node, policy_for
 from acceptance.judge.verdict import Status, Verdict
@@ -95,7 +95,7 @@ class Diagnostics:
         return verdict
 
 
-def baseline_part(folder: RunFolder, profile: Profile) -> BaselinePart:
+def baseline_part(folder: SharedFolder, profile: Profile) -> BaselinePart:
     """Each node's DCGM report, and the DCGM level and version they share."""
     parts = folder.parts("dcgm")
 

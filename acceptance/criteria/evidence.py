@@ -6,7 +6,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from acceptance.clusters.base import RunResult
+from acceptance.clusters.base import WorkloadResult
 from acceptance.report.folder import ReportFolder
 
 
@@ -16,7 +16,7 @@ class Evidence:
 
     folder: ReportFolder
 
-    def result(self, stem: str, result: RunResult) -> None:
+    def result(self, stem: str, result: WorkloadResult) -> None:
         self.folder.add_text(f"outputs/{stem}.log", result.output)
         for name, text in sorted(result.streams.items()):
             self.folder.add_text(f"outputs/{stem}.{name}.log", text)

@@ -11,11 +11,11 @@ from __future__ import annotations
 import dataclasses
 from typing import TYPE_CHECKING, Any
 
-from acceptance.clusters.base import NcclWorkload, RunResult
-from acceptance.criteria.outcomes import no_output
+from acceptance.clusters.base import NcclWorkload, WorkloadResult
+from acceptance.criteria.no_result import no_output
 from acceptance.criteria.parts import BaselinePart
-from acceptance.criteria.runfolder import RunFolder
 from acceptance.criteria.scheduler import Batch
+from acceptance.criteria.shared_folder import SharedFolder
 from acceptance.errors import UsageError
 from acceptance.judge.fabric import implausible, judge_fabric
 from acceptance.judge.verdict import Status, Verdict
@@ -139,7 +139,7 @@ class Fabric:
                               (*verdict.evidence, *notes), verdict.table)  # fmt: skip
         return verdict
 
-    def _save_placement(self, name: str, result: RunResult, run: nccl.NcclRun) -> None:
+    def _save_placement(self, name: str, result: WorkloadResult, run: nccl.NcclRun) -> None:
         if self.run.evidence is None:
             return
         placement = result.rank_placement({r.rank: r.host for r in run.ranks})
@@ -167,7 +167,7 @@ def refusal(
                    refused.figures, refused.evidence)  # fmt: skip
 
 
-def _died_before_header(name: str, capture: nccl.NcclCapture, result: RunResult) -> Verdict:
+def _died_before_header(name: str, capture: nccl.NcclCapture, result: WorkloadResult) -> Verdict:
     """No report at all: quote the first line in which nccl-tests, NCCL or the launcher says why, and its host."""
     first = nccl.first_failure(capture.errors)
     figures: dict[str, Any] = {"exit_code": result.exit_code, "status": capture.status}
@@ -198,7 +198,7 @@ def _recorded(subject: str, run: nccl.NcclRun, status: str) -> Verdict:
     return Verdict(Status.PASS, subject, f"{subject}: clean run recorded for the baseline{best}", figures)
 
 
-def baseline_part(folder: RunFolder, profile: Profile) -> BaselinePart:
+def baseline_part(folder: SharedFolder, profile: Profile) -> BaselinePart:
     """Each nccl test's clean run, and the conditions it ran under (exact argv and env among them)."""
     parts = folder.parts("nccl")
     return BaselinePart(

@@ -20,7 +20,7 @@ from acceptance import criteria
 from acceptance.criteria.localize_result import LocalizeResult
 from acceptance.criteria.localize_run import GroupCommand, measure, reference_of, round_rows, sweep
 from acceptance.criteria.parts import BaselinePart
-from acceptance.criteria.runfolder import RunFolder
+from acceptance.criteria.shared_folder import SharedFolder
 from acceptance.errors import AcceptanceError, UsageError
 from acceptance.judge.localize import Conclusion, Problem, Round, drive
 from acceptance.judge.localize_groups import Observation, observe_round
@@ -217,7 +217,7 @@ def _series(argv: Sequence[str], minimum: int) -> list[int]:
     return [s for s in sizes if s >= minimum] or sizes[-1:]
 
 
-def baseline_part(folder: RunFolder, profile: Profile) -> BaselinePart:
+def baseline_part(folder: SharedFolder, profile: Profile) -> BaselinePart:
     """The pair baseline of every nccl test (only when localization is on)."""
     if not profile.localize.enabled:
         return BaselinePart()

@@ -14,7 +14,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from acceptance.clusters.base import NcclWorkload, RunResult
+from acceptance.clusters.base import NcclWorkload, WorkloadResult
 from acceptance.criteria.scheduler import Batch
 from acceptance.judge.localize_groups import GroupMeasure, PairReference
 from acceptance.judge.localize_topology import Topology
@@ -65,12 +65,12 @@ def sweep(
     return series[start : end + 1]
 
 
-def _hosts_to_nodes(result: RunResult, run: nccl.NcclRun) -> dict[str, str]:
+def _hosts_to_nodes(result: WorkloadResult, run: nccl.NcclRun) -> dict[str, str]:
     placement = result.rank_placement({r.rank: r.host for r in run.ranks})
     return {p.host: p.node for p in placement.values() if p.node}
 
 
-def measure(group: tuple[str, ...], result: RunResult, command: GroupCommand) -> GroupMeasure:
+def measure(group: tuple[str, ...], result: WorkloadResult, command: GroupCommand) -> GroupMeasure:
     """What one group test measured: busbw per size, or the failure and the nodes its error lines name."""
     if not result.output.strip():
         return GroupMeasure(group, {}, f"{result.status}: {result.reason or 'no output'}")

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from acceptance.criteria.outcomes import not_judged
+from acceptance.criteria.no_result import not_judged
 from acceptance.errors import AcceptanceError, JobFailed
 from acceptance.judge.loss import LossPolicy, judge_loss
 from acceptance.judge.verdict import Status, Verdict

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from acceptance.baseline import ClusterConditions
 from acceptance.criteria.parts import BaselinePart
-from acceptance.criteria.runfolder import RunFolder
+from acceptance.criteria.shared_folder import SharedFolder
 from acceptance.errors import AcceptanceError, BaselineError
 from acceptance.judge import preflight
 from acceptance.judge.verdict import Status, Verdict
@@ -87,7 +87,7 @@ def _conditions_json(conditions: ClusterConditions) -> dict[str, Any]:
     }
 
 
-def baseline_part(folder: RunFolder, profile: Profile) -> BaselinePart:
+def baseline_part(folder: SharedFolder, profile: Profile) -> BaselinePart:
     """The cluster-wide conditions: node set, Kubernetes version, worker node spec (the same of any profile)."""
     cluster = folder.parts("cluster").get("conditions")
     if cluster is None:

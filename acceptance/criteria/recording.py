@@ -15,11 +15,11 @@ from acceptance.baseline import FORMAT, BaselineStore, Identity, sha256_of, utc_
 from acceptance.criteria import CRITERIA
 from acceptance.criteria.context import RunContext
 from acceptance.criteria.parts import BaselinePart
-from acceptance.criteria.runfolder import RunFolder
+from acceptance.criteria.shared_folder import SharedFolder
 from acceptance.errors import BaselineError
 from acceptance.profile import Profile
 
-PartOf = Callable[[RunFolder, Profile], BaselinePart]
+PartOf = Callable[[SharedFolder, Profile], BaselinePart]
 
 
 def who() -> str:
@@ -30,7 +30,7 @@ def who() -> str:
     return f"{user}@{socket.gethostname()}"
 
 
-def parts_of(context: RunContext, folder: RunFolder, extra: Iterable[BaselinePart] = ()) -> list[BaselinePart]:
+def parts_of(context: RunContext, folder: SharedFolder, extra: Iterable[BaselinePart] = ()) -> list[BaselinePart]:
     """What each criterion contributes, in the registry's order (`extra`: the site checks')."""
     return [part(folder, context.profile) for part in part_functions()] + list(extra)
 

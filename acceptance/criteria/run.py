@@ -19,22 +19,22 @@ from acceptance.criteria.loss import LossContinuity
 from acceptance.criteria.preflight import Preflight
 from acceptance.criteria.prepull import PrePull
 from acceptance.criteria.recurrence import Recurrence
-from acceptance.criteria.runfolder import RunFolder
 from acceptance.criteria.scheduler import ProgressListener, Scheduler
+from acceptance.criteria.shared_folder import SharedFolder
 from acceptance.criteria.site import SiteCheck, SiteChecks
 from acceptance.criteria.smoke import SmokeStep
 from acceptance.criteria.training import TrainingLogs
 from acceptance.report.folder import ReportFolder
 
 
-class Run:
+class Criteria:
     """The criteria of one run, as one pytest process sees them."""
 
     def __init__(
         self,
         context: RunContext,
         cluster: Cluster,
-        folder: RunFolder,
+        folder: SharedFolder,
         report: ReportFolder | None,
         *,
         selected: frozenset[str],

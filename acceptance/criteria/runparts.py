@@ -1,10 +1,10 @@
 """What a criterion sees of its run: the narrow view a criterion object is built with.
 
 A criterion reads the frozen `RunContext`, submits through the one `Scheduler`, keeps what it
-found in the `RunFolder`, and asks the few other criteria it depends on (fabric waits for the
+found in the `SharedFolder`, and asks the few other criteria it depends on (fabric waits for the
 diagnostics and hands a failure to localization; the smoke and loss criteria share one training
 log) only through the protocols below. This module imports no criterion, so no criterion imports
-the `Run` that builds them all (`acceptance.criteria.run`).
+the `Criteria` that builds them all (`acceptance.criteria.run`).
 """
 
 from __future__ import annotations
@@ -16,8 +16,8 @@ from acceptance.clusters.base import Cluster
 from acceptance.criteria.context import RunContext
 from acceptance.criteria.evidence import Evidence
 from acceptance.criteria.localize_result import LocalizeResult
-from acceptance.criteria.runfolder import RunFolder
 from acceptance.criteria.scheduler import Batch, Scheduler
+from acceptance.criteria.shared_folder import SharedFolder
 from acceptance.judge.verdict import Verdict
 from acceptance.tools import trainlog
 
@@ -75,7 +75,7 @@ class TrainingPart(Protocol):
 
 
 class RunParts(Protocol):
-    """One pytest process's run as a criterion object sees it (`acceptance.criteria.run.Run` is one)."""
+    """One pytest process's run as a criterion object sees it (`acceptance.criteria.run.Criteria` is one)."""
 
     @property
     def context(self) -> RunContext: ...
@@ -84,7 +84,7 @@ class RunParts(Protocol):
     def cluster(self) -> Cluster: ...
 
     @property
-    def folder(self) -> RunFolder: ...
+    def folder(self) -> SharedFolder: ...
 
     @property
     def evidence(self) -> Evidence | None: ...

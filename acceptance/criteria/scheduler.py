@@ -33,13 +33,13 @@ from acceptance.clusters.base import (
     Cluster,
     Handle,
     ProgressSink,
-    RunResult,
     StreamsLogs,
     Workload,
     WorkloadProgress,
+    WorkloadResult,
 )
 from acceptance.criteria.evidence import Evidence
-from acceptance.criteria.runfolder import RunFolder, write_json
+from acceptance.criteria.shared_folder import SharedFolder, write_json
 from acceptance.errors import AcceptanceError, RunDeadline
 from acceptance.progress.status import FOLDER as STATUS_FOLDER
 from acceptance.progress.status import BatchStatus, summarize
@@ -77,17 +77,17 @@ class ProgressListener(Protocol):
         ...
 
 
-class BatchResults(Mapping[str, RunResult]):
+class BatchResults(Mapping[str, WorkloadResult]):
     """The results of a batch by subject, read from the run folder when first asked for."""
 
-    def __init__(self, paths: Mapping[str, str], ready: Mapping[str, RunResult] | None = None) -> None:
+    def __init__(self, paths: Mapping[str, str], ready: Mapping[str, WorkloadResult] | None = None) -> None:
         self._paths = dict(paths)
-        self._loaded: dict[str, RunResult] = dict(ready or {})
+        self._loaded: dict[str, WorkloadResult] = dict(ready or {})
         self._subjects = list(dict.fromkeys([*self._paths, *self._loaded]))
 
-    def __getitem__(self, subject: str) -> RunResult:
+    def __getitem__(self, subject: str) -> WorkloadResult:
         if subject not in self._loaded:
-            self._loaded[subject] = RunResult.from_json(json.loads(Path(self._paths[subject]).read_text()))
+            self._loaded[subject] = WorkloadResult.from_json(json.loads(Path(self._paths[subject]).read_text()))
         return self._loaded[subject]
 
     def __iter__(self) -> Iterator[str]:
@@ -103,7 +103,7 @@ class Scheduler:
     def __init__(
         self,
         cluster: Cluster,
-        folder: RunFolder,
+        folder: SharedFolder,
         evidence: Evidence | None,
         budget_s: float,
         progress: ProgressListener | None = None,
@@ -206,7 +206,7 @@ class Scheduler:
                     results = [self._cut_short(r) for r in results]
         except AcceptanceError as exc:  # the cluster failed us: every subject's item says so
             now = datetime.now(UTC)
-            results = [RunResult.not_run(w, str(exc), now) for w in workloads]
+            results = [WorkloadResult.not_run(w, str(exc), now) for w in workloads]
         folder = self.folder.path / "results"
         folder.mkdir(exist_ok=True)
         paths = {}
@@ -243,7 +243,7 @@ class Scheduler:
         thread.start()
         return thread
 
-    def _cut_short(self, result: RunResult) -> RunResult:
+    def _cut_short(self, result: WorkloadResult) -> WorkloadResult:
         """A workload the run's deadline cut short (not its own): an error, nothing to judge, not a timeout."""
         if result.status != "timeout" or self._left_s() > 1.0:
             return result
@@ -265,4 +265,4 @@ class Scheduler:
 
     def _not_run(self, batch: Batch, reason: str) -> BatchResults:
         now = datetime.now(UTC)
-        return BatchResults({}, {s: RunResult.not_run(w, reason, now) for s, w in batch.workloads.items()})
+        return BatchResults({}, {s: WorkloadResult.not_run(w, reason, now) for s, w in batch.workloads.items()})

@@ -12,11 +12,11 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from acceptance.clusters.base import RunResult, Workload
+from acceptance.clusters.base import Workload, WorkloadResult
 from acceptance.criteria.context import RunContext
 from acceptance.criteria.parts import BaselinePart
-from acceptance.criteria.runfolder import RunFolder
 from acceptance.criteria.scheduler import Batch
+from acceptance.criteria.shared_folder import SharedFolder
 from acceptance.errors import UsageError
 from acceptance.judge.verdict import Verdict
 
@@ -39,12 +39,12 @@ class SiteCheck:
         raise NotImplementedError
 
     def judge(
-        self, subject: str, result: RunResult, reference: Mapping[str, Any] | None, context: RunContext
+        self, subject: str, result: WorkloadResult, reference: Mapping[str, Any] | None, context: RunContext
     ) -> Verdict:
         """The subject's verdict; `reference` is what `keep` returned for it when the baseline was recorded."""
         raise NotImplementedError
 
-    def keep(self, subject: str, result: RunResult) -> Mapping[str, Any] | None:
+    def keep(self, subject: str, result: WorkloadResult) -> Mapping[str, Any] | None:
         """What a new baseline keeps of this subject's result (None: nothing)."""
         return None
 
@@ -85,7 +85,7 @@ def items(context: RunContext, checks: Sequence[SiteCheck]) -> list[tuple[str, s
     return out
 
 
-def baseline_part(folder: RunFolder, names: Sequence[str]) -> BaselinePart:
+def baseline_part(folder: SharedFolder, names: Sequence[str]) -> BaselinePart:
     """What the site checks kept of their results, by check and subject."""
     kept = {name: parts for name in names if (parts := folder.parts(f"site-{name}"))}
     return BaselinePart(results={"site": kept} if kept else {})

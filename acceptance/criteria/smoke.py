@@ -21,9 +21,9 @@ import pandas as pd
 from acceptance.criteria.context import RunContext
 from acceptance.criteria.loss import policy as loss_policy
 from acceptance.criteria.loss import stopped_early
-from acceptance.criteria.outcomes import not_judged
+from acceptance.criteria.no_result import not_judged
 from acceptance.criteria.parts import BaselinePart
-from acceptance.criteria.runfolder import RunFolder
+from acceptance.criteria.shared_folder import SharedFolder
 from acceptance.errors import AcceptanceError, JobFailed
 from acceptance.judge.loss import LossPolicy
 from acceptance.judge.steptime import StepTimePolicy, judge_steptime
@@ -177,7 +177,7 @@ def launch_difference(now: str | None, handover: Any) -> str | None:
     return f"launched with {now or 'unknown'} now, {then} at handover"
 
 
-def baseline_part(folder: RunFolder, profile: Profile) -> BaselinePart:
+def baseline_part(folder: SharedFolder, profile: Profile) -> BaselinePart:
     """The smoke run's step times, and how it was launched where the cluster says, when the run had a smoke job."""
     parts = folder.parts("smoke")
     smoke, conditions = parts.get("steps"), parts.get("conditions")

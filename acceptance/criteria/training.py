@@ -29,7 +29,7 @@ class TrainingLogs:
         self._parsed: dict[str, trainlog.TrainLog] = {}
         #: key → why the harness stopped that run early (the smoke run's verdict was decided); absent: ran whole
         self.stopped: dict[str, str] = {}
-        #: key → how the cluster started that run's ranks (`RunResult.launch`), where the backend chooses it
+        #: key → how the cluster started that run's ranks (`WorkloadResult.launch`), where the backend chooses it
         self.launches: dict[str, str] = {}
 
     @property

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from acceptance.report.data import ReportData
-from acceptance.report.outcomes import BAD_STATUSES
+from acceptance.report.statuses import BAD_STATUSES
 
 _FINDINGS = (
     ("THERMAL", "thermal throttling"),

@@ -28,7 +28,7 @@ from typing import Any
 
 from acceptance.criteria import CRITERIA, of_phase
 from acceptance.report.data import ReportData, TestRecord
-from acceptance.report.outcomes import BAD_STATUSES, PREFLIGHT_SKIP
+from acceptance.report.statuses import BAD_STATUSES, PREFLIGHT_SKIP
 
 ACCEPTANCE_CRITERIA = tuple(c.number for c in of_phase("acceptance") if c.number is not None)
 RECORDING = "record-baseline"  # provenance "mode" of a run that records the handover baseline (RunContext.mode)

@@ -15,8 +15,8 @@ from typing import Any
 
 from acceptance.report.data import ReportData
 from acceptance.report.evidence_links import EvidenceIndex
-from acceptance.report.outcomes import BAD_STATUSES
 from acceptance.report.plots import DIAGNOSTICS_COLUMNS, diagnostics_matrix
+from acceptance.report.statuses import BAD_STATUSES
 
 # Worst first: the cell shows the worst status of the node's GPUs.
 SEVERITY = {"fail": 5, "error": 5, "missing": 4, "warn": 3, "skip": 2, "pass": 0}

@@ -14,7 +14,7 @@ import pytest
 from acceptance.report.causes import headline
 from acceptance.report.data import ReportRecorder
 from acceptance.report.decision import Banner, decide
-from acceptance.report.outcomes import PREFLIGHT_SKIP
+from acceptance.report.statuses import PREFLIGHT_SKIP
 
 if TYPE_CHECKING:
     from acceptance.conclusion import Conclusion

@@ -28,8 +28,8 @@ from acceptance.clusters.base import (
     Leftover,
     NodeInfo,
     ProgressSink,
-    RunResult,
     Workload,
+    WorkloadResult,
 )
 from acceptance.clusters.kube.cleanup import delete_labelled, delete_run, list_labelled, live_runs, older_than
 from acceptance.clusters.kube.client import KubeApi, build_api_client
@@ -224,7 +224,7 @@ class KubeCluster:
 
     def wait(
         self, handles: Sequence[Handle], deadline_s: float, *, progress: ProgressSink | None = None
-    ) -> list[RunResult]:
+    ) -> list[WorkloadResult]:
         return Waiter(self.api, self.settings, self.run_id, self._stops).wait(handles, deadline_s, progress)
 
     # ------------------------------------------------------------ StreamsLogs
@@ -239,7 +239,7 @@ class KubeCluster:
         """Stop the workload as a finished one is: the `wait` awaiting it reads its log, then deletes it."""
         self._stops.setdefault(handle.objects[0][1], reason)
 
-    def run(self, workloads: Sequence[Workload], deadline_s: float) -> list[RunResult]:
+    def run(self, workloads: Sequence[Workload], deadline_s: float) -> list[WorkloadResult]:
         """Submit and wait in one go."""
         return self.wait(self.submit(workloads), deadline_s)
 

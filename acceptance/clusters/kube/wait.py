@@ -16,7 +16,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 
-from acceptance.clusters.base import Handle, ProgressSink, RunResult, WorkloadProgress, workload_kind
+from acceptance.clusters.base import Handle, ProgressSink, WorkloadProgress, WorkloadResult, workload_kind
 from acceptance.clusters.kube.client import KubeApi
 from acceptance.clusters.kube.conditions import TABLES, ending
 from acceptance.clusters.kube.manifests import MPI_API_VERSION, label_value, run_selector
@@ -56,7 +56,7 @@ class _Track:
     unschedulable_since: float | None = None
     outcome: Outcome | None = None
     pods_seen: dict[str, str] = field(default_factory=dict)
-    result: RunResult | None = None
+    result: WorkloadResult | None = None
     failed_seen: float | None = None  # when a condition that ends the wait after a grace was first seen
     stopped: str = ""  # why the harness stopped it (`KubeCluster.stop`)
 
@@ -143,7 +143,7 @@ class Waiter:
 
     def wait(
         self, handles: Sequence[Handle], deadline_s: float, progress: ProgressSink | None = None
-    ) -> list[RunResult]:
+    ) -> list[WorkloadResult]:
         now = time.monotonic()
         tracks = []
         for h in handles:
@@ -323,7 +323,7 @@ class Waiter:
         started, finished = self._times(pods)
         if code is None and main is not None:
             code = self._exit_code(main)
-        t.result = RunResult(
+        t.result = WorkloadResult(
             workload=t.handle.workload.name,
             kind=workload_kind(t.handle.workload),
             output=output,
@@ -399,7 +399,7 @@ class Waiter:
             items.sort(key=lambda e: e["time"])
         return out
 
-    def _result(self, t: _Track, events: Mapping[str, list[dict[str, str]]]) -> RunResult:
+    def _result(self, t: _Track, events: Mapping[str, list[dict[str, str]]]) -> WorkloadResult:
         assert t.result is not None
         mine = events.get(t.label, [])
         placement = dict(t.result.placement)

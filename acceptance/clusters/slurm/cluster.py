@@ -31,10 +31,10 @@ from acceptance.clusters.base import (
     Leftover,
     NodeInfo,
     ProgressSink,
-    RunResult,
     SchedulerJob,
     Workload,
     WorkloadProgress,
+    WorkloadResult,
     workload_kind,
 )
 from acceptance.clusters.slurm import commands, jobs, reservations, signals
@@ -226,7 +226,7 @@ class SlurmCluster:
 
     def wait(
         self, handles: Sequence[Handle], deadline_s: float, *, progress: ProgressSink | None = None
-    ) -> list[RunResult]:
+    ) -> list[WorkloadResult]:
         start = time.monotonic()
         ids = {h.workload.name: str(h.manifests[0].get("job_id") or "") for h in handles}
         seen: dict[str, tools.Job] = {}
@@ -306,12 +306,12 @@ class SlurmCluster:
         self.streams.stop(handle, reason)
 
     def _result(self, handle: Handle, job: tools.Job | None, ended: tuple[str, str] | None,
-                events: list[dict[str, str]]) -> RunResult:  # fmt: skip
+                events: list[dict[str, str]]) -> WorkloadResult:  # fmt: skip
         w = handle.workload
         manifest = handle.manifests[0]
         error = self._launch_errors.get(w.name)
         if error is not None or not manifest.get("job_id"):
-            failed = RunResult.not_run(w, error or "the job was not submitted", handle.submitted)
+            failed = WorkloadResult.not_run(w, error or "the job was not submitted", handle.submitted)
             return dataclasses.replace(failed, manifests=tuple(handle.manifests))
         output = str(manifest["output"])
         quoted = [shlex.quote(p) for p in (output, f"{output}.err", f"{output}.rc")]
@@ -336,7 +336,7 @@ class SlurmCluster:
             status, reason = ("succeeded", "") if rc == 0 else ("failed", f"exit {rc}")
         events.append(_event("Ended", f"{status}{': ' + reason if reason else ''}"))
         tail = "\n".join((out + err).strip().splitlines()[-40:])
-        return RunResult(
+        return WorkloadResult(
             workload=w.name, kind=workload_kind(w), output=out, exit_code=rc,
             status=status,  # type: ignore[arg-type]
             reason=reason, started=handle.submitted, finished=datetime.now(UTC),

@@ -22,7 +22,7 @@ import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
-from acceptance.clusters.base import Handle, RunResult
+from acceptance.clusters.base import Handle, WorkloadResult
 from acceptance.clusters.slurm import commands
 from acceptance.clusters.slurm.transport import Answer
 from acceptance.errors import ClusterError
@@ -136,7 +136,7 @@ class JobStreams:
         if not answer.ok:
             raise ClusterError(f"stopping job {found[0]}: scancel failed on {self.where}: {answer.said()}")
 
-    def stopped(self, handle: Handle, result: RunResult) -> RunResult:
+    def stopped(self, handle: Handle, result: WorkloadResult) -> WorkloadResult:
         """A job the harness stopped ended because it was: a success with no exit status, saying why."""
         found = job_of(handle)
         why = self._stops.get(found[0]) if found is not None else None

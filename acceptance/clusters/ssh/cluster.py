@@ -22,8 +22,8 @@ from acceptance.clusters.base import (
     Leftover,
     NodeInfo,
     ProgressSink,
-    RunResult,
     Workload,
+    WorkloadResult,
 )
 from acceptance.clusters.ssh import inventory, janitor, parallel, remote, signals
 from acceptance.clusters.ssh.hostset import HostSet, read_inventory
@@ -102,7 +102,7 @@ class SshCluster:
 
     def wait(
         self, handles: Sequence[Handle], deadline_s: float, *, progress: ProgressSink | None = None
-    ) -> list[RunResult]:
+    ) -> list[WorkloadResult]:
         return self.workloads.wait(handles, deadline_s, progress)
 
     def follow(self, handle: Handle, deadline_s: float) -> Iterator[str]:

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from datetime import datetime
 
-from acceptance.clusters.base import Handle, Phase, RunResult, WorkloadProgress
+from acceptance.clusters.base import Handle, Phase, WorkloadProgress, WorkloadResult
 
 
 def _elapsed(handle: Handle, now: datetime) -> float:
@@ -31,7 +31,7 @@ def running_progress(
 
 
 def done_progress(
-    handles: Sequence[Handle], results: Sequence[RunResult], deadline_s: float, now: datetime
+    handles: Sequence[Handle], results: Sequence[WorkloadResult], deadline_s: float, now: datetime
 ) -> list[WorkloadProgress]:
     """The last word: every workload done, with its status (`results` in the order of `handles`)."""
     return [

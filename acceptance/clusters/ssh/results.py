@@ -1,4 +1,4 @@
-"""What each host said about a workload → one `RunResult` (pure).
+"""What each host said about a workload → one `WorkloadResult` (pure).
 
 The MAIN host's stdout is the workload's output (the head node's ``mpirun`` for an MPI run);
 every host's stderr, and the other hosts' stdout, are kept as `streams`. Each host adds two
@@ -12,7 +12,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
-from acceptance.clusters.base import Handle, RunResult, RunStatus, workload_kind, workload_nodes
+from acceptance.clusters.base import Handle, RunStatus, WorkloadResult, workload_kind, workload_nodes
 from acceptance.clusters.ssh.mpi import launcher_reason
 from acceptance.clusters.ssh.plans import MAIN, HostCommand
 from acceptance.clusters.ssh.remote import WaitOutput
@@ -92,7 +92,7 @@ def _events(o: HostOutcome) -> list[dict[str, str]]:
     return out
 
 
-def run_result(handle: Handle, outcomes: Sequence[HostOutcome], hostnames: Mapping[str, str]) -> RunResult:
+def run_result(handle: Handle, outcomes: Sequence[HostOutcome], hostnames: Mapping[str, str]) -> WorkloadResult:
     """The workload's result from its hosts' outcomes (`hostnames`: node → the name its processes print)."""
     workload = handle.workload
     main = next((o for o in outcomes if o.command.role == MAIN), outcomes[0])
@@ -117,7 +117,7 @@ def run_result(handle: Handle, outcomes: Sequence[HostOutcome], hostnames: Mappi
     tail = output + (out.stderr if out else "")
     starts = [o.started for o in outcomes if o.started]
     ends = [o.finished for o in outcomes if o.finished]
-    return RunResult(
+    return WorkloadResult(
         workload=workload.name,
         kind=workload_kind(workload),
         output=output,

@@ -17,7 +17,7 @@ from dataclasses import replace
 from datetime import UTC, datetime
 from typing import Any
 
-from acceptance.clusters.base import Handle, ProgressSink, RunResult, Workload, workload_nodes
+from acceptance.clusters.base import Handle, ProgressSink, Workload, WorkloadResult, workload_nodes
 from acceptance.clusters.ssh import parallel, remote
 from acceptance.clusters.ssh.hostset import HostSet
 from acceptance.clusters.ssh.lease import SshLease
@@ -121,7 +121,7 @@ class Workloads:
 
     def wait(
         self, handles: Sequence[Handle], deadline_s: float, progress: ProgressSink | None = None
-    ) -> list[RunResult]:
+    ) -> list[WorkloadResult]:
         jobs = [(h, HostCommand.from_json(m)) for h in handles for m in h.manifests]
         self.lease.hold(c.node for _, c in jobs)  # whoever waits keeps the run alive (a process adopting a submission)
         start = time.monotonic()
@@ -164,7 +164,7 @@ class Workloads:
             progress(done_progress(handles, results, deadline_s, datetime.now(UTC)))
         return results
 
-    def _stopped(self, handle: Handle, result: RunResult) -> RunResult:
+    def _stopped(self, handle: Handle, result: WorkloadResult) -> WorkloadResult:
         """A workload the harness stopped (`stop`) ended because it was: a success with no exit status."""
         why = self._stops.get(handle.workload.name)
         if why is None or result.status not in ("succeeded", "failed"):

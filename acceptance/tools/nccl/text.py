@@ -24,6 +24,7 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from acceptance.errors import ParseError
+from acceptance.tools.nccl.builder import MAX_ERRORS, ReportBuilder
 from acceptance.tools.nccl.checks import Sweep, missing_measurement
 from acceptance.tools.nccl.failures import BOX_RULE, LAUNCHER, TEST, classify
 from acceptance.tools.nccl.layout import (
@@ -43,7 +44,6 @@ from acceptance.tools.nccl.records import (
     RunStatus,
     capture_status,
 )
-from acceptance.tools.nccl.report import MAX_ERRORS, ReportBuilder
 
 #: first characters of an INFO line that may carry a row preamble or a launcher tag before it
 _MAYBE_GLUED = frozenset(" 0123456789[")

@@ -31,7 +31,7 @@ def write_json(target: Path, data: Any) -> None:
 
 
 @dataclass(frozen=True)
-class RunFolder:
+class SharedFolder:
     """The folder every process of one run shares."""
 
     path: Path

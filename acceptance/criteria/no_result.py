@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from acceptance.clusters.base import RunResult
+from acceptance.clusters.base import WorkloadResult
 from acceptance.errors import AcceptanceError
 from acceptance.judge.verdict import Status, Verdict
 from acceptance.units import format_duration
 
 
-def no_output(subject: str, result: RunResult, todo: str) -> Verdict:
+def no_output(subject: str, result: WorkloadResult, todo: str) -> Verdict:
     """A workload that printed nothing: ERROR when the cluster could not run it, FAIL when it ran and died."""
     took = ""
     if result.started and result.finished and result.finished > result.started:
