@@ -338,6 +338,10 @@ class WorkloadResult:
         return out
 
 
+#: the name this record had in earlier releases: a site's own checks (`hookspecs`) may still import it
+RunResult = WorkloadResult
+
+
 @dataclass(frozen=True)
 class NodeInfo:
     """A node as the cluster reports it, with GPU feature discovery labels."""

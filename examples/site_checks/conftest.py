@@ -24,7 +24,7 @@ from typing import Any
 
 import pytest
 
-from acceptance.clusters.base import NodeWorkload, RunResult, Workload
+from acceptance.clusters.base import NodeWorkload, Workload, WorkloadResult
 from acceptance.criteria.context import RunContext
 from acceptance.criteria.site import SiteCheck
 from acceptance.judge.verdict import Status, Verdict
@@ -70,7 +70,7 @@ class IbLoopback(SiteCheck):
         }
 
     def judge(
-        self, subject: str, result: RunResult, reference: Mapping[str, Any] | None, context: RunContext
+        self, subject: str, result: WorkloadResult, reference: Mapping[str, Any] | None, context: RunContext
     ) -> Verdict:
         measured = parse_ib_write_bw(result.output)
         missing = [f"mlx5_{k}" for k in range(RAILS) if f"mlx5_{k}" not in measured]
@@ -96,7 +96,7 @@ class IbLoopback(SiteCheck):
         low = min(measured.values())
         return Verdict(Status.PASS, subject, f"{subject}: all {RAILS} rails ≥ {low:.1f} Gb/s in loopback", figures)
 
-    def keep(self, subject: str, result: RunResult) -> Mapping[str, Any] | None:
+    def keep(self, subject: str, result: WorkloadResult) -> Mapping[str, Any] | None:
         measured = parse_ib_write_bw(result.output)
         return measured if len(measured) == RAILS else None
 
