@@ -130,7 +130,7 @@ def _as_own_agreement(folder: Path) -> None:
 
 @dataclass(frozen=True)
 class SuiteRun:
-    result: pytest.WorkloadResult
+    result: pytest.RunResult
     junit: Path
     report_dir: Path
 
@@ -246,7 +246,7 @@ class SimRuns:
             if not done.is_file():
                 self._run(folder, args)
             said = json.loads(done.read_text())
-        result = pytest.WorkloadResult(said["ret"], said["stdout"], said["stderr"], said["duration"])
+        result = pytest.RunResult(said["ret"], said["stdout"], said["stderr"], said["duration"])
         return SuiteRun(result, folder / "junit.xml", folder / "report")
 
     def _run(self, folder: Path, args: tuple[str, ...]) -> None:

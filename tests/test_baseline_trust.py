@@ -23,7 +23,7 @@ def _halved(data: dict) -> dict:
     return data
 
 
-def _judge(pytester: pytest.Pytester, *extra: str) -> pytest.WorkloadResult:
+def _judge(pytester: pytest.Pytester, *extra: str) -> pytest.RunResult:
     """A judging run that does not allow unsigned baselines (unlike run_suite's default)."""
     folder = sim_cluster_folder(pytester.path)
     return pytester.runpytest_subprocess(

@@ -28,7 +28,7 @@ needs_prometheus = pytest.mark.skipif(shutil.which("prometheus") is None, reason
 RECURRENCE = str(SUITE / "test_recurrence.py")
 
 
-def run(pytester: pytest.Pytester, *args: str, env_path: str | None = None) -> tuple[pytest.WorkloadResult, Path]:
+def run(pytester: pytest.Pytester, *args: str, env_path: str | None = None) -> tuple[pytest.RunResult, Path]:
     junit = pytester.path / f"junit-{len(list(pytester.path.glob('junit-*.xml')))}.xml"
     if env_path is not None:
         pytester._monkeypatch.setenv("PATH", env_path)  # a machine without some tools

@@ -12,7 +12,7 @@ from tests.suite_run import SUITE, sim_cluster_folder
 pytestmark = pytest.mark.slow
 
 
-def _run(pytester: pytest.Pytester, *args: str) -> pytest.WorkloadResult:
+def _run(pytester: pytest.Pytester, *args: str) -> pytest.RunResult:
     base = sim_cluster_folder(pytester.path).parent
     return pytester.runpytest_subprocess(
         str(SUITE), "--cluster=sim", f"--baselines-dir={base}", "-p", "no:cacheprovider", *args, timeout=120

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from acceptance.baseline import BaselineStore
-from tests.suite_run import ROOT, run_suite, sim_cluster_folder
+from tests.suite_run import ROOT, SHIPPED_TIME_SCALE, run_suite, sim_cluster_folder
 
 pytestmark = pytest.mark.slow
 
@@ -23,7 +23,7 @@ def item(node: str) -> str:
 def test_a_site_check_is_recorded_then_judged_like_a_criterion(
     pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    folder = sim_cluster_folder(pytester.path)
+    folder = sim_cluster_folder(pytester.path, time_scale=SHIPPED_TIME_SCALE)  # its jobs have short deadlines
     recorded = run_suite(pytester, EXAMPLE, "-k", "site_check or preflight", "--record-baseline",
                          "--force-record=site check only")  # fmt: skip
     assert recorded.result.ret == 0, recorded.result.stdout.str()[-3000:]

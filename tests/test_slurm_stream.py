@@ -109,10 +109,11 @@ def sim(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SimulatedSlurmClus
         cluster.close()
 
 
-def _printing(steps: int, pause: float) -> SmokeWorkload:
-    """A two-node job whose rank 0 prints a step line every `pause` seconds (the smoke job's launch: srun)."""
+def _printing(steps: int, pause: float, name: str = "smoke") -> SmokeWorkload:
+    """A two-node job whose rank 0 prints a step line every `pause` seconds (the smoke job's launch: srun);
+    each test names its own (the module's cluster is one run: a name's output file is the run's)."""
     script = f'[ "$SLURM_PROCID" = 0 ] || exit 0; for i in $(seq 1 {steps}); do echo "step $i"; sleep {pause}; done'
-    return SmokeWorkload("smoke", ("sim-node-01", "sim-node-02"), 1, ("bash", "-c", script), deadline_s=300)
+    return SmokeWorkload(name, ("sim-node-01", "sim-node-02"), 1, ("bash", "-c", script), deadline_s=300)
 
 
 def _queue_of(cluster: SimulatedSlurmCluster) -> list[str]:
@@ -147,7 +148,7 @@ def test_a_running_job_is_followed_then_stopped_by_scancel_and_its_wait_keeps_wh
 @NEEDS_SLURM
 @pytest.mark.slow
 def test_a_job_that_ends_on_its_own_is_followed_to_its_last_line(sim: SimulatedSlurmCluster) -> None:
-    [handle] = sim.submit([_printing(8, 0.2)])
+    [handle] = sim.submit([_printing(8, 0.2, "smoke-to-its-end")])
     text = "".join(sim.follow(handle, 120))
     [result] = sim.wait([handle], 120)
     assert text == "".join(f"step {i}\n" for i in range(1, 9))

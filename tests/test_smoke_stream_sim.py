@@ -43,7 +43,7 @@ def sequential_folder(base: Path) -> tuple[Path, Path]:
     return folder, key
 
 
-def run(pytester: pytest.Pytester, folder: Path, key: Path, report: Path, *args: str) -> pytest.WorkloadResult:
+def run(pytester: pytest.Pytester, folder: Path, key: Path, report: Path, *args: str) -> pytest.RunResult:
     return pytester.runpytest_subprocess(
         str(ROOT / "acceptance"), "--cluster=sim", f"--baselines-dir={folder.parent}", f"--report-dir={report}",
         f"--sign-key={key}", "--allow-unsigned-baseline",
