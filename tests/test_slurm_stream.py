@@ -164,11 +164,10 @@ def test_on_slurm_a_healthy_smoke_run_is_stopped_once_decided_and_its_report_ver
 ) -> None:
     """Criterion 3's sequential rule on ``--cluster=sim-slurm``: the smoke job's output streams in, the job is
     ``scancel``ed once decided, and its log up to then is the evidence."""
-    import re
 
     from acceptance.cli import main
     from tests.suite_run import ROOT, copy_agreement, demo_key
-    from tests.test_smoke_stream_sim import LOSS, STEP, cases
+    from tests.test_smoke_stream_sim import assert_stopped_once_decided
 
     folder = pytester.path / "baselines" / "sim-slurm"
     folder.mkdir(parents=True)
@@ -191,15 +190,4 @@ def test_on_slurm_a_healthy_smoke_run_is_stopped_once_decided_and_its_report_ver
         f"--report-dir={report}", f"--sign-key={key}", "--allow-unsigned-baseline", "-p", "no:cacheprovider",
         "-k", "smoke or loss", timeout=300,
     )  # fmt: skip
-    assert result.ret == 0, result.stdout.str()[-3000:]
-    found = cases(report)
-    outcome, props = found[STEP]
-    assert outcome == "passed", props
-    used = int(props["steps_used"])
-    assert 50 <= used < 200, props
-    assert props["stop_reason"] == f"decided PASS after {used} of at most 200 steps; the job was stopped then"
-    assert found[LOSS][0] == "passed"
-    log = next((report / "outputs" / "training").glob("smoke*")).read_text()
-    assert used <= len(re.findall(r"iteration\s+(\d+)/", log)) < 200
-    capsys.readouterr()
-    assert main(["verify", str(report), "--allowed-signers", str(folder / "allowed_signers")]) == 0, capsys.readouterr()
+    assert_stopped_once_decided(result, report, folder / "allowed_signers", capsys)

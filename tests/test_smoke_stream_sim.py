@@ -60,6 +60,27 @@ def cases(report: Path) -> dict[str, tuple[str, dict[str, str]]]:
     return out
 
 
+def assert_stopped_once_decided(
+    result: pytest.RunResult, report: Path, allowed_signers: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A healthy 200-step smoke run judged by the sequential rule: passed, stopped once decided (50 steps at
+    least), its log up to the stop kept as evidence, loss continuity judged on it, and the report verifies."""
+    from acceptance.cli import main
+
+    assert result.ret == 0, result.stdout.str()[-3000:]
+    found = cases(report)
+    outcome, props = found[STEP]
+    assert outcome == "passed", props
+    used = int(props["steps_used"])
+    assert 50 <= used < 200, props
+    assert props["stop_reason"] == f"decided PASS after {used} of at most 200 steps; the job was stopped then"
+    assert found[LOSS][0] == "passed"
+    log = next((report / "outputs" / "training").glob("smoke*")).read_text()
+    assert used <= len(re.findall(r"iteration\s+(\d+)/", log)) < 200
+    capsys.readouterr()
+    assert main(["verify", str(report), "--allowed-signers", str(allowed_signers)]) == 0, capsys.readouterr()
+
+
 def test_a_healthy_smoke_run_is_stopped_once_decided_and_its_report_verifies(
     pytester: pytest.Pytester, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -125,18 +146,7 @@ def test_over_ssh_a_healthy_smoke_run_is_stopped_once_decided_and_no_process_is_
         f"--sign-key={key}", "--allow-unsigned-baseline", "-p", "no:cacheprovider", "-k", "smoke or loss",
         timeout=300,
     )  # fmt: skip
-    assert result.ret == 0, result.stdout.str()[-3000:]
-    found = cases(report)
-    outcome, props = found[STEP]
-    assert outcome == "passed", props
-    used = int(props["steps_used"])
-    assert 50 <= used < 200, props
-    assert props["stop_reason"] == f"decided PASS after {used} of at most 200 steps; the job was stopped then"
-    assert found[LOSS][0] == "passed"
-    log = next((report / "outputs" / "training").glob("smoke*")).read_text()
-    assert used <= len(re.findall(r"iteration\s+(\d+)/", log)) < 200
-    capsys.readouterr()
-    assert main(["verify", str(report), "--allowed-signers", str(folder / "allowed_signers")]) == 0, capsys.readouterr()
+    assert_stopped_once_decided(result, report, folder / "allowed_signers", capsys)
     # no process of the run is left on this machine (the simulated hosts' sessions are its processes)
     suite = ET.parse(report / "junit.xml").getroot().find("testsuite")
     assert suite is not None

@@ -10,7 +10,7 @@ section: a real Slurm on loopback, ``--cluster=sim-slurm``).
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -148,21 +148,13 @@ def draft_profile(
 
         if slurm is None:
             raise UsageError("acceptance init on Slurm needs the partition (--slurm --partition P)")
-        try:
-            slurm_text, slurm_notes = draft_slurm_profile(name, slurm, discover_slurm(slurm))
-        except (ClusterError, ValueError) as exc:
-            raise UsageError(str(exc)) from None
-        return Draft(slurm_text, slurm_notes)
+        return _drafted(lambda: draft_slurm_profile(name, slurm, discover_slurm(slurm)))
     if backend == "ssh":
         from acceptance.clusters.ssh.draft import discover_hosts, draft_ssh_profile
 
         if hosts is None or not hosts.hosts:
             raise UsageError("acceptance init over SSH needs the hosts (--hosts FILE or a comma-separated list)")
-        try:
-            ssh_text, ssh_notes = draft_ssh_profile(name, hosts, discover_hosts(hosts))
-        except (ClusterError, ValueError) as exc:
-            raise UsageError(str(exc)) from None
-        return Draft(ssh_text, ssh_notes)
+        return _drafted(lambda: draft_ssh_profile(name, hosts, discover_hosts(hosts)))
     if backend != "kube":
         raise UsageError(f"acceptance init drafts profiles of backends kube, slurm and ssh, not {backend!r}")
     from acceptance.clusters.kube import KubeSettings
@@ -179,4 +171,14 @@ def draft_profile(
     except ValueError as exc:
         where = f" matching {node_selector!r}" if node_selector else ""
         raise UsageError(f"{exc}{where}") from None
+    return Draft(text, notes)
+
+
+def _drafted(draft: Callable[[], tuple[str, tuple[str, ...]]]) -> Draft:
+    """The draft of a backend that reads its nodes through the preflight's inventory (SSH hosts, a Slurm
+    partition); what it cannot read or make sense of is a usage error in its own words."""
+    try:
+        text, notes = draft()
+    except (ClusterError, ValueError) as exc:
+        raise UsageError(str(exc)) from None
     return Draft(text, notes)
