@@ -189,6 +189,10 @@ def test_a_different_image_is_not_comparable() -> None:
     assert "image repo/nccl-tests@sha256:bbb now, repo/nccl-tests@sha256:aaa at handover" in verdict.summary
     unrecorded = dataclasses.replace(then, image=None)  # a baseline from before images were recorded
     assert judge_fabric(base, now, base, unrecorded, Margins()).status is Status.PASS
+    tagged = dataclasses.replace(now, image="repo/nccl-tests:2.26")  # the cluster reported no digest today
+    verdict = judge_fabric(base, tagged, base, then, Margins())
+    assert verdict.status is Status.NOT_COMPARABLE
+    assert "image repo/nccl-tests:2.26 (a tag: no digest was reported for it, so it cannot be shown" in verdict.summary
 
 
 def test_a_different_launch_is_not_comparable() -> None:

@@ -161,6 +161,21 @@ def test_image_that_cannot_be_pulled_is_a_clear_failure() -> None:
     assert result.exit_code is None
 
 
+@pytest.mark.parametrize("second", [replace(dcgm_workloads(NODES[:1], 8, 1, 600)[0], name="dcgm-again"),
+                                    replace(NCCL, nodes=NODES[:2])], ids=["job", "mpijob"])  # fmt: skip
+def test_a_lagging_pod_watch_still_records_the_image_digest_and_exit_code(second: DcgmWorkload | NcclWorkload) -> None:
+    """The second workload waits for the first one's GPUs, so the pods' list shows its pod pending; the pods' watch
+    then lags while the Job's says it completed. What is recorded is the pod's last state (the digest the baseline
+    compares, the exit code), not the pending view's image tag, which made a wrong NOT COMPARABLE."""
+    settings = replace(SETTINGS, scheduling_timeout_s=30.0)
+    with cluster(faults=Faults(pod_update_lag_s=5.0), time_scale=0.001, settings=settings) as (_, kube):
+        results = kube.run([*dcgm_workloads(NODES[:1], 8, 1, 600), second], deadline_s=30)
+    for result in results:
+        assert result.ok, result.reason
+        assert "@sha256:" in result.image, result.image
+        assert result.exit_code == 0
+
+
 def test_oomkilled_is_a_clear_failure_with_the_partial_log() -> None:
     with cluster(faults=Faults(oom="dcgm-gpu-0002")) as (_, kube):
         results = kube.run(dcgm_workloads(NODES[:3], 8, 1, 600), deadline_s=30)

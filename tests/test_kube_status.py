@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
-from acceptance.clusters.kube.status import owner_of, parse_time, pod_failure, unschedulable_message
+from acceptance.clusters.kube.status import image_of, owner_of, parse_time, pod_failure, unschedulable_message
 
 
 def pod(status: dict[str, object], node: str | None = "gpu-01") -> dict[str, object]:
@@ -59,3 +59,18 @@ def test_events_are_attributed_to_their_workload_by_name_prefix() -> None:
     assert owner_of(tops, "unrelated-pod") is None
     assert parse_time("2026-11-30T00:01:02Z") == datetime(2026, 11, 30, 0, 1, 2, tzinfo=UTC)
     assert parse_time("yesterday") is None
+
+
+def _pod(image: str, image_id: str | None) -> dict[str, object]:
+    status = [{"name": "main", "image": image, "imageID": image_id}] if image_id is not None else []
+    return {"spec": {"containers": [{"name": "main", "image": image}]}, "status": {"containerStatuses": status}}
+
+
+def test_the_image_is_the_kubelets_digest_and_a_peer_of_the_same_image_names_it_for_a_pod_not_started() -> None:
+    digest = "registry.example/nccl@sha256:" + "ab" * 32
+    assert image_of(_pod("registry.example/nccl:2.26", "docker-pullable://" + digest)) == digest
+    pending = _pod("registry.example/nccl:2.26", "")
+    assert image_of(pending) == "registry.example/nccl:2.26"  # no pod reported the digest: the tag, as asked for
+    assert image_of(pending, [_pod("registry.example/nccl:2.26", digest)]) == digest
+    other = _pod("registry.example/other:1", "registry.example/other@sha256:" + "cd" * 32)
+    assert image_of(pending, [other]) == "registry.example/nccl:2.26"  # another image's digest says nothing

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 import pandas as pd
 
 from acceptance.judge.verdict import Figure, Status, Verdict
+from acceptance.tools import images
 from acceptance.tools.dcgm import (
     FAIL,
     PASS,
@@ -121,8 +122,8 @@ def judge_node(
 
     if image and reference_image and image != reference_image:
         summary = (
-            f"{node}: not comparable with the handover baseline: DCGM image {image} now, {reference_image} at "
-            "handover; run the agreed image (kube.images.dcgm) or record a new baseline"
+            f"{node}: not comparable with the handover baseline: DCGM image {images.shown(image, reference_image)} "
+            f"now, {reference_image} at handover; run the agreed image (kube.images.dcgm) or record a new baseline"
         )
         figures["handover_image"] = reference_image
         return Verdict(Status.NOT_COMPARABLE, node, summary, figures, tuple(notes), table)

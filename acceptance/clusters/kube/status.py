@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from datetime import UTC, datetime
 from typing import Any, NamedTuple
 
@@ -97,11 +97,17 @@ def unschedulable_message(pod: Obj) -> str | None:
     return None
 
 
-def image_of(pod: Obj) -> str:
-    """The main container's image: the kubelet's imageID (with the digest) when it reports one."""
-    for status in (pod.get("status") or {}).get("containerStatuses") or ():
-        found = str(status.get("imageID") or "")
-        if "@sha256:" in found:
-            return found.split("://", 1)[-1]  # docker-pullable://repo@sha256:... → repo@sha256:...
+def image_of(pod: Obj, peers: Iterable[Obj] = ()) -> str:
+    """The main container's image: the kubelet's imageID (with the digest) when it reports one.
+
+    A container that never started has no imageID; its `peers` (the workload's other pods) running the same image
+    name it then, so that a tag is recorded only when no pod of the workload has reported the digest.
+    """
     containers = (pod.get("spec") or {}).get("containers") or ()
-    return str(containers[0].get("image", "")) if containers else ""
+    spec_image = str(containers[0].get("image", "")) if containers else ""
+    for candidate in (pod, *peers):
+        for status in (candidate.get("status") or {}).get("containerStatuses") or ():
+            found = str(status.get("imageID") or "")
+            if "@sha256:" in found and (candidate is pod or status.get("image") == spec_image):
+                return found.split("://", 1)[-1]  # docker-pullable://repo@sha256:... → repo@sha256:...
+    return spec_image

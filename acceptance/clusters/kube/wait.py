@@ -9,6 +9,7 @@ When a workload ends (or its deadline passes) its log is read, then it is delete
 
 from __future__ import annotations
 
+import contextlib
 import queue
 import threading
 import time
@@ -310,8 +311,11 @@ class Waiter:
         t.pods_seen.update(state.placement.get(t.label, {}))
         pods = state.pods.get(t.label, {})
         main = self._main_pod(t, pods)
-        if main is None:  # the job's watch can report completion before the pods' watch shows its pods
-            pods = self._list_pods(t)
+        if main is None or not _settled(main):
+            # the job's watch can report completion before the pods' watch shows its pods, or shows them ended:
+            # read them afresh, so that exit code, times and the image's digest are the pod's last state
+            with contextlib.suppress(KubeApiError):  # else the watch's view stays; the log read below names the API
+                pods = {**pods, **self._list_pods(t)}
             main = self._main_pod(t, pods)
         output = ""
         if main is not None:
@@ -336,7 +340,7 @@ class Waiter:
             events=(),
             manifests=t.handle.manifests,
             log_tail="".join(output.splitlines(keepends=True)[-LOG_TAIL_LINES:]),
-            image=image_of(main) if main is not None else "",
+            image=image_of(main, pods.values()) if main is not None else "",
             stopped=t.stopped if status == "succeeded" else "",
         )
         undeleted = self._delete(t)
@@ -408,3 +412,8 @@ class Waiter:
             if found:
                 placement.setdefault(found.group(1), found.group(2))
         return replace(t.result, events=tuple(mine), placement=dict(sorted(placement.items())))
+
+
+def _settled(pod: Obj) -> bool:
+    """Whether a pod's state, as last seen, is its final word: its container ended and the image's digest known."""
+    return container_state(pod, "terminated") is not None and "@sha256:" in image_of(pod)

@@ -17,6 +17,8 @@ class Faults:
     - `latency_s`: added to every API answer.
     - `watch_drop_s`: a watch ends after a random time up to this (wall seconds).
     - `watch_gone_rate`: share of watch resumptions answered 410 Gone (the client must relist).
+    - `pod_update_lag_s`: a pod's updates (MODIFIED events) reach its watchers this many wall seconds late, as
+      from a slow watch stream: the Job's watch can say it completed while the pods' still shows it pending.
     - `node_not_ready`: node → simulated seconds after a pod starts running there when it goes NotReady.
     - `evict`: pods whose name contains this are evicted `evict_after_s` after they start.
     - `oom`: pods whose name contains this are OOMKilled halfway through their command.
@@ -29,6 +31,7 @@ class Faults:
     latency_s: float = 0.0
     watch_drop_s: float | None = None
     watch_gone_rate: float = 0.0
+    pod_update_lag_s: float = 0.0
     node_not_ready: Mapping[str, float] = field(default_factory=dict)
     evict: str | None = None
     evict_after_s: float = 1.0
@@ -42,5 +45,7 @@ class Faults:
             value = getattr(self, name)
             if not (0.0 <= value <= 1.0):  # also false for NaN
                 raise ValueError(f"{name} {value!r}: expected a share from 0 to 1")
-        if not (0.0 <= self.latency_s < float("inf")):
-            raise ValueError(f"latency_s {self.latency_s!r}: expected seconds >= 0")
+        for name in ("latency_s", "pod_update_lag_s"):
+            value = getattr(self, name)
+            if not (0.0 <= value < float("inf")):
+                raise ValueError(f"{name} {value!r}: expected seconds >= 0")

@@ -314,6 +314,7 @@ class Handler(BaseHTTPRequestHandler):
             timeout = min(timeout, api.rng_uniform(0.01, api.faults.watch_drop_s))
         end_at = time.monotonic() + timeout
         bookmarks = query.get("allowWatchBookmarks") in ("true", "1")
+        lag = api.faults.pod_update_lag_s if res.name == "pods" else 0.0
         start = query.get("resourceVersion") or ""
 
         def wanted(obj: Obj) -> bool:
@@ -337,6 +338,10 @@ class Handler(BaseHTTPRequestHandler):
                 if self._client_gone():
                     return
                 for change in store.changes_since(rv):
+                    due = change.at + lag if change.resource == res.name and change.type == "MODIFIED" else 0.0
+                    if due > time.monotonic():  # a lagging stream: hold this change (and all after it) back
+                        time.sleep(max(0.0, min(due, end_at) - time.monotonic()))
+                        break
                     rv = change.rv
                     if change.resource == res.name and wanted(change.obj):
                         self._chunk({"type": change.type, "object": change.obj})

@@ -11,10 +11,11 @@ import copy
 import itertools
 import re
 import threading
+import time
 import uuid
 from collections import deque
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
@@ -185,6 +186,7 @@ class Change:
     type: str  # ADDED MODIFIED DELETED
     resource: str
     obj: Obj
+    at: float = field(default_factory=time.monotonic)  # when it was made (a lagging watch delivers it later)
 
 
 class Store:

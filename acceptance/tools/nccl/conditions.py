@@ -12,6 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from acceptance.tools import images
 from acceptance.tools.nccl.command import NcclTest
 from acceptance.tools.nccl.names import fmt_bytes
 from acceptance.tools.nccl.records import NcclRun
@@ -118,7 +119,8 @@ class NcclConditions:
         check("nccl-tests", self.nccl_tests_version, handover.nccl_tests_version)
         check("NCCL", self.nccl_version, handover.nccl_version)
         check("CUDA", self.cuda_version, handover.cuda_version)
-        check("image", self.image, handover.image)
+        if handover.image is not None and self.image != handover.image:
+            out.append(f"image {images.shown(self.image, handover.image)} now, {handover.image} at handover")
         check("launched with", self.launch, handover.launch)
         if handover.command is not None:
             out.extend(_command_differences(self.command, handover.command))
