@@ -327,3 +327,30 @@ def test_the_run_is_cleaned_up_once_before_its_summary_and_nothing_waits_on_the_
     run = run_suite(pytester, "-k", "test_cluster_answers", "-p", "orderprobe")
     assert run.result.ret == 0, run.result.stdout.str()[-3000:]
     assert (pytester.path / "order.log").read_text().split() == ["cleanup", "summary"]
+
+
+@pytest.mark.parametrize("retry_after", [0, 3])
+def test_a_429s_retry_after_is_waited_out_capped_by_the_profiles_longest_backoff(retry_after: int) -> None:
+    """Every answer fails (500, 503 or 429): the waits between attempts are the backoff, a 429's Retry-After
+    when it asks for more, never more than the profile's max_backoff (the waits are recorded, not timed).
+
+    Before: urllib3's default retries answered each 429 themselves, sleeping its Retry-After unseen by the
+    profile's api_retry and the run's deadline; this client never saw a 429 (30 requests took 13 s)."""
+    from acceptance.clusters.kube.client import KubeApi
+
+    waits: list[float] = []
+    retry = ApiRetry(attempts=12, backoff_s=0.01, max_backoff_s=2.0)
+    with EmulatedApi(
+        CannedRunner(), time_scale=0.0, faults=Faults(error_rate=1.0, retry_after_s=retry_after, seed=2)
+    ) as api:
+        kube = KubeApi(api.api_client(), retry, sleep=waits.append)
+        with pytest.raises(ClusterError, match=r"list pods: HTTP (500|503|429)"):
+            kube.call("list pods", kube.core.list_namespaced_pod, "recovery-acceptance")
+    assert len(waits) == 11
+    backoffs = [min(0.01 * 2**i, 2.0) for i in range(11)]
+    asked = [w for w, b in zip(waits, backoffs, strict=True) if w != b]
+    if retry_after == 0:
+        assert asked == []  # Retry-After: 0 asks for nothing beyond the backoff
+    else:
+        assert asked, waits
+        assert set(asked) == {2.0}, waits  # 3 s asked for, capped at the longest backoff

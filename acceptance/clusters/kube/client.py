@@ -88,6 +88,16 @@ def transient(exc: KubeApiError) -> bool:
     return exc.status is None or exc.status in TRANSIENT
 
 
+def _without_hidden_retries(api_client: Any) -> None:
+    """Make `call` the only retry policy: urllib3's default one retries a request three times on its own (each
+    read timeout waited out again) and sleeps a 429's or 503's Retry-After for as long as the server asks, past
+    the run's deadline and unseen by the profile's `api_retry`."""
+    pool = getattr(getattr(api_client, "rest_client", None), "pool_manager", None)
+    if pool is not None:
+        pool.connection_pool_kw["retries"] = False
+        pool.clear()  # pools made before this keep their own default
+
+
 class KubeApi:
     """Calls with retries. `calls` counts requests made (for the benchmark and tests)."""
 
@@ -96,6 +106,7 @@ class KubeApi:
 
         self.client = api_client
         self.retry = retry
+        _without_hidden_retries(api_client)
         self.sleep = sleep
         self.core = client.CoreV1Api(api_client)
         self.batch = client.BatchV1Api(api_client)

@@ -14,6 +14,8 @@ class Faults:
     """What goes wrong in the emulated cluster.
 
     - `error_rate`: share of API requests answered 500/503/429 before any work is done.
+    - `retry_after_s`: the ``Retry-After`` a 429 carries, whole seconds (1, as a busy API server says; 0 lets
+      a test of a nearly dead API run in seconds: the client still honours it).
     - `latency_s`: added to every API answer.
     - `watch_drop_s`: a watch ends after a random time up to this (wall seconds).
     - `watch_gone_rate`: share of watch resumptions answered 410 Gone (the client must relist).
@@ -28,6 +30,7 @@ class Faults:
     """
 
     error_rate: float = 0.0
+    retry_after_s: int = 1
     latency_s: float = 0.0
     watch_drop_s: float | None = None
     watch_gone_rate: float = 0.0
@@ -45,6 +48,8 @@ class Faults:
             value = getattr(self, name)
             if not (0.0 <= value <= 1.0):  # also false for NaN
                 raise ValueError(f"{name} {value!r}: expected a share from 0 to 1")
+        if not (0 <= self.retry_after_s <= 3600):
+            raise ValueError(f"retry_after_s {self.retry_after_s!r}: expected whole seconds from 0 to 3600")
         for name in ("latency_s", "pod_update_lag_s"):
             value = getattr(self, name)
             if not (0.0 <= value < float("inf")):

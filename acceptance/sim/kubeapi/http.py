@@ -99,7 +99,7 @@ class Handler(BaseHTTPRequestHandler):
         self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", str(len(data)))
         if code == 429:
-            self.send_header("Retry-After", "1")
+            self.send_header("Retry-After", str(self.server.api.faults.retry_after_s))
         self.end_headers()
         self.wfile.write(data)
 

@@ -358,7 +358,8 @@ def serve(
 def serve_from_args(runner: ToolRunner, args: argparse.Namespace) -> int:
     """`acceptance sim serve`: the options of `add_serve_options` → `serve`."""
     faults = Faults(
-        error_rate=args.error_rate, latency_s=args.latency, watch_drop_s=args.watch_drop,
+        error_rate=args.error_rate, retry_after_s=args.retry_after, latency_s=args.latency,
+        watch_drop_s=args.watch_drop,
         watch_gone_rate=args.watch_gone_rate, blackhole_rate=args.blackhole_rate, cut_rate=args.cut_rate,
         seed=args.api_seed,
     )  # fmt: skip
@@ -380,6 +381,17 @@ def _bounded(name: str, low: float, high: float) -> Callable[[str], float]:
     return convert
 
 
+def _whole_seconds(name: str) -> Callable[[str], int]:
+    """An argparse type: whole seconds from 0 to 3600 (what an HTTP Retry-After holds), else the form expected."""
+
+    def convert(text: str) -> int:
+        if not text.strip().isdigit() or int(text) > 3600:
+            raise argparse.ArgumentTypeError(f"{name} {text!r}: expected whole seconds from 0 to 3600")
+        return int(text)
+
+    return convert
+
+
 def add_serve_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--no-mpi-operator", action="store_true", help="serve no kubeflow.org MPIJob API")
     faults = parser.add_argument_group("API faults (for testing a client)")
@@ -393,6 +405,8 @@ def add_serve_options(parser: argparse.ArgumentParser) -> None:
                         help="share of requests never answered, 0 to 1")  # fmt: skip
     faults.add_argument("--cut-rate", type=_bounded("--cut-rate", 0.0, 1.0), default=0.0,
                         help="share of connections closed without an answer, 0 to 1")  # fmt: skip
+    faults.add_argument("--retry-after", type=_whole_seconds("--retry-after"), default=1, metavar="S",
+                        help="the Retry-After of a 429 answer, whole seconds 0 to 3600 (default 1)")  # fmt: skip
     faults.add_argument("--api-seed", type=int, default=0, help="seed of the API faults' random choices")
     parser.add_argument(
         "--audit-log", type=Path, metavar="FILE", help="write each distinct API access (verb, group, resource) as JSON"
