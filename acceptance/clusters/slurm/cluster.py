@@ -46,6 +46,15 @@ from acceptance.profile import Profile, SlurmSettings
 from acceptance.tools import slurm as tools
 
 POLL_S = 1.0
+FIRST_POLL_S = 0.1  # the queue is looked at soon after a submission, then ever less often, up to POLL_S
+
+
+def poll_delay(polls: int) -> float:
+    """The wait before the next look at the queue: a short job is seen gone soon, a long one costs one squeue a
+    second (0.1, 0.2, 0.4, 0.8, then 1 s)."""
+    return min(POLL_S, FIRST_POLL_S * float(2 ** min(polls, 16)))
+
+
 QUEUE_RETRIES = 5  # squeue failing this many times in a row while awaiting jobs: they are lost (an error result)
 LEASE_S = 90.0  # renewed every third of this while the run works; a crashed run's jobs are leftovers after it
 CANCEL_WAIT_S = 60.0
@@ -239,6 +248,7 @@ class SlurmCluster:
             if h.workload.name in open_:
                 events[h.workload.name].append(_event("Submitted", f"job {ids[h.workload.name]}"))
         failures: list[str] = []
+        polls = 0
         while open_:
             now = time.monotonic()
             try:
@@ -289,7 +299,8 @@ class SlurmCluster:
                 progress([_progress(h, seen.get(h.workload.name), h.workload.name in open_, now - start, deadline_s)
                           for h in handles])  # fmt: skip
             if open_:
-                time.sleep(POLL_S)
+                time.sleep(poll_delay(polls))
+                polls += 1
         results = [self.streams.stopped(h, self._result(h, seen.get(h.workload.name), ended.get(h.workload.name),
                                                         events[h.workload.name])) for h in handles]  # fmt: skip
         if progress is not None:

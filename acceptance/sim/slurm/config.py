@@ -107,6 +107,9 @@ def slurm_conf(spec: ClusterSpec, layout: Layout, ctld_port: int, node_ports: di
         "ProctrackType=proctrack/linuxproc",
         "TaskPlugin=task/none",
         "SelectType=select/cons_tres",
+        # a job is scheduled when it is submitted, not up to 3 s later (the default batch_sched_delay, which
+        # rate-limits submit-time scheduling on busy controllers): a small test cluster has no such rush
+        "SchedulerParameters=batch_sched_delay=0",
         "SelectTypeParameters=CR_Core",
         "GresTypes=gpu",
         "MpiDefault=none",

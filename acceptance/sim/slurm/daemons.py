@@ -391,12 +391,15 @@ class SimSlurm:
         if "slurmctld" in self.procs and self.procs["slurmctld"].poll() is None:
             with contextlib.suppress(ClusterError):
                 self.run(["scancel", "--full", "--quiet", "--user", "root"], check=False, timeout_s=10)
-        order = [n for n in self.procs if n.startswith("slurmd-")] + ["slurmctld", "munged"]
+        # every slurmd at once (each one in turn took a quarter second: 4 s for 16 nodes), then the controller,
+        # then munged, which the others need to the end
+        waves = [[n for n in self.procs if n.startswith("slurmd-")], ["slurmctld"], ["munged"]]
         left: list[int] = []
-        for name in order:
-            proc = self.procs.get(name)
-            if proc is not None and proc.poll() is None:
-                left += _end([proc.pid], str(self.layout.root))
+        for wave in waves:
+            procs = [p for p in (self.procs.get(name) for name in wave) if p is not None and p.poll() is None]
+            if procs:
+                left += _end([p.pid for p in procs], str(self.layout.root))
+            for proc in procs:
                 with contextlib.suppress(subprocess.TimeoutExpired):
                     proc.wait(timeout=5)
         left += _end_steps(str(self.layout.root))  # steps whose slurmd was stopped outlive it
