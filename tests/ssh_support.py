@@ -10,6 +10,7 @@ real OpenSSH client.
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 import sys
 import xml.etree.ElementTree as ET
@@ -204,6 +205,18 @@ class SuiteRuns:
                 [path] = folder.glob("handover-*.json")
                 sign_as_demo(path)
         return made
+
+    def variant(self, name: str, edit: Callable[[str], str]) -> SuiteRuns:
+        """Runs against a copy of this cluster's folder (its signed baseline) whose profile `edit` rewrote: the
+        shared profile stays as it is for the runs other workers make meanwhile."""
+        base = self.base / f"variant-{name}"
+        with exclusive(base.with_name(base.name + ".lock")):
+            folder = base / "baselines" / self.cluster
+            if not folder.is_dir():
+                shutil.copytree(self.baselines / self.cluster, folder)
+                profile = folder / "cluster.yaml"
+                profile.write_text(edit(profile.read_text()))
+        return SuiteRuns(base, folder.parent, self.cluster)
 
     def get(self, *args: str) -> Run:
         folder = self.base / run_key(args)
