@@ -369,7 +369,10 @@ def test_a_controller_that_does_not_answer_is_a_clear_error_not_a_hang(
     assert isinstance(sim.transport, LocalTransport)
     conf = Path(sim.transport.env["SLURM_CONF"]).read_text()
     port = next(line for line in conf.splitlines() if line.startswith("SlurmctldPort="))
-    (tmp_path / "slurm.conf").write_text(conf.replace(port, "SlurmctldPort=9"))
+    # nothing listens on port 9; a client retries a refused connection for MessageTimeout seconds
+    dead_conf = conf.replace(port, "SlurmctldPort=9").replace("MessageTimeout=5", "MessageTimeout=1")
+    assert "MessageTimeout=1" in dead_conf
+    (tmp_path / "slurm.conf").write_text(dead_conf)
     env = {**sim.transport.env, "SLURM_CONF": str(tmp_path / "slurm.conf")}
     settings = dataclasses.replace(sim.settings, command_timeout_s=40.0)
     dead = SlurmCluster(sim.profile, "ra-20261202T0000-dead", LocalTransport(env), settings)
@@ -385,7 +388,10 @@ def test_a_controller_lost_while_awaiting_a_job_is_an_error_result_naming_the_co
     assert isinstance(sim.transport, LocalTransport)
     conf = Path(sim.transport.env["SLURM_CONF"]).read_text()
     port = next(line for line in conf.splitlines() if line.startswith("SlurmctldPort="))
-    (tmp_path / "slurm.conf").write_text(conf.replace(port, "SlurmctldPort=9"))
+    # nothing listens on port 9; a client retries a refused connection for MessageTimeout seconds
+    dead_conf = conf.replace(port, "SlurmctldPort=9").replace("MessageTimeout=5", "MessageTimeout=1")
+    assert "MessageTimeout=1" in dead_conf
+    (tmp_path / "slurm.conf").write_text(dead_conf)
     env = {**sim.transport.env, "SLURM_CONF": str(tmp_path / "slurm.conf")}
     live = other("ra-20261202T0000-lost")
     [handle] = live.submit([DcgmWorkload("long", "sim-node-01", 0, ("bash", "-c", "sleep 300"), deadline_s=600)])
