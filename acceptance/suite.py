@@ -9,7 +9,7 @@ import pytest
 from acceptance.criteria.context import RunContext
 from acceptance.criteria.run import Criteria
 from acceptance.judge.verdict import Status, Verdict
-from acceptance.report.reporting_plugin import record_verdict
+from acceptance.report.junit import record_verdict
 from acceptance.report.statuses import PREFLIGHT_SKIP
 from acceptance.run_session import AcceptanceSession
 

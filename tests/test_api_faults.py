@@ -245,7 +245,7 @@ def test_the_runs_deadline_comes_from_the_profile_or_adds_up_its_workload_deadli
 
 
 def test_an_item_that_ends_on_a_foreseeable_error_carries_an_error_verdict_naming_it() -> None:
-    from acceptance.report.reporting_plugin import record_error, record_verdict
+    from acceptance.report.junit import record_error, record_verdict
 
     item: Any = SimpleNamespace(name="test_smoke_step_time", stash=pytest.Stash(), user_properties=[])
     record_error(item, ClusterError("list pods: HTTP 503: injected fault"))

@@ -32,6 +32,7 @@ from pathlib import Path
 import pytest
 
 from acceptance.report import reporting_plugin as reporting
+from acceptance.report.junit import record_verdict
 from acceptance.report.folder import ReportFolder
 from acceptance.report.sign import SignOptions
 
@@ -67,7 +68,7 @@ def pytest_runtest_makereport(item, call):
 @pytest.fixture
 def judge(request):
     def record(verdict):
-        reporting.record_verdict(request.node, verdict)
+        record_verdict(request.node, verdict)
         assert verdict.passed, verdict.message()
     return record
 

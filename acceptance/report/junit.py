@@ -1,4 +1,5 @@
-"""Verdict figures and suite provenance as junit `<property>` elements.
+"""Verdict figures and suite provenance as junit `<property>` elements; `record_verdict` keeps an item's
+verdict for the report and writes its figures (a `Margin` as two properties) in one step.
 
 pytest's `--junitxml` writes a test item's `user_properties` as `<property>`
 children of its `<testcase>`, and the LogXML object's global properties as
@@ -14,12 +15,14 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from acceptance.judge.verdict import Verdict
+import pytest
 
-if TYPE_CHECKING:
-    import pytest
+from acceptance.judge.verdict import Status, Verdict
+
+#: the verdicts an item recorded, kept for the report (`reporting_plugin.on_makereport` reads them)
+VERDICTS_KEY = pytest.StashKey[list[Verdict]]()
 
 # Rows of a verdict's table carried as properties; a bigger table is summarised.
 MAX_TABLE_ROWS = 200
@@ -79,6 +82,24 @@ def verdict_properties(verdict: Verdict, *, include_table: bool = True) -> list[
         if len(rows) > MAX_TABLE_ROWS:
             props.append(("rows.omitted", str(len(rows) - MAX_TABLE_ROWS)))
     return props
+
+
+def record_verdict(item: pytest.Item, verdict: Verdict) -> None:
+    """Keep a verdict for the report and write its figures as junit properties of `item`.
+
+    Appends to `item.user_properties` directly: the `record_property` fixture warns
+    under pytest's default `junit_family=xunit2`.
+    """
+    item.stash.setdefault(VERDICTS_KEY, []).append(verdict)
+    item.user_properties.extend(verdict_properties(verdict))
+
+
+def record_error(item: pytest.Item, error: BaseException) -> None:
+    """An item that ended on a foreseeable error (an API failure, a deadline) before giving a verdict:
+    an ERROR verdict naming it, so that every item carries one (it could not be judged, it did not fail)."""
+    if item.stash.get(VERDICTS_KEY, []):
+        return
+    record_verdict(item, Verdict(Status.ERROR, item.name, f"{item.name}: cannot judge: {error}"))
 
 
 def suite_properties(provenance: Mapping[str, Any], prefix: str = "") -> list[tuple[str, str]]:

@@ -1,5 +1,5 @@
 """The reporting half of a pytest session: a pytest plugin `acceptance/plugin.py` registers, and the
-helpers that put a test item's verdicts on its junit properties and its TestReport.
+helpers that put a test item's verdicts (recorded by `junit.record_verdict`) on its TestReport.
 
 Hook order (why each hook is where it is):
 
@@ -30,34 +30,15 @@ from typing import Any
 import pytest
 
 from acceptance.errors import AcceptanceError
-from acceptance.judge.verdict import Status, Verdict
+from acceptance.judge.verdict import Verdict
 from acceptance.report.data import CRITERION_ATTR, ReportRecorder, attach_verdicts
 from acceptance.report.ending import session_end
 from acceptance.report.finalize import FinalizeResult, finalize
 from acceptance.report.folder import ReportFolder
-from acceptance.report.junit import add_suite_properties, ensure_junit, junit_path, verdict_properties
+from acceptance.report.junit import VERDICTS_KEY, add_suite_properties, ensure_junit, junit_path, record_error
 from acceptance.report.sign import SignOptions
 
-VERDICTS_KEY = pytest.StashKey[list[Verdict]]()
 WORKERINPUT_KEY = "acceptance_report_dir"
-
-
-def record_verdict(item: pytest.Item, verdict: Verdict) -> None:
-    """Keep a verdict for the report and write its figures as junit properties of `item`.
-
-    Appends to `item.user_properties` directly: the `record_property` fixture warns
-    under pytest's default `junit_family=xunit2`.
-    """
-    item.stash.setdefault(VERDICTS_KEY, []).append(verdict)
-    item.user_properties.extend(verdict_properties(verdict))
-
-
-def record_error(item: pytest.Item, error: BaseException) -> None:
-    """An item that ended on a foreseeable error (an API failure, a deadline) before giving a verdict:
-    an ERROR verdict naming it, so that every item carries one (it could not be judged, it did not fail)."""
-    if item.stash.get(VERDICTS_KEY, []):
-        return
-    record_verdict(item, Verdict(Status.ERROR, item.name, f"{item.name}: cannot judge: {error}"))
 
 
 def on_makereport(item: pytest.Item, report: pytest.TestReport) -> None:
