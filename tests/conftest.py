@@ -7,5 +7,37 @@ before any inline run, so every run finds it already loaded.
 
 import numpy  # noqa: F401
 import pandas  # noqa: F401
+import pytest
 
 import acceptance.run_session  # noqa: F401
+
+
+def _weight(item: pytest.Item) -> int:
+    """0 for a module with end-to-end (`slow`) items, 1 with `heavy` ones, 2 otherwise."""
+    marks = {mark.name for mark in item.iter_markers()}
+    return 0 if "slow" in marks else 1 if "heavy" in marks else 2
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Modules with end-to-end tests first, then those with heavy ones, each module's items kept together
+    and in their order: under pytest-xdist the long items start first and the run's tail is made of
+    short ones, instead of a worker left alone with a 20 s suite run at the end (the order is the same
+    in every worker, as xdist requires)."""
+    del config
+    modules: dict[str, int] = {}
+    for item in items:
+        module = item.nodeid.split("::", 1)[0]
+        modules[module] = min(modules.get(module, 2), _weight(item))
+    items.sort(key=lambda item: modules[item.nodeid.split("::", 1)[0]])
+
+
+def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> object | None:
+    """``-n N`` alone shares the items by work stealing: each worker starts with half, and one that runs
+    out takes half of what another has not started (the default `load` schedule hands out chunks in
+    collection order, and a worker whose chunk held the suite runs ended minutes after the other).
+    An explicit ``--dist`` is kept."""
+    if config.getoption("dist") != "load" or "--dist" in " ".join(config.invocation_params.args):
+        return None
+    from xdist.scheduler import WorkStealingScheduling
+
+    return WorkStealingScheduling(config, log)
