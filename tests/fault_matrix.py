@@ -104,15 +104,15 @@ CASES = (
 #: them); three connections in a hundred are black-holed, waited out for the shipped 60 s read timeout.
 HEAVY = (
     # nine answers in ten fail: nearly every request retries to its last attempt, so the waits between them are
-    # short (9 waits of 0.01 s doubling: 5 s, not 21 s) and a 429 asks for none (Retry-After: 0; the shipped
-    # 1 s made this one case 80 s long, the client honouring it being tested by test_kube_client)
+    # short (9 waits of 1 ms doubling: 0.5 s a call, not 21 s) and a 429 asks for none (Retry-After: 0; the shipped
+    # 1 s made this one case 80 s long; tests/test_api_faults.py tests the client honouring it)
     Case(
         15,
         api=("--error-rate", "0.9", "--retry-after", "0"),
         only=("-k", "preflight or smoke or loss"),
         bound_s=900.0,
         time_scale=FAST,
-        backoff="0.01s",
+        backoff="0.001s",
     ),
     Case(3, api=("--blackhole-rate", "0.03"), only=(), default_retry=True, bound_s=900.0, time_scale=FAST),
 )

@@ -83,15 +83,6 @@ def test_the_healthy_suite_is_accepted_on_slurm_with_its_jobs_as_evidence(runs: 
     _no_cleanup_problem(run)
 
 
-def test_xdist_workers_join_the_controller_s_slurm_and_submit_nothing_twice(runs: Runs) -> None:
-    run = runs.get("-n", "2")
-    assert run.returncode == 0, run.stdout[-3000:]
-    assert "ACCEPTED" in run.stdout
-    names = [p.name for p in (run.report / "manifests" / "dcgm").glob("*.yaml")]
-    assert sorted(names) == [f"sim-node-{i:02d}.yaml" for i in range(1, 9)]
-    _no_cleanup_problem(run)
-
-
 @pytest.mark.parametrize(("fault", "expected"), FAULT_CHECKS, ids=[f for f, _ in FAULT_CHECKS])
 def test_an_injected_fault_fails_the_same_criteria_as_on_the_kubernetes_simulator(
     runs: Runs, fault: str, expected: str
@@ -155,9 +146,16 @@ def _jobs(run: Run) -> list[str]:
     return sorted(names)
 
 
-def test_four_xdist_workers_give_the_verdicts_and_submit_the_jobs_of_one_process(runs: Runs) -> None:
+def test_four_xdist_workers_join_the_controller_s_slurm_give_its_verdicts_and_submit_each_job_once(
+    runs: Runs,
+) -> None:
+    """Four workers use the controller's Slurm: each node's DCGM job is submitted once, and the jobs and
+    verdicts are those of one process."""
     alone, four = runs.get(), runs.get("-n", "4")
     assert four.returncode == alone.returncode == 0, four.stdout[-3000:]
+    assert "ACCEPTED" in four.stdout
+    names = [p.name for p in (four.report / "manifests" / "dcgm").glob("*.yaml")]
+    assert sorted(names) == [f"sim-node-{i:02d}.yaml" for i in range(1, 9)]
     assert four.outcomes() == alone.outcomes()
     assert _jobs(four) == _jobs(alone)
     assert len(_jobs(alone)) == len(set(_jobs(alone))) > 8, _jobs(alone)
