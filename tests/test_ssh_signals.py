@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import signal
 import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -16,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from acceptance.cli import main
 from acceptance.sim.ssh.hosts import SimulatedHosts
 from tests.ssh_support import NEEDS_SSHD, host_profile, marked_processes, pytest_argv, served_hosts
 
@@ -102,25 +102,31 @@ def test_a_signal_during_nccl_tests_leaves_no_process_on_any_host(
     assert marked_processes(nccl_hosts) == nothing_left(nccl_hosts)
 
 
+def cleanup(capsys: pytest.CaptureFixture[str], base: Path, *extra: str) -> tuple[int, str]:
+    """`acceptance cleanup --cluster rack` on the run's profile: its exit status and what it printed (in this
+    process: the command's own `main`, without a second interpreter's imports)."""
+    capsys.readouterr()
+    status = main(["cleanup", "--cluster", "rack", "--baselines-dir", str(base / "baselines"), *extra])
+    return status, capsys.readouterr().out
+
+
 def test_after_sigkill_acceptance_cleanup_keeps_the_live_lease_then_ends_what_the_run_left(
-    tmp_path: Path, dcgm_hosts: SimulatedHosts
+    tmp_path: Path, dcgm_hosts: SimulatedHosts, capsys: pytest.CaptureFixture[str]
 ) -> None:
     with running(tmp_path, dcgm_hosts, "-k", "dcgm") as (proc, log):
         wait_for(dcgm_hosts, proc, log, "dcgmi diag", count=4)
     proc.wait(timeout=30)
     left = marked_processes(dcgm_hosts)
     assert sum(len(found) for found in left.values()) >= 4 * 4  # the same process table, seen from each host
-    command = [sys.executable, "-m", "acceptance", "cleanup", "--cluster", "rack", "--baselines-dir",
-               str(tmp_path / "baselines")]  # fmt: skip
     # killed less than a lease ago: as on Kubernetes, its processes count as a live run's and are kept
-    kept = subprocess.run(command, capture_output=True, text=True, timeout=180, check=False)
-    assert kept.returncode == 0, kept.stdout + kept.stderr
-    assert "0 object(s) deleted" in kept.stdout
-    assert "of live runs kept: ra-" in kept.stdout
-    assert "--include-live deletes them too" in kept.stdout
+    status, kept = cleanup(capsys, tmp_path)
+    assert status == 0, kept
+    assert "0 object(s) deleted" in kept
+    assert "of live runs kept: ra-" in kept
+    assert "--include-live deletes them too" in kept
     assert sum(len(found) for found in marked_processes(dcgm_hosts).values()) > 0  # still running
-    cleanup = subprocess.run([*command, "--include-live"], capture_output=True, text=True, timeout=180, check=False)
-    assert cleanup.returncode == 0, cleanup.stdout + cleanup.stderr
-    assert "deleting sim-node-01: process " in cleanup.stdout
-    assert "dcgmi diag -r 3 -j" in cleanup.stdout
+    status, ended = cleanup(capsys, tmp_path, "--include-live")
+    assert status == 0, ended
+    assert "deleting sim-node-01: process " in ended
+    assert "dcgmi diag -r 3 -j" in ended
     assert marked_processes(dcgm_hosts) == nothing_left(dcgm_hosts)
