@@ -61,16 +61,17 @@ def interrupt(proc: subprocess.Popen[str], log: Path, sig: signal.Signals) -> No
     assert proc.wait(timeout=90) == 2, log.read_text()[-3000:]
 
 
-def wait_for(hosts: SimulatedHosts, proc: subprocess.Popen[str], log: Path, what: str, count: int = 1) -> None:
-    """Until `count` processes of a run whose command holds `what` run on the hosts."""
+def wait_for(hosts: SimulatedHosts, proc: subprocess.Popen[str], log: Path, wanted: dict[str, int]) -> set[str]:
+    """Until, for each `what: count` of `wanted`, `count` processes of a run whose command holds `what` run on the
+    hosts at once; the ``ps`` lines of the run's processes then (one look at the hosts judges them all)."""
     deadline = time.monotonic() + 90
     while time.monotonic() < deadline:
         assert proc.poll() is None, log.read_text()[-3000:]
         lines = {line for found in marked_processes(hosts).values() for line in found}
-        if sum(what in line for line in lines) >= count:
-            return
+        if all(sum(what in line for line in lines) >= count for what, count in wanted.items()):
+            return lines
         time.sleep(0.3)
-    raise AssertionError(f"no {what!r} process appeared: {log.read_text()[-2000:]}")
+    raise AssertionError(f"not all of {wanted} appeared: {log.read_text()[-2000:]}")
 
 
 def nothing_left(hosts: SimulatedHosts) -> dict[str, list[str]]:
@@ -82,8 +83,8 @@ def test_a_signal_during_dcgm_leaves_no_process_on_any_host(
     tmp_path: Path, dcgm_hosts: SimulatedHosts, sig: signal.Signals
 ) -> None:
     with running(tmp_path, dcgm_hosts, "-k", "dcgm") as (proc, log):
-        wait_for(dcgm_hosts, proc, log, "dcgmi diag", count=4)
-        assert any("nv-hostengine" in line for found in marked_processes(dcgm_hosts).values() for line in found)
+        seen = wait_for(dcgm_hosts, proc, log, {"dcgmi diag": 4})
+        assert any("nv-hostengine" in line for line in seen)  # beside the diagnostics it serves
         interrupt(proc, log, sig)
     # the plugin's handling, as on Kubernetes: the report is marked INTERRUPTED by the signal
     assert f"KeyboardInterrupt: {sig.name}" in log.read_text()
@@ -96,8 +97,7 @@ def test_a_signal_during_nccl_tests_leaves_no_process_on_any_host(
     tmp_path: Path, nccl_hosts: SimulatedHosts, sig: signal.Signals
 ) -> None:
     with running(tmp_path, nccl_hosts, "-k", "nccl_busbw") as (proc, log):
-        wait_for(nccl_hosts, proc, log, "orted", count=4)
-        wait_for(nccl_hosts, proc, log, "all_reduce_perf")
+        wait_for(nccl_hosts, proc, log, {"orted": 4, "all_reduce_perf": 1})
         interrupt(proc, log, sig)
     assert marked_processes(nccl_hosts) == nothing_left(nccl_hosts)
 
@@ -114,7 +114,7 @@ def test_after_sigkill_acceptance_cleanup_keeps_the_live_lease_then_ends_what_th
     tmp_path: Path, dcgm_hosts: SimulatedHosts, capsys: pytest.CaptureFixture[str]
 ) -> None:
     with running(tmp_path, dcgm_hosts, "-k", "dcgm") as (proc, log):
-        wait_for(dcgm_hosts, proc, log, "dcgmi diag", count=4)
+        wait_for(dcgm_hosts, proc, log, {"dcgmi diag": 4})
     proc.wait(timeout=30)
     left = marked_processes(dcgm_hosts)
     assert sum(len(found) for found in left.values()) >= 4 * 4  # the same process table, seen from each host
