@@ -14,6 +14,7 @@ import re
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -102,8 +103,47 @@ def junit(baselines: Path, name: str) -> str:
     return text.replace(str(baselines.parent / f"report-{name}"), "REPORT")
 
 
+class Background:
+    """The run with ``--progress-every=0`` (which shows no progress), started when the module's first test starts
+    and run beside that test's own run: its junit is the reference, whatever the pace, and nothing in it is timed."""
+
+    def __init__(self, baselines: Path) -> None:
+        self.baselines = baselines
+        base = baselines.parent
+        self.out, self.err = base / "off.stdout", base / "off.stderr"
+        with self.out.open("w") as out, self.err.open("w") as err:
+            self.proc = subprocess.Popen(command(baselines, "off", every=0), stdout=out, stderr=err, text=True,
+                                         env=env(), cwd=base)  # fmt: skip
+        self._junit: str | None = None
+
+    def junit(self) -> str:
+        """The junit file of the run without progress, once it has ended (exit 0, no progress shown)."""
+        if self._junit is None:
+            returncode = self.proc.wait(timeout=120)
+            stdout, stderr = self.out.read_text(), self.err.read_text()
+            assert returncode == 0, stdout[-3000:] + stderr[-3000:]
+            assert "dcgm on sim-node-07" not in stdout
+            self._junit = junit(self.baselines, "off")
+        return self._junit
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:  # a test that failed first: no run left behind
+            self.proc.kill()
+        self.proc.wait(timeout=30)
+
+
+@pytest.fixture(scope="module")
+def without_progress(baselines: Path) -> Iterator[Background]:
+    """The same run with ``--progress-every=0``, in the background: `junit()` waits for it."""
+    run = Background(baselines)
+    try:
+        yield run
+    finally:
+        run.stop()
+
+
 def test_plain_lines_on_a_pipe_show_phases_against_the_deadline_and_junit_is_unchanged(
-    baselines: Path, without_progress: str
+    baselines: Path, without_progress: Background
 ) -> None:
     shown = on_a_pipe(baselines, "pipe", every=1)
     lines = [m for m in (LINE.search(line) for line in shown.splitlines()) if m]
@@ -115,18 +155,11 @@ def test_plain_lines_on_a_pipe_show_phases_against_the_deadline_and_junit_is_unc
     assert ENDED in shown
     assert "\x1b[" not in shown  # no cursor movement into a log file
 
-    assert junit(baselines, "pipe") == without_progress
-
-
-@pytest.fixture(scope="module")
-def without_progress(baselines: Path) -> str:
-    """The junit file of the same run with ``--progress-every=0`` (which shows no progress)."""
-    assert "dcgm on sim-node-07" not in on_a_pipe(baselines, "off", every=0)
-    return junit(baselines, "off")
+    assert junit(baselines, "pipe") == without_progress.junit()
 
 
 def test_a_terminal_shows_one_line_rewritten_in_place_and_junit_is_unchanged(
-    baselines: Path, without_progress: str
+    baselines: Path, without_progress: Background
 ) -> None:
     shown = on_a_terminal(baselines, "tty")
     first = shown.index("\x1b[2Kdcgm on sim-node-07:")
@@ -136,7 +169,7 @@ def test_a_terminal_shows_one_line_rewritten_in_place_and_junit_is_unchanged(
     assert "\x1b[2Kdcgm on sim-node-07: running | " in drawn
     assert "\n" not in drawn  # every update went over the same line: \r, erase, the new text
     assert drawn.count("\r\x1b[2K") >= 3
-    assert junit(baselines, "tty") == without_progress
+    assert junit(baselines, "tty") == without_progress.junit()
 
 
 def test_under_xdist_the_controller_prints_the_workers_progress_as_plain_lines(baselines: Path) -> None:

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from acceptance.clusters.base import DcgmWorkload, NcclWorkload, NodeInfo, NodeWorkload, SmokeWorkload
+from acceptance.clusters.base import DcgmWorkload, Leftover, NcclWorkload, NodeInfo, NodeWorkload, SmokeWorkload
 from acceptance.clusters.ssh import SshCluster
 from acceptance.errors import SshError, UsageError
 from acceptance.judge.preflight import judge_leftovers
@@ -20,6 +20,7 @@ from acceptance.run_session import new_run_id
 from acceptance.sim.ssh.hosts import SimulatedHosts
 from acceptance.tools import dcgm, nccl, trainlog
 from tests.ssh_support import NEEDS_SSHD, host_profile, marked_processes, served_hosts, ssh_command
+from tests.suite_run import TEST_TIME_SCALE
 
 pytestmark = [NEEDS_SSHD, pytest.mark.slow]
 
@@ -30,8 +31,22 @@ TRAIN = ("python", "pretrain_gpt.py", "--train-iters", "60", "--log-interval", "
 
 @pytest.fixture(scope="module")
 def hosts(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SimulatedHosts]:
-    with served_hosts(tmp_path_factory.mktemp("hosts"), nodes=4) as served:
+    """4 hosts at the test pace: the simulated tools (dcgmi, all_reduce_perf, pretrain_gpt) are judged by their
+    output, never by how long they ran; what must last (a deadline, a lease, a wait's progress) runs `sleep`."""
+    with served_hosts(tmp_path_factory.mktemp("hosts"), nodes=4, time_scale=TEST_TIME_SCALE) as served:
         yield served
+
+
+def lease_ended(janitor: SshCluster, run_id: str) -> list[Leftover]:
+    """The leftovers of run `run_id` once its lease has run out: waited for until the lease's own end (what the
+    hosts said it is), then asked again until no host holds it live."""
+    deadline = time.monotonic() + 30
+    while True:
+        found = [o for o in janitor.leftovers() if o.run_id == run_id]
+        until = [o.live_until for o in found if o.live_until is not None]
+        if not until or time.monotonic() > deadline:
+            return found
+        time.sleep(min(5.0, max(0.2, (max(until) - datetime.now(UTC)).total_seconds() + 0.1)))
 
 
 def cluster(base: Path, hosts: SimulatedHosts, run_id: str | None = None, **ssh: object) -> SshCluster:
@@ -242,7 +257,7 @@ def test_a_workload_past_its_deadline_is_ended_on_its_host(tmp_path: Path, hosts
         handles = c.submit([NodeWorkload("sleepy", "sim-node-02", ("sleep", "300"), "nccl", deadline_s=1)])
         time.sleep(0.5)
         assert marked_processes(hosts, c.run_id)["sim-node-02"]
-        [result] = c.wait(handles, 3)
+        [result] = c.wait(handles, 1)  # the wait ends it, the workload's 1 s being long past by then
         left = marked_processes(hosts, c.run_id)
     finally:
         c.cleanup()
@@ -290,8 +305,7 @@ def test_a_live_runs_processes_are_spared_until_its_lease_runs_out_then_removed(
         assert janitor.remove_leftovers(older_than_s=None) == []  # another run's, live: kept
         assert sum(map(len, marked_processes(hosts).values())) > 0
         assert len(janitor.remove_leftovers(older_than_s=None, dry_run=True, include_live=True)) == len(live)
-        time.sleep(3.5)  # the lease runs out
-        ended = janitor.leftovers()
+        ended = lease_ended(janitor, "ra-20261201000000-dead")  # no renewal: the lease runs out
         assert ended
         assert all(o.live_until is None for o in ended)
         assert f"sim-node-04: folder {hosts.run_dir}/ra-20261201000000-dead" in " ".join(map(str, ended))
@@ -324,7 +338,7 @@ def test_a_running_run_renews_its_lease_on_the_hosts_it_uses(tmp_path: Path, hos
     janitor = cluster(tmp_path, hosts)
     try:
         run.submit([NodeWorkload("long", "sim-node-03", ("sleep", "60"), "nccl", deadline_s=120)])
-        time.sleep(4.5)  # longer than the lease: only renewals keep it
+        time.sleep(3.5)  # past the first lease (written before submit returned, to the host's whole second + 3 s)
         seen = janitor.leftovers()
         assert seen
         assert all(o.run_id == run.run_id and o.live_until is not None for o in seen)

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import signal
 import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -16,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from acceptance.cli import main
 from acceptance.sim.ssh.hosts import SimulatedHosts
 from tests.ssh_support import NEEDS_SSHD, host_profile, marked_processes, pytest_argv, served_hosts
 
@@ -61,16 +61,17 @@ def interrupt(proc: subprocess.Popen[str], log: Path, sig: signal.Signals) -> No
     assert proc.wait(timeout=90) == 2, log.read_text()[-3000:]
 
 
-def wait_for(hosts: SimulatedHosts, proc: subprocess.Popen[str], log: Path, what: str, count: int = 1) -> None:
-    """Until `count` processes of a run whose command holds `what` run on the hosts."""
+def wait_for(hosts: SimulatedHosts, proc: subprocess.Popen[str], log: Path, wanted: dict[str, int]) -> set[str]:
+    """Until, for each `what: count` of `wanted`, `count` processes of a run whose command holds `what` run on the
+    hosts at once; the ``ps`` lines of the run's processes then (one look at the hosts judges them all)."""
     deadline = time.monotonic() + 90
     while time.monotonic() < deadline:
         assert proc.poll() is None, log.read_text()[-3000:]
         lines = {line for found in marked_processes(hosts).values() for line in found}
-        if sum(what in line for line in lines) >= count:
-            return
+        if all(sum(what in line for line in lines) >= count for what, count in wanted.items()):
+            return lines
         time.sleep(0.3)
-    raise AssertionError(f"no {what!r} process appeared: {log.read_text()[-2000:]}")
+    raise AssertionError(f"not all of {wanted} appeared: {log.read_text()[-2000:]}")
 
 
 def nothing_left(hosts: SimulatedHosts) -> dict[str, list[str]]:
@@ -82,8 +83,8 @@ def test_a_signal_during_dcgm_leaves_no_process_on_any_host(
     tmp_path: Path, dcgm_hosts: SimulatedHosts, sig: signal.Signals
 ) -> None:
     with running(tmp_path, dcgm_hosts, "-k", "dcgm") as (proc, log):
-        wait_for(dcgm_hosts, proc, log, "dcgmi diag", count=4)
-        assert any("nv-hostengine" in line for found in marked_processes(dcgm_hosts).values() for line in found)
+        seen = wait_for(dcgm_hosts, proc, log, {"dcgmi diag": 4})
+        assert any("nv-hostengine" in line for line in seen)  # beside the diagnostics it serves
         interrupt(proc, log, sig)
     # the plugin's handling, as on Kubernetes: the report is marked INTERRUPTED by the signal
     assert f"KeyboardInterrupt: {sig.name}" in log.read_text()
@@ -96,31 +97,36 @@ def test_a_signal_during_nccl_tests_leaves_no_process_on_any_host(
     tmp_path: Path, nccl_hosts: SimulatedHosts, sig: signal.Signals
 ) -> None:
     with running(tmp_path, nccl_hosts, "-k", "nccl_busbw") as (proc, log):
-        wait_for(nccl_hosts, proc, log, "orted", count=4)
-        wait_for(nccl_hosts, proc, log, "all_reduce_perf")
+        wait_for(nccl_hosts, proc, log, {"orted": 4, "all_reduce_perf": 1})
         interrupt(proc, log, sig)
     assert marked_processes(nccl_hosts) == nothing_left(nccl_hosts)
 
 
+def cleanup(capsys: pytest.CaptureFixture[str], base: Path, *extra: str) -> tuple[int, str]:
+    """`acceptance cleanup --cluster rack` on the run's profile: its exit status and what it printed (in this
+    process: the command's own `main`, without a second interpreter's imports)."""
+    capsys.readouterr()
+    status = main(["cleanup", "--cluster", "rack", "--baselines-dir", str(base / "baselines"), *extra])
+    return status, capsys.readouterr().out
+
+
 def test_after_sigkill_acceptance_cleanup_keeps_the_live_lease_then_ends_what_the_run_left(
-    tmp_path: Path, dcgm_hosts: SimulatedHosts
+    tmp_path: Path, dcgm_hosts: SimulatedHosts, capsys: pytest.CaptureFixture[str]
 ) -> None:
     with running(tmp_path, dcgm_hosts, "-k", "dcgm") as (proc, log):
-        wait_for(dcgm_hosts, proc, log, "dcgmi diag", count=4)
+        wait_for(dcgm_hosts, proc, log, {"dcgmi diag": 4})
     proc.wait(timeout=30)
     left = marked_processes(dcgm_hosts)
     assert sum(len(found) for found in left.values()) >= 4 * 4  # the same process table, seen from each host
-    command = [sys.executable, "-m", "acceptance", "cleanup", "--cluster", "rack", "--baselines-dir",
-               str(tmp_path / "baselines")]  # fmt: skip
     # killed less than a lease ago: as on Kubernetes, its processes count as a live run's and are kept
-    kept = subprocess.run(command, capture_output=True, text=True, timeout=180, check=False)
-    assert kept.returncode == 0, kept.stdout + kept.stderr
-    assert "0 object(s) deleted" in kept.stdout
-    assert "of live runs kept: ra-" in kept.stdout
-    assert "--include-live deletes them too" in kept.stdout
+    status, kept = cleanup(capsys, tmp_path)
+    assert status == 0, kept
+    assert "0 object(s) deleted" in kept
+    assert "of live runs kept: ra-" in kept
+    assert "--include-live deletes them too" in kept
     assert sum(len(found) for found in marked_processes(dcgm_hosts).values()) > 0  # still running
-    cleanup = subprocess.run([*command, "--include-live"], capture_output=True, text=True, timeout=180, check=False)
-    assert cleanup.returncode == 0, cleanup.stdout + cleanup.stderr
-    assert "deleting sim-node-01: process " in cleanup.stdout
-    assert "dcgmi diag -r 3 -j" in cleanup.stdout
+    status, ended = cleanup(capsys, tmp_path, "--include-live")
+    assert status == 0, ended
+    assert "deleting sim-node-01: process " in ended
+    assert "dcgmi diag -r 3 -j" in ended
     assert marked_processes(dcgm_hosts) == nothing_left(dcgm_hosts)
