@@ -23,14 +23,12 @@ def _halved(data: dict) -> dict:
     return data
 
 
-def _refused(pytester: pytest.Pytester, *extra: str) -> pytest.RunResult:
-    """A judging run that does not allow unsigned baselines (unlike run_suite's default), refused: in this process,
-    as the refusal comes in `pytest_configure`, before the cluster is started (a subprocess would only add ~1.5 s
-    of imports); the exit status and stderr are pytest's, as a subprocess would see them."""
+def _judge(pytester: pytest.Pytester, *extra: str) -> pytest.RunResult:
+    """A judging run that does not allow unsigned baselines (unlike run_suite's default)."""
     folder = sim_cluster_folder(pytester.path)
-    return pytester.runpytest_inprocess(
+    return pytester.runpytest_subprocess(
         str(SUITE), "--cluster=sim", f"--baselines-dir={folder.parent}", "--no-sign", "-p", "no:cacheprovider",
-        f"--report-dir={pytester.path / 'report'}", *extra,
+        f"--report-dir={pytester.path / 'report'}", *extra, timeout=300,
     )  # fmt: skip
 
 
@@ -39,7 +37,7 @@ def test_an_edited_baseline_is_refused_before_anything_runs(pytester: pytest.Pyt
     folder = sim_cluster_folder(pytester.path)
     (baseline,) = BaselineStore(folder).files()
     baseline.write_text(json.dumps(_halved(json.loads(baseline.read_text())), indent=1))
-    result = _refused(pytester, "--sim-fault=nic-degraded@sim-node-07", "-k", "all_reduce")
+    result = _judge(pytester, "--sim-fault=nic-degraded@sim-node-07", "-k", "all_reduce")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     assert "refused: content does not match the signature" in result.stderr.str()
     assert main(["baseline", "verify", "sim", "--baselines-dir", str(folder.parent)]) == 1
@@ -60,7 +58,7 @@ def test_an_unsigned_baseline_needs_an_explicit_lab_flag_that_the_report_states(
     folder = sim_cluster_folder(pytester.path)
     (baseline,) = BaselineStore(folder).files()
     Path(f"{baseline}.sig").unlink()
-    refused = _refused(pytester, "-k", "cluster_answers")
+    refused = _judge(pytester, "-k", "cluster_answers")
     assert refused.ret == pytest.ExitCode.USAGE_ERROR
     assert "the baseline is not signed" in refused.stderr.str()
     run = run_suite(pytester, "-k", "cluster_answers")
@@ -78,7 +76,7 @@ def test_a_baseline_signed_by_a_key_the_profile_does_not_list_is_refused(pyteste
     subprocess.run(["ssh-keygen", "-q", "-Y", "sign", "-n", "recovery-acceptance", "-f", str(stranger), str(baseline)],
                    check=True, capture_output=True)  # fmt: skip
     for extra in ((), ("--allow-unsigned-baseline",)):  # the lab flag allows unsigned, never a foreign signer
-        result = _refused(pytester, "-k", "cluster_answers", *extra)
+        result = _judge(pytester, "-k", "cluster_answers", *extra)
         assert result.ret == pytest.ExitCode.USAGE_ERROR
         err = result.stderr.str()
         assert "which is not in" in err

@@ -13,12 +13,9 @@ pytestmark = pytest.mark.slow
 
 
 def _run(pytester: pytest.Pytester, *args: str) -> pytest.RunResult:
-    """The suite's own pytest with `args`, in this process: each case stops in `pytest_configure`, before a
-    cluster or a report folder is opened, so a subprocess would only add the imports (~1.5 s a case); the exit
-    status and stderr are pytest's, as a subprocess would see them (conftest preloads the plugin's imports)."""
     base = sim_cluster_folder(pytester.path).parent
-    return pytester.runpytest_inprocess(
-        str(SUITE), "--cluster=sim", f"--baselines-dir={base}", "-p", "no:cacheprovider", *args
+    return pytester.runpytest_subprocess(
+        str(SUITE), "--cluster=sim", f"--baselines-dir={base}", "-p", "no:cacheprovider", *args, timeout=120
     )
 
 
