@@ -186,6 +186,18 @@ def test_oomkilled_is_a_clear_failure_with_the_partial_log() -> None:
     assert results[2].ok
 
 
+def test_a_lagging_pod_watch_still_names_the_oomkill_not_the_jobs_backoff_limit() -> None:
+    """The Job's watch says it failed (BackoffLimitExceeded) while the pods' watch still shows the pod running:
+    the reason is the pod's own, read afresh. Before, only its exit code was (a loaded run's OOM test failed)."""
+    with cluster(faults=Faults(oom="dcgm-gpu-0002", pod_update_lag_s=5.0), time_scale=0.001) as (_, kube):
+        results = kube.run(dcgm_workloads(NODES[:3], 8, 1, 600), deadline_s=30)
+    oom = results[1]
+    assert (oom.status, oom.exit_code) == ("failed", 137)
+    assert oom.reason.startswith("OOMKilled: container dcgm-diag of pod dcgm-gpu-0002-t1-"), oom.reason
+    assert results[0].ok
+    assert results[2].ok
+
+
 def test_evicted_worker_fails_the_mpijob() -> None:
     with cluster(faults=Faults(evict="all-reduce-t1-worker-3", evict_after_s=1), time_scale=0.01) as (_, kube):
         [result] = kube.run([NCCL], deadline_s=30)

@@ -317,6 +317,8 @@ class Waiter:
             with contextlib.suppress(KubeApiError):  # else the watch's view stays; the log read below names the API
                 pods = {**pods, **self._list_pods(t)}
             main = self._main_pod(t, pods)
+            if status == "failed":  # the pod's own failure (OOMKilled, Evicted) is the better reason than the Job's
+                reason = self._pod_reason(pods, state) or reason
         output = ""
         if main is not None:
             try:
@@ -346,6 +348,14 @@ class Waiter:
         undeleted = self._delete(t)
         if undeleted and status not in ("succeeded", "failed"):  # it may still run: say so beside the reason
             t.result = replace(t.result, reason=f"{reason}; {undeleted}" if reason else undeleted)
+
+    @staticmethod
+    def _pod_reason(pods: Mapping[str, Obj], state: _State) -> str:
+        for pod in sorted(pods.values(), key=lambda p: p["metadata"]["name"]):
+            doomed = pod_failure(pod, state.not_ready, None)
+            if doomed is not None:
+                return doomed.reason
+        return ""
 
     def _list_pods(self, t: _Track) -> dict[str, Obj]:
         selector = f"{run_selector(self.run_id)},{WORKLOAD_KEY}={t.label}"
