@@ -176,6 +176,22 @@ def test_a_lagging_pod_watch_still_records_the_image_digest_and_exit_code(second
         assert result.exit_code == 0
 
 
+def test_a_deadline_counts_the_modelled_work_not_the_emulators_own_time() -> None:
+    """At a time scale of 1e-6 the 600 s deadline is 0.6 ms of wall time, less than the emulator needs to create
+    and schedule the pod: counted from the Job's creation it killed a job whose 60 s of work fit in it."""
+    with cluster(time_scale=1e-6, runner=CannedRunner(duration_s=60.0)) as (_, kube):
+        [result] = kube.run(dcgm_workloads(NODES[:1], 8, 1, 600), deadline_s=30)
+    assert result.ok, result.reason
+
+
+def test_work_longer_than_its_deadline_is_still_stopped_at_the_deadline() -> None:
+    """An hour of work under a 60 s deadline: the deadline ends it (0.06 s scaled), not the work (3.6 s)."""
+    with cluster(time_scale=0.001, runner=CannedRunner(duration_s=3600.0)) as (_, kube):
+        [result] = kube.run(dcgm_workloads(NODES[:1], 8, 1, 60), deadline_s=30)
+    assert result.status == "timeout"
+    assert result.reason == "DeadlineExceeded: Job was active longer than specified deadline"
+
+
 def test_oomkilled_is_a_clear_failure_with_the_partial_log() -> None:
     with cluster(faults=Faults(oom="dcgm-gpu-0002")) as (_, kube):
         results = kube.run(dcgm_workloads(NODES[:3], 8, 1, 600), deadline_s=30)

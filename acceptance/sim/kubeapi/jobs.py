@@ -20,6 +20,14 @@ from acceptance.sim.runtime import Host
 
 OPERATOR = "mpi-operator"
 
+#: A Job's activeDeadlineSeconds is cluster time, and the emulator's cluster time is what it models (the pods'
+#: work, scaled by time_scale), not its own work: creating and scheduling the pods and the watches take wall
+#: time a real cluster spends in milliseconds, which scaled would count as minutes (at 0.0001 a 30-minute
+#: deadline is 0.18 s of wall time, and a round of localization jobs on a busy machine was killed by it).
+#: So the deadline runs from the first pod's start, scaled; a Job whose pod never starts still meets it, this
+#: many wall seconds after its scaled deadline.
+DEADLINE_ALLOWANCE_S = 5.0
+
 
 class Controller(Protocol):
     """What the job controllers use of the emulator's controller loop (`controller.Controller`)."""
@@ -134,9 +142,9 @@ class JobControllers:
         active = [p for p in pods if p["status"].get("phase") not in ("Failed", "Succeeded")]
         backoff = int(job["spec"].get("backoffLimit", 6))
         deadline = job["spec"].get("activeDeadlineSeconds")
-        if deadline and self.c.time_scale > 0 and f"deadline/{uid}" not in self._timed:
-            self._timed.add(f"deadline/{uid}")
-            self.c.after(float(deadline), lambda: self._deadline(ns, name, uid))
+        if deadline and self.c.time_scale > 0:
+            started = bool(failed or succeeded) or any(p["status"].get("phase") == "Running" for p in active)
+            self._time_deadline(ns, name, uid, float(deadline), started)
         stamp = now_iso()
         outcome: tuple[str, str, str] | None = None
         if succeeded:
@@ -177,6 +185,16 @@ class JobControllers:
                     if pod is not None:
                         self._delete_quietly("pods", ns, pod["metadata"]["name"])
 
+    def _time_deadline(self, ns: str, name: str, uid: str, deadline: float, started: bool) -> None:
+        """`deadline` (cluster seconds) from the first pod's start; from the Job's creation with the allowance."""
+        if f"deadline/{uid}" not in self._timed:
+            self._timed.add(f"deadline/{uid}")
+            wall = deadline * self.c.time_scale + DEADLINE_ALLOWANCE_S
+            self.c.after_wall(wall, lambda: self._deadline(ns, name, uid))
+        if started and f"deadline-running/{uid}" not in self._timed:
+            self._timed.add(f"deadline-running/{uid}")
+            self.c.after(deadline, lambda: self._deadline(ns, name, uid))
+
     def _deadline(self, ns: str, name: str, uid: str) -> None:
         job = self.store.get("jobs", ns, name)
         if job is None or job["metadata"]["uid"] != uid:
@@ -184,6 +202,8 @@ class JobControllers:
         conds = _conditions(job)
         if _true(conds, "Complete") or _true(conds, "Failed"):
             return
+        if any(p["status"].get("phase") == "Succeeded" for p in self._job_pods(job)):
+            return  # finished in time: the Job's own sync, queued, marks it complete
         message = "Job was active longer than specified deadline"
         for pod in self._job_pods(job):
             if pod["status"].get("phase") not in ("Succeeded", "Failed"):
