@@ -5,11 +5,21 @@ to be imported twice in one process: import the plugin's whole dependency tree h
 before any inline run, so every run finds it already loaded.
 """
 
+from typing import Any
+
 import numpy  # noqa: F401
 import pandas  # noqa: F401
 import pytest
 
 import acceptance.run_session  # noqa: F401
+
+
+@pytest.fixture
+def suite_run(request: pytest.FixtureRequest, runs: Any) -> Any:
+    """The run of this test's one `suite_run` mark, from its module's `runs` (SimRuns or SuiteRuns)."""
+    marks = list(request.node.iter_markers("suite_run"))
+    assert len(marks) == 1, f"{request.node.nodeid}: one suite_run mark, not {len(marks)}"
+    return runs.get(*marks[0].args)
 
 
 def _weight(item: pytest.Item) -> int:

@@ -8,7 +8,8 @@ import json
 import os
 import shutil
 import xml.etree.ElementTree as ET
-from collections.abc import Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -222,6 +223,41 @@ def exclusive(lock: Path) -> Iterator[None]:
             yield
         finally:
             fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+#: how many of a worker's suite runs are made at once ahead of their tests: a run waits most of its time (on
+#: the simulated pace, sshd, slurmctld, the emulator's watches), so three side by side take little longer than one
+AHEAD = 3
+
+
+def marked_runs(request: pytest.FixtureRequest) -> list[tuple[str, ...]]:
+    """The arguments of the `suite_run` marks of the module's tests that this session runs, in their order."""
+    return list(dict.fromkeys(tuple(mark.args) for item in request.session.items
+                              if getattr(item, "module", None) is request.module
+                              for mark in item.iter_markers("suite_run")))  # fmt: skip
+
+
+def fault_runs(cases: Sequence[tuple[str, str]]) -> list[object]:
+    """(fault, expected) parameters, each marked with its run (``--sim-fault=FAULT``) and named by its fault."""
+    return [pytest.param(fault, expected, marks=pytest.mark.suite_run(f"--sim-fault={fault}"), id=fault)
+            for fault, expected in cases]  # fmt: skip
+
+
+@contextmanager
+def made_ahead(
+    get: Callable[..., object], wanted: Iterable[tuple[object, ...]], parallel: int = AHEAD
+) -> Iterator[None]:
+    """`get(*args)` called on `parallel` threads for each of `wanted` (`marked_runs`: the runs a module's selected
+    tests name), while the module's tests go on: a test then finds its run made, or waits on the run's lock
+    while it is made. `get` makes each run once per session (its lock and result file), whoever asks first.
+    At the end of the module the runs not started are dropped and those going are waited for."""
+    pool = ThreadPoolExecutor(parallel, thread_name_prefix="suite-run-ahead")
+    for args in wanted:
+        pool.submit(get, *args)
+    try:
+        yield
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)
 
 
 def run_key(args: tuple[str, ...]) -> str:

@@ -2,22 +2,57 @@
 
 from __future__ import annotations
 
+import pickle
 import re
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from tests.fault_matrix import CASES, HEAVY, Case, run_case
+from tests.fault_matrix import CASES, HEAVY, Case, Outcome, run_case
+from tests.suite_run import exclusive, made_ahead, session_folder
 
 pytestmark = pytest.mark.slow
 
 
+class Cases:
+    """Each case run once per session, by whichever worker or thread asks first; its folder keeps the log."""
+
+    def __init__(self, base: Path) -> None:
+        self.base = base
+
+    def folder(self, case: Case) -> Path:
+        return self.base / case.name
+
+    def get(self, case: Case) -> Outcome:
+        folder = self.folder(case)
+        with exclusive(folder.with_name(folder.name + ".lock")):
+            done = folder / "outcome.pickle"
+            if not done.is_file():
+                done.parent.mkdir(parents=True, exist_ok=True)
+                done.write_bytes(pickle.dumps(run_case(case, folder)))
+            outcome: Outcome = pickle.loads(done.read_bytes())
+        return outcome
+
+
+@pytest.fixture(scope="module")
+def cases(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cases]:
+    """The module's selected cases, run side by side ahead of their tests: a case mostly waits (on the
+    emulator's faults, the retries and the simulated pace)."""
+    made = Cases(session_folder(tmp_path_factory, "fault-matrix"))
+    wanted = [(item.callspec.params["case"],) for item in request.session.items
+              if getattr(item, "module", None) is request.module]  # fmt: skip
+    wanted.sort(key=lambda args: args[0] not in HEAVY)  # the longest first
+    with made_ahead(made.get, wanted):
+        yield made
+
+
 @pytest.mark.parametrize("case", CASES, ids=lambda c: c.name)
 def test_faults_give_the_right_verdict_or_an_explicit_error_in_bounded_time_and_leave_nothing(
-    case: Case, tmp_path: Path
+    case: Case, cases: Cases
 ) -> None:
-    outcome = run_case(case, tmp_path)
-    log = (tmp_path / "pytest.out").read_text()[-3000:]
+    outcome = cases.get(case)
+    log = (cases.folder(case) / "pytest.out").read_text()[-3000:]
     assert not outcome.hung, f"no end within {case.bound_s} s\n{log}"
     assert outcome.wrong == [], log
     assert outcome.objects_left == [], log
@@ -42,12 +77,12 @@ API_CAUSE = re.compile(r"HTTP \d{3}|[A-Z][A-Za-z]+(Error|Exception)|timed out|ti
 
 @pytest.mark.parametrize("case", HEAVY, ids=lambda c: c.name)
 def test_a_failing_api_gives_errors_with_their_cause_every_item_a_verdict_and_an_exit_right_after_the_summary(
-    case: Case, tmp_path: Path
+    case: Case, cases: Cases
 ) -> None:
     """Before: a FAIL of the smoke step ("create MPIJob ...: HTTP 429"), an item without a verdict and three
     objects left at 90 % errors; the process alive a minute after its summary with 3 % black-holed requests."""
-    outcome = run_case(case, tmp_path)
-    log = (tmp_path / "pytest.out").read_text()[-3000:]
+    outcome = cases.get(case)
+    log = (cases.folder(case) / "pytest.out").read_text()[-3000:]
     assert not outcome.hung, f"no end within {case.bound_s} s\n{log}"
     assert outcome.exit_code in (0, 1), log
     assert outcome.wrong == [], log  # a healthy cluster: never a FAIL

@@ -9,10 +9,11 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Iterator
 
 import pytest
 
-from tests.suite_run import SimRuns, run_suite, session_folder, sim_cluster_folder
+from tests.suite_run import SimRuns, SuiteRun, made_ahead, marked_runs, run_suite, session_folder, sim_cluster_folder
 
 pytestmark = pytest.mark.slow
 
@@ -32,15 +33,18 @@ def dcgm(node: str) -> str:
 
 
 @pytest.fixture(scope="module")
-def runs(tmp_path_factory: pytest.TempPathFactory) -> SimRuns:
-    return SimRuns(session_folder(tmp_path_factory, "suite-sim"))
+def runs(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[SimRuns]:
+    made = SimRuns(session_folder(tmp_path_factory, "suite-sim"))
+    with made_ahead(made.get, marked_runs(request)):
+        yield made
 
 
 NIC_DEGRADED = ("--sim-fault=nic-degraded@sim-node-07", "-p", "no:xdist")  # the xdist test's one-process run too
 
 
-def test_healthy_cluster_passes_every_item(runs: SimRuns) -> None:
-    run = runs.get()
+@pytest.mark.suite_run
+def test_healthy_cluster_passes_every_item(suite_run: SuiteRun) -> None:
+    run = suite_run
     assert run.result.ret == 0, run.result.stdout.str()[-3000:]
     outcomes = run.outcomes
     assert len(outcomes) == 4 + 16 + 4 + 1 + 1 + 1
@@ -61,9 +65,10 @@ def test_healthy_cluster_passes_every_item(runs: SimRuns) -> None:
     assert '<div class="verdict accepted" id="verdict">' in (run.report_dir / "report.html").read_text()
 
 
-def test_degraded_nic_fails_fabric_and_the_step_time_it_slows(runs: SimRuns) -> None:
+@pytest.mark.suite_run(*NIC_DEGRADED)
+def test_degraded_nic_fails_fabric_and_the_step_time_it_slows(suite_run: SuiteRun) -> None:
     """A slow rail passes DCGM (the GPUs are fine) but slows every collective and so the job's steps."""
-    run = runs.get(*NIC_DEGRADED)
+    run = suite_run
     assert run.result.ret == 1
     outcomes = run.outcomes
     assert {name for name, o in outcomes.items() if o != "passed" and name != RECURRENCE} == {
@@ -94,8 +99,9 @@ def test_degraded_nic_fails_fabric_and_the_step_time_it_slows(runs: SimRuns) -> 
     assert all(a == b and 55 <= int(a) <= 70 for a, b, _ in cells), cells  # the NIC runs at ~62% of its rate
 
 
-def test_a_slow_spine_fails_fabric_with_a_switch_and_no_node(runs: SimRuns) -> None:
-    run = runs.get("--sim-fault=spine-slow", "-k", "fabric")
+@pytest.mark.suite_run("--sim-fault=spine-slow", "-k", "fabric")
+def test_a_slow_spine_fails_fabric_with_a_switch_and_no_node(suite_run: SuiteRun) -> None:
+    run = suite_run
     props = run.properties(fabric("all_reduce_perf"))
     assert props["verdict"] == "fail"
     assert (props["culprit"], props["culprit_kind"]) == ("leaf-01<->leaf-02", "switch")
@@ -103,9 +109,10 @@ def test_a_slow_spine_fails_fabric_with_a_switch_and_no_node(runs: SimRuns) -> N
     assert "fabric, not a node" in run.message(fabric("all_reduce_perf"))
 
 
-def test_gpu_xid_fails_that_node_and_gpu_and_the_fabric(runs: SimRuns) -> None:
+@pytest.mark.suite_run("--sim-fault=gpu-xid@sim-node-03:5", "-k", "dcgm or fabric")
+def test_gpu_xid_fails_that_node_and_gpu_and_the_fabric(suite_run: SuiteRun) -> None:
     # the criteria judged here only: the failed smoke and pre-incident jobs would add their waits for nothing
-    run = runs.get("--sim-fault=gpu-xid@sim-node-03:5", "-k", "dcgm or fabric")
+    run = suite_run
     assert set(run.outcomes) == {dcgm(n) for n in NODES} | {fabric(n) for n in FABRIC}
     outcomes = run.outcomes
     failed = {name for name, o in outcomes.items() if o != "passed" and name != RECURRENCE}
@@ -119,8 +126,9 @@ def test_gpu_xid_fails_that_node_and_gpu_and_the_fabric(runs: SimRuns) -> None:
     assert "NCCL failure" in run.message(fabric("all_reduce_perf"))
 
 
-def test_different_nccl_version_makes_fabric_not_comparable(runs: SimRuns) -> None:
-    run = runs.get("--sim-fault=nccl-version")
+@pytest.mark.suite_run("--sim-fault=nccl-version")
+def test_different_nccl_version_makes_fabric_not_comparable(suite_run: SuiteRun) -> None:
+    run = suite_run
     outcomes = run.outcomes
     assert {name for name, o in outcomes.items() if o != "passed" and name != RECURRENCE} == {fabric(n) for n in FABRIC}
     message = run.message(fabric("all_reduce_perf"))
@@ -131,8 +139,9 @@ def test_different_nccl_version_makes_fabric_not_comparable(runs: SimRuns) -> No
     assert "NOT COMPARABLE: all_reduce_perf" in html
 
 
-def test_node_down_fails_preflight_and_the_rest_skip_with_its_reason(runs: SimRuns) -> None:
-    run = runs.get("--sim-fault=node-down@sim-node-14")
+@pytest.mark.suite_run("--sim-fault=node-down@sim-node-14")
+def test_node_down_fails_preflight_and_the_rest_skip_with_its_reason(suite_run: SuiteRun) -> None:
+    run = suite_run
     outcomes = run.outcomes
     assert outcomes["test_node_set_ready"] == "failed"
     assert "sim-node-14: NotReady" in run.message("test_node_set_ready")
@@ -145,19 +154,21 @@ def test_node_down_fails_preflight_and_the_rest_skip_with_its_reason(runs: SimRu
     )
 
 
-def test_an_unusable_cluster_fails_the_run_even_when_the_preflight_items_are_deselected(runs: SimRuns) -> None:
+@pytest.mark.suite_run("-k", "fabric", "--sim-fault=node-down@sim-node-05")
+def test_an_unusable_cluster_fails_the_run_even_when_the_preflight_items_are_deselected(suite_run: SuiteRun) -> None:
     """`-k fabric` on a cluster with a node down once gave "4 skipped" and exit 0."""
-    run = runs.get("-k", "fabric", "--sim-fault=node-down@sim-node-05")
+    run = suite_run
     assert set(run.outcomes.values()) == {"skipped"}
     assert len(run.outcomes) == len(FABRIC)
     assert run.result.ret == 1
     run.result.stdout.fnmatch_lines(["NOT ACCEPTED: the cluster is unusable (see the preflight); the run fails"])
 
 
-def test_xdist_gives_the_same_verdicts_and_objects_as_one_process(runs: SimRuns) -> None:
+@pytest.mark.suite_run("--sim-fault=nic-degraded@sim-node-07", "-n", "4")
+def test_xdist_gives_the_same_verdicts_and_objects_as_one_process(runs: SimRuns, suite_run: SuiteRun) -> None:
     one = runs.get(*NIC_DEGRADED)
     one_outcomes, one_objects = one.outcomes, one.objects_created()
-    four = runs.get("--sim-fault=nic-degraded@sim-node-07", "-n", "4")
+    four = suite_run
     assert four.outcomes == one_outcomes
     strip = lambda names: sorted(n.split("-ra-")[0] for n in names)  # noqa: E731 - run ids differ
     assert strip(four.objects_created()) == strip(one_objects)
@@ -186,8 +197,9 @@ def test_record_mode_refuses_on_a_failing_node_and_never_overwrites(pytester: py
     assert first.read_bytes() == before
 
 
-def test_throttling_gpu_fails_its_diagnostics_and_the_smoke_step_time(runs: SimRuns) -> None:
-    run = runs.get("--sim-fault=gpu-throttle@sim-node-05:2")
+@pytest.mark.suite_run("--sim-fault=gpu-throttle@sim-node-05:2")
+def test_throttling_gpu_fails_its_diagnostics_and_the_smoke_step_time(suite_run: SuiteRun) -> None:
+    run = suite_run
     failed = {name for name, o in run.outcomes.items() if o != "passed" and name != RECURRENCE}
     assert failed == {dcgm("sim-node-05"), STEP}
     message = run.message(STEP)
@@ -196,8 +208,9 @@ def test_throttling_gpu_fails_its_diagnostics_and_the_smoke_step_time(runs: SimR
     assert float(run.properties(STEP)["ratio"]) > 1.05
 
 
-def test_bad_restore_fails_loss_continuity_only(runs: SimRuns) -> None:
-    run = runs.get("--sim-fault=bad-restore")
+@pytest.mark.suite_run("--sim-fault=bad-restore")
+def test_bad_restore_fails_loss_continuity_only(suite_run: SuiteRun) -> None:
+    run = suite_run
     failed = {name for name, o in run.outcomes.items() if o != "passed" and name != RECURRENCE}
     assert failed == {LOSS}
     assert "first step beyond at 1001" in run.message(LOSS)
@@ -223,9 +236,10 @@ def test_logs_handed_in_are_judged_without_running_the_job(pytester: pytest.Pyte
     assert not (run.report_dir / "manifests" / "training").exists(), "no training job may run"
 
 
-def test_a_criterion_selected_alone_does_not_wait_for_deselected_ones(runs: SimRuns) -> None:
+@pytest.mark.suite_run("-k", "smoke or loss")
+def test_a_criterion_selected_alone_does_not_wait_for_deselected_ones(suite_run: SuiteRun) -> None:
     """With -k only the training criteria run: they must not wait for DCGM jobs nobody submits."""
-    run = runs.get("-k", "smoke or loss")
+    run = suite_run
     assert run.result.ret == 0, run.result.stdout.str()[-3000:]
     assert set(run.outcomes) == {STEP, LOSS}
     assert (run.report_dir / "manifests" / "training" / "smoke.yaml").is_file(), "the job ran on the cluster"

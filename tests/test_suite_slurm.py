@@ -32,7 +32,7 @@ from acceptance.sim.model.faultspec import SimFaults
 from acceptance.tools import slurm as tools
 from tests.slurm_support import NEEDS_SLURM, sim_slurm_profile
 from tests.ssh_support import Run, SuiteRuns
-from tests.suite_run import TEST_TIME_SCALE, session_folder
+from tests.suite_run import TEST_TIME_SCALE, fault_runs, made_ahead, marked_runs, session_folder
 from tests.test_suite_ssh import FAULT_CHECKS
 
 pytestmark = [NEEDS_SLURM, pytest.mark.slow]
@@ -42,12 +42,14 @@ Runs = SuiteRuns
 
 
 @pytest.fixture(scope="module")
-def runs(tmp_path_factory: pytest.TempPathFactory) -> Runs:
-    return SuiteRuns.recorded(
+def runs(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Runs]:
+    made = SuiteRuns.recorded(
         session_folder(tmp_path_factory, "suite-slurm"),
         "sim-slurm",
         lambda b: sim_slurm_profile(b, nodes=8, time_scale=TEST_TIME_SCALE),
     )
+    with made_ahead(made.get, marked_runs(request)):
+        yield made
 
 
 def _no_cleanup_problem(run: Run) -> None:
@@ -65,8 +67,9 @@ def test_recording_on_slurm_keeps_the_scheduler_version_and_the_identity_of_the_
     assert baseline["provenance"]["simulated"] is True
 
 
-def test_the_healthy_suite_is_accepted_on_slurm_with_its_jobs_as_evidence(runs: Runs) -> None:
-    run = runs.get()
+@pytest.mark.suite_run
+def test_the_healthy_suite_is_accepted_on_slurm_with_its_jobs_as_evidence(suite_run: Run) -> None:
+    run = suite_run
     assert run.returncode == 0, run.stdout[-3000:]
     outcomes = run.outcomes()
     assert outcomes.pop("test_recurrence::test_no_recurrence") == "skipped"
@@ -83,11 +86,11 @@ def test_the_healthy_suite_is_accepted_on_slurm_with_its_jobs_as_evidence(runs: 
     _no_cleanup_problem(run)
 
 
-@pytest.mark.parametrize(("fault", "expected"), FAULT_CHECKS, ids=[f for f, _ in FAULT_CHECKS])
+@pytest.mark.parametrize(("fault", "expected"), fault_runs(FAULT_CHECKS))
 def test_an_injected_fault_fails_the_same_criteria_as_on_the_kubernetes_simulator(
-    runs: Runs, fault: str, expected: str
+    suite_run: Run, fault: str, expected: str
 ) -> None:
-    run = runs.get(f"--sim-fault={fault}")
+    run = suite_run
     assert run.returncode == 1, run.stdout[-3000:]
     assert run.failing_modules() == set(expected.split(","))
     _no_cleanup_problem(run)
@@ -95,13 +98,13 @@ def test_an_injected_fault_fails_the_same_criteria_as_on_the_kubernetes_simulato
 
 @pytest.mark.parametrize(
     ("fault", "said"),
-    [("node-drain@sim-node-06", "Reason=recovery-acceptance simulator: node-drain fault"),
-     ("slurmd-down@sim-node-04", "NOT_RESPONDING")],
+    fault_runs([("node-drain@sim-node-06", "Reason=recovery-acceptance simulator: node-drain fault"),
+                ("slurmd-down@sim-node-04", "NOT_RESPONDING")]),
 )  # fmt: skip
 def test_a_node_slurm_does_not_schedule_fails_the_preflight_naming_it_and_why_not_hardware(
-    runs: Runs, fault: str, said: str
+    suite_run: Run, fault: str, said: str
 ) -> None:
-    run = runs.get(f"--sim-fault={fault}")
+    run = suite_run
     assert run.returncode == 1, run.stdout[-3000:]
     assert run.failing_modules() == {"test_preflight"}
     node = fault.split("@")[1]
@@ -113,9 +116,10 @@ def test_a_node_slurm_does_not_schedule_fails_the_preflight_naming_it_and_why_no
     _no_cleanup_problem(run)
 
 
-def test_a_node_in_a_maint_reservation_fails_the_preflight_naming_the_reservation(runs: Runs) -> None:
+@pytest.mark.suite_run("--sim-fault=node-reserved@sim-node-05")
+def test_a_node_in_a_maint_reservation_fails_the_preflight_naming_the_reservation(suite_run: Run) -> None:
     """Slurm's node state says nothing yet right after the reservation is made: the reservation is named."""
-    run = runs.get("--sim-fault=node-reserved@sim-node-05")
+    run = suite_run
     assert run.returncode == 1, run.stdout[-3000:]
     assert run.failing_modules() == {"test_preflight"}
     message = run.message("test_node_set_ready")
@@ -124,8 +128,9 @@ def test_a_node_in_a_maint_reservation_fails_the_preflight_naming_the_reservatio
     _no_cleanup_problem(run)
 
 
-def test_a_degraded_nic_is_named_by_localization_rounds_run_as_slurm_jobs(runs: Runs) -> None:
-    run = runs.get("--sim-fault=nic-degraded@sim-node-07")  # the fault matrix's run
+@pytest.mark.suite_run("--sim-fault=nic-degraded@sim-node-07")  # the fault matrix's run
+def test_a_degraded_nic_is_named_by_localization_rounds_run_as_slurm_jobs(suite_run: Run) -> None:
+    run = suite_run
     props = run.properties("test_nccl_busbw[all_reduce_perf]")
     assert (props["culprit"], props["culprit_kind"]) == ("sim-node-07", "nic"), props
     assert "sim-node-07" in run.message("test_nccl_busbw[all_reduce_perf]")
@@ -146,12 +151,13 @@ def _jobs(run: Run) -> list[str]:
     return sorted(names)
 
 
+@pytest.mark.suite_run("-n", "4")
 def test_four_xdist_workers_join_the_controller_s_slurm_give_its_verdicts_and_submit_each_job_once(
-    runs: Runs,
+    runs: Runs, suite_run: Run
 ) -> None:
     """Four workers use the controller's Slurm: each node's DCGM job is submitted once, and the jobs and
-    verdicts are those of one process."""
-    alone, four = runs.get(), runs.get("-n", "4")
+    verdicts are those of one process (the healthy test's run)."""
+    alone, four = runs.get(), suite_run
     assert four.returncode == alone.returncode == 0, four.stdout[-3000:]
     assert "ACCEPTED" in four.stdout
     names = [p.name for p in (four.report / "manifests" / "dcgm").glob("*.yaml")]

@@ -10,12 +10,13 @@ from __future__ import annotations
 
 import importlib.util
 import json
+from collections.abc import Iterator
 
 import pytest
 import yaml
 
-from tests.ssh_support import NEEDS_SSHD, ROOT, SuiteRuns, sim_ssh_profile
-from tests.suite_run import TEST_TIME_SCALE, session_folder
+from tests.ssh_support import NEEDS_SSHD, ROOT, Run, SuiteRuns, sim_ssh_profile
+from tests.suite_run import TEST_TIME_SCALE, fault_runs, made_ahead, marked_runs, session_folder
 
 pytestmark = [NEEDS_SSHD, pytest.mark.slow]
 
@@ -37,12 +38,14 @@ Runs = SuiteRuns
 
 
 @pytest.fixture(scope="module")
-def runs(tmp_path_factory: pytest.TempPathFactory) -> Runs:
-    return SuiteRuns.recorded(
+def runs(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Runs]:
+    made = SuiteRuns.recorded(
         session_folder(tmp_path_factory, "suite-ssh"),
         "sim-ssh",
         lambda b: sim_ssh_profile(b, time_scale=TEST_TIME_SCALE),
     )
+    with made_ahead(made.get, marked_runs(request)):
+        yield made
 
 
 def test_recording_over_ssh_keeps_the_conditions_of_the_bare_metal_cluster(runs: Runs) -> None:
@@ -58,8 +61,9 @@ def test_recording_over_ssh_keeps_the_conditions_of_the_bare_metal_cluster(runs:
     assert pairs, baseline["results"].keys()
 
 
-def test_the_healthy_suite_passes_over_ssh_with_evidence_per_host(runs: Runs) -> None:
-    run = runs.get()
+@pytest.mark.suite_run
+def test_the_healthy_suite_passes_over_ssh_with_evidence_per_host(suite_run: Run) -> None:
+    run = suite_run
     assert run.returncode == 0, run.stdout[-3000:]
     outcomes = run.outcomes()
     assert len(outcomes) == 4 + 8 + 1 + 1 + 1 + 1
@@ -83,18 +87,19 @@ def test_the_healthy_suite_passes_over_ssh_with_evidence_per_host(runs: Runs) ->
     assert "Traceback" not in run.stderr
 
 
-@pytest.mark.parametrize(("fault", "expected"), FAULT_CHECKS, ids=[f for f, _ in FAULT_CHECKS])
+@pytest.mark.parametrize(("fault", "expected"), fault_runs(FAULT_CHECKS))
 def test_an_injected_fault_fails_the_same_criteria_as_on_the_kubernetes_simulator(
-    runs: Runs, fault: str, expected: str
+    suite_run: Run, fault: str, expected: str
 ) -> None:
-    run = runs.get(f"--sim-fault={fault}")
+    run = suite_run
     assert run.returncode == 1, run.stdout[-3000:]
     assert run.failing_modules() == set(expected.split(","))
 
 
-def test_a_degraded_nic_is_named_by_group_rounds_of_mpirun_from_the_head_node(runs: Runs) -> None:
+@pytest.mark.suite_run("--sim-fault=nic-degraded@sim-node-07")  # the fault matrix's run
+def test_a_degraded_nic_is_named_by_group_rounds_of_mpirun_from_the_head_node(suite_run: Run) -> None:
     """Localization over SSH: the profile's listed leaves, groups as mpirun jobs, the pair baseline of the handover."""
-    run = runs.get("--sim-fault=nic-degraded@sim-node-07")  # the fault matrix's run
+    run = suite_run
     props = run.properties("test_nccl_busbw[all_reduce_perf]")
     assert (props["culprit"], props["culprit_kind"]) == ("sim-node-07", "nic"), props
     assert 2 <= int(props["localize_rounds"]) <= 3
@@ -113,17 +118,19 @@ def test_a_degraded_nic_is_named_by_group_rounds_of_mpirun_from_the_head_node(ru
         assert manifest["script"].startswith("exec mpirun --allow-run-as-root -np 16 --hostfile ")
 
 
-def test_xdist_gives_the_same_verdicts_as_one_process(runs: Runs) -> None:
-    one = runs.get("--sim-fault=nic-degraded@sim-node-07")
-    four = runs.get("--sim-fault=nic-degraded@sim-node-07", "-n", "4")
+@pytest.mark.suite_run("--sim-fault=nic-degraded@sim-node-07", "-n", "4")
+def test_xdist_gives_the_same_verdicts_as_one_process(runs: Runs, suite_run: Run) -> None:
+    one = runs.get("--sim-fault=nic-degraded@sim-node-07")  # the fault matrix's run
+    four = suite_run
     assert four.returncode == one.returncode == 1
     assert four.outcomes() == one.outcomes()
     made = sorted(p.name for p in (four.report / "manifests").rglob("*.yaml"))
     assert made == sorted(p.name for p in (one.report / "manifests").rglob("*.yaml"))
 
 
-def test_a_host_that_refuses_connections_fails_the_preflight_naming_it(runs: Runs) -> None:
-    run = runs.get("--sim-fault=node-down@sim-node-05")
+@pytest.mark.suite_run("--sim-fault=node-down@sim-node-05")
+def test_a_host_that_refuses_connections_fails_the_preflight_naming_it(suite_run: Run) -> None:
+    run = suite_run
     assert run.returncode == 1
     outcomes = run.outcomes()
     assert outcomes["test_preflight::test_node_set_ready"] == "failure"
@@ -134,24 +141,30 @@ def test_a_host_that_refuses_connections_fails_the_preflight_naming_it(runs: Run
     assert {v for k, v in outcomes.items() if not k.startswith("test_preflight")} == {"skipped"}
 
 
-def test_a_busy_gpu_fails_the_preflight_with_its_process(runs: Runs) -> None:
-    run = runs.get("--sim-fault=gpu-busy@sim-node-02:3", "-k", "preflight")
+@pytest.mark.suite_run("--sim-fault=gpu-busy@sim-node-02:3", "-k", "preflight")
+def test_a_busy_gpu_fails_the_preflight_with_its_process(suite_run: Run) -> None:
+    run = suite_run
     assert run.returncode == 1
     message = run.message("test_node_set_ready")
     assert "sim-node-02: NotReady (GPU 3 busy: pid 48213 (python3, 71680 MiB) holds it)" in message
 
 
-def test_accepting_unknown_host_keys_is_written_into_the_report(runs: Runs) -> None:
-    run = runs.get("--ssh-insecure-accept-new", "-k", "cluster_answers")
+@pytest.mark.suite_run("--ssh-insecure-accept-new", "-k", "cluster_answers")
+def test_accepting_unknown_host_keys_is_written_into_the_report(suite_run: Run) -> None:
+    run = suite_run
     assert run.returncode == 0, run.stdout[-2000:]
     assert "WARNING: --ssh-insecure-accept-new: unknown SSH host keys are accepted WITHOUT verification" in run.stdout
     props = run.suite_properties()
     assert props["ssh_host_keys"].startswith("WARNING: NOT VERIFIED")
 
 
-def test_a_sites_own_check_runs_on_the_hosts_too(runs: Runs) -> None:
+SITE_CHECKS = str(ROOT / "examples" / "site_checks")
+
+
+@pytest.mark.suite_run(SITE_CHECKS, "-k", "site_check", "--sim-fault=nic-degraded@sim-node-07")
+def test_a_sites_own_check_runs_on_the_hosts_too(suite_run: Run) -> None:
     """examples/site_checks (ib_write_bw per node) over SSH: the degraded rail's node fails, no other."""
-    run = runs.get(str(ROOT / "examples" / "site_checks"), "-k", "site_check", "--sim-fault=nic-degraded@sim-node-07")
+    run = suite_run
     outcomes = run.outcomes()
     assert len(outcomes) == 8
     assert {k for k, v in outcomes.items() if v != "passed"} == {
