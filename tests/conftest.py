@@ -16,10 +16,12 @@ import acceptance.run_session  # noqa: F401
 
 @pytest.fixture
 def suite_run(request: pytest.FixtureRequest, runs: Any) -> Any:
-    """The run of this test's one `suite_run` mark, from its module's `runs` (SimRuns or SuiteRuns)."""
+    """The run of this test's one `suite_run` mark, from its module's `runs` (SimRuns or SuiteRuns), or from its
+    variant ``runs.variants[NAME]`` for ``suite_run(..., variant=NAME)``."""
     marks = list(request.node.iter_markers("suite_run"))
     assert len(marks) == 1, f"{request.node.nodeid}: one suite_run mark, not {len(marks)}"
-    return runs.get(*marks[0].args)
+    variant = marks[0].kwargs.get("variant")
+    return (runs.variants[variant] if variant else runs).get(*marks[0].args)
 
 
 def _weight(item: pytest.Item) -> int:

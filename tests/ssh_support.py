@@ -189,6 +189,7 @@ class SuiteRuns:
         self.base = base
         self.baselines = baselines
         self.cluster = cluster
+        self.variants: dict[str, SuiteRuns] = {}  # by name, for the suite_run marks that name one
 
     @classmethod
     def recorded(cls, base: Path, cluster: str, profile: Callable[[Path], Path]) -> SuiteRuns:

@@ -230,11 +230,13 @@ def exclusive(lock: Path) -> Iterator[None]:
 AHEAD = 3
 
 
-def marked_runs(request: pytest.FixtureRequest) -> list[tuple[str, ...]]:
-    """The arguments of the `suite_run` marks of the module's tests that this session runs, in their order."""
+def marked_runs(request: pytest.FixtureRequest, variant: str | None = None) -> list[tuple[str, ...]]:
+    """The arguments of the `suite_run` marks (of `variant`, or of none) of the module's tests that this session
+    runs, in their order."""
     return list(dict.fromkeys(tuple(mark.args) for item in request.session.items
                               if getattr(item, "module", None) is request.module
-                              for mark in item.iter_markers("suite_run")))  # fmt: skip
+                              for mark in item.iter_markers("suite_run")
+                              if mark.kwargs.get("variant") == variant))  # fmt: skip
 
 
 def fault_runs(cases: Sequence[tuple[str, str]]) -> list[object]:
