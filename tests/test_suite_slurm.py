@@ -215,8 +215,15 @@ def _squeue(cluster: SlurmCluster) -> list[tools.Job]:
     return list(tools.jobs(tools.parse_squeue(answer.stdout, tools.JOB_FORMAT))) if answer.stdout.strip() else []
 
 
-def _of_run(cluster: SlurmCluster, run_id: str) -> list[tools.Job]:
-    return [j for j in _squeue(cluster) if j.comment == run_id]
+def _of_run(cluster: SlurmCluster, run_id: str, settle_s: float = 30.0) -> list[tools.Job]:
+    """The run's jobs in squeue. A job that ended shows as COMPLETING while Slurm finishes it (seconds on a loaded
+    machine): while every job left is COMPLETING they are waited out, up to `settle_s`."""
+    deadline = time.monotonic() + settle_s
+    while True:
+        jobs = [j for j in _squeue(cluster) if j.comment == run_id]
+        if not jobs or any(j.state != "COMPLETING" for j in jobs) or time.monotonic() > deadline:
+            return jobs
+        time.sleep(0.2)
 
 
 Other = Callable[..., SlurmCluster]
