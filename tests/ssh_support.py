@@ -26,7 +26,7 @@ from acceptance.clusters.ssh.remote import MARKER
 from acceptance.sim.model import SimRunner, load_scenario
 from acceptance.sim.ssh.hosts import SimulatedHosts
 from acceptance.sim.ssh.sshd import INSTALL_HINT, missing_tools
-from tests.suite_run import copy_agreement, exclusive, run_key, sign_as_demo
+from tests.suite_run import copy_agreement, exclusive, made_once, run_key, sign_as_demo
 
 ROOT = Path(__file__).resolve().parents[1]
 SUITE = ROOT / "acceptance"
@@ -221,13 +221,12 @@ class SuiteRuns:
 
     def get(self, *args: str) -> Run:
         folder = self.base / run_key(args)
-        with exclusive(folder.with_name(folder.name + ".lock")):
-            done = folder / "result.json"
-            if not done.is_file():
-                folder.mkdir(parents=True, exist_ok=True)
-                run = run_suite(self.baselines, self.cluster, folder / "report", *args)
-                done.write_text(json.dumps({"returncode": run.returncode, "stdout": run.stdout, "stderr": run.stderr}))
-            said = json.loads(done.read_text())
+
+        def make() -> bytes:
+            run = run_suite(self.baselines, self.cluster, folder / "report", *args)
+            return json.dumps({"returncode": run.returncode, "stdout": run.stdout, "stderr": run.stderr}).encode()
+
+        said = json.loads(made_once(folder / "result.json", make))
         return Run(
             said["returncode"], said["stdout"], said["stderr"], folder / "report" / "junit.xml", folder / "report"
         )

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
+import functools
 import hashlib
 import json
 import os
@@ -13,6 +15,7 @@ from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -230,13 +233,32 @@ def exclusive(lock: Path) -> Iterator[None]:
 AHEAD = 3
 
 
-def marked_runs(request: pytest.FixtureRequest, variant: str | None = None) -> list[tuple[str, ...]]:
-    """The arguments of the `suite_run` marks (of `variant`, or of none) of the module's tests that this session
-    runs, in their order."""
-    return list(dict.fromkeys(tuple(mark.args) for item in request.session.items
-                              if getattr(item, "module", None) is request.module
-                              for mark in item.iter_markers("suite_run")
-                              if mark.kwargs.get("variant") == variant))  # fmt: skip
+def made_once(done: Path, make: Callable[[], bytes]) -> bytes:
+    """The bytes of `done`, which `make()` gives the first worker or thread of the session to ask (the others
+    wait on the lock beside `done`'s folder, then read it back). A `make` that raises writes nothing: the next
+    one to ask makes it again."""
+    folder = done.parent
+    with exclusive(folder.with_name(folder.name + ".lock")):
+        if not done.is_file():
+            folder.mkdir(parents=True, exist_ok=True)
+            done.write_bytes(make())
+        return done.read_bytes()
+
+
+def module_items(request: pytest.FixtureRequest) -> list[pytest.Item]:
+    """The items of the requesting module that this session runs (after -k, -m and deselection)."""
+    return [item for item in request.session.items if getattr(item, "module", None) is request.module]
+
+
+def marked_runs(request: pytest.FixtureRequest) -> list[tuple[str | None, tuple[str, ...]]]:
+    """(variant or None, arguments) of the `suite_run` marks of the module's selected tests, once each, in order."""
+    return list(dict.fromkeys((mark.kwargs.get("variant"), tuple(mark.args)) for item in module_items(request)
+                              for mark in item.iter_markers("suite_run")))  # fmt: skip
+
+
+def run_of(runs: Any, variant: str | None, args: tuple[str, ...]) -> Any:
+    """The run with `args` from `runs` (SimRuns, SuiteRuns), or from its variant ``runs.variants[variant]``."""
+    return (runs.variants[variant] if variant else runs).get(*args)
 
 
 def fault_runs(cases: Sequence[tuple[str, str]]) -> list[object]:
@@ -246,20 +268,24 @@ def fault_runs(cases: Sequence[tuple[str, str]]) -> list[object]:
 
 
 @contextmanager
-def made_ahead(
-    get: Callable[..., object], wanted: Iterable[tuple[object, ...]], parallel: int = AHEAD
-) -> Iterator[None]:
-    """`get(*args)` called on `parallel` threads for each of `wanted` (`marked_runs`: the runs a module's selected
-    tests name), while the module's tests go on: a test then finds its run made, or waits on the run's lock
-    while it is made. `get` makes each run once per session (its lock and result file), whoever asks first.
-    At the end of the module the runs not started are dropped and those going are waited for."""
+def made_ahead(calls: Iterable[Callable[[], object]], parallel: int = AHEAD) -> Iterator[None]:
+    """Each of `calls` (a run's maker: `made_once` inside, so each run is made once per session, whoever asks
+    first) on `parallel` threads, while the module's tests go on: a test then finds its run made, or waits on
+    the run's lock while it is made. A call that fails is left to the test that asks for the run, which makes
+    it again and sees the failure. At the end of the module the calls not started are dropped and those
+    going are waited for."""
     pool = ThreadPoolExecutor(parallel, thread_name_prefix="suite-run-ahead")
-    for args in wanted:
-        pool.submit(get, *args)
+    for call in calls:
+        pool.submit(call)
     try:
         yield
     finally:
         pool.shutdown(wait=True, cancel_futures=True)
+
+
+def marked_ahead(request: pytest.FixtureRequest, runs: Any) -> contextlib.AbstractContextManager[None]:
+    """`made_ahead` for the runs the `suite_run` marks of the module's selected tests name, from `runs`."""
+    return made_ahead(functools.partial(run_of, runs, variant, args) for variant, args in marked_runs(request))
 
 
 def run_key(args: tuple[str, ...]) -> str:
@@ -279,15 +305,11 @@ class SimRuns:
     def get(self, *args: str) -> SuiteRun:
         """The run with `args`: made by the first worker that asks, read back from its folder by the others."""
         folder = self.base / run_key(args)
-        with exclusive(folder.with_name(folder.name + ".lock")):
-            done = folder / "result.json"
-            if not done.is_file():
-                self._run(folder, args)
-            said = json.loads(done.read_text())
+        said = json.loads(made_once(folder / "result.json", lambda: self._run(folder, args)))
         result = pytest.RunResult(said["ret"], said["stdout"], said["stderr"], said["duration"])
         return SuiteRun(result, folder / "junit.xml", folder / "report")
 
-    def _run(self, folder: Path, args: tuple[str, ...]) -> None:
+    def _run(self, folder: Path, args: tuple[str, ...]) -> bytes:
         import subprocess
         import sys
         import time
@@ -303,7 +325,7 @@ class SimRuns:
             report_dir.rename(folder / "report")
         said = {"ret": proc.returncode, "stdout": proc.stdout.splitlines(), "stderr": proc.stderr.splitlines(),
                 "duration": time.monotonic() - started}  # fmt: skip
-        (folder / "result.json").write_text(json.dumps(said))
+        return json.dumps(said).encode()
 
 
 def read_json(path: Path) -> object:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import pickle
 import re
 from collections.abc import Iterator
@@ -10,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from tests.fault_matrix import CASES, HEAVY, Case, Outcome, run_case
-from tests.suite_run import exclusive, made_ahead, session_folder
+from tests.suite_run import made_ahead, made_once, module_items, session_folder
 
 pytestmark = pytest.mark.slow
 
@@ -26,12 +27,8 @@ class Cases:
 
     def get(self, case: Case) -> Outcome:
         folder = self.folder(case)
-        with exclusive(folder.with_name(folder.name + ".lock")):
-            done = folder / "outcome.pickle"
-            if not done.is_file():
-                done.parent.mkdir(parents=True, exist_ok=True)
-                done.write_bytes(pickle.dumps(run_case(case, folder)))
-            outcome: Outcome = pickle.loads(done.read_bytes())
+        made = made_once(folder / "outcome.pickle", lambda: pickle.dumps(run_case(case, folder)))
+        outcome: Outcome = pickle.loads(made)
         return outcome
 
 
@@ -40,10 +37,8 @@ def cases(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFacto
     """The module's selected cases, run side by side ahead of their tests: a case mostly waits (on the
     emulator's faults, the retries and the simulated pace)."""
     made = Cases(session_folder(tmp_path_factory, "fault-matrix"))
-    wanted = [(item.callspec.params["case"],) for item in request.session.items
-              if getattr(item, "module", None) is request.module]  # fmt: skip
-    wanted.sort(key=lambda args: args[0] not in HEAVY)  # the longest first
-    with made_ahead(made.get, wanted):
+    wanted = sorted((item.callspec.params["case"] for item in module_items(request)), key=lambda c: c not in HEAVY)
+    with made_ahead(functools.partial(made.get, case) for case in wanted):  # the longest first
         yield made
 
 

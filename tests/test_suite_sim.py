@@ -13,7 +13,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from tests.suite_run import SimRuns, SuiteRun, made_ahead, marked_runs, run_suite, session_folder, sim_cluster_folder
+from tests.suite_run import SimRuns, SuiteRun, marked_ahead, run_suite, session_folder, sim_cluster_folder
 
 pytestmark = pytest.mark.slow
 
@@ -35,7 +35,7 @@ def dcgm(node: str) -> str:
 @pytest.fixture(scope="module")
 def runs(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[SimRuns]:
     made = SimRuns(session_folder(tmp_path_factory, "suite-sim"))
-    with made_ahead(made.get, marked_runs(request)):
+    with marked_ahead(request, made):
         yield made
 
 

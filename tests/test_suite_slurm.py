@@ -32,7 +32,7 @@ from acceptance.sim.model.faultspec import SimFaults
 from acceptance.tools import slurm as tools
 from tests.slurm_support import NEEDS_SLURM, sim_slurm_profile
 from tests.ssh_support import Run, SuiteRuns
-from tests.suite_run import TEST_TIME_SCALE, fault_runs, made_ahead, marked_runs, session_folder
+from tests.suite_run import TEST_TIME_SCALE, fault_runs, marked_ahead, session_folder
 from tests.test_suite_ssh import FAULT_CHECKS
 
 pytestmark = [NEEDS_SLURM, pytest.mark.slow]
@@ -48,8 +48,8 @@ def runs(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactor
         "sim-slurm",
         lambda b: sim_slurm_profile(b, nodes=8, time_scale=TEST_TIME_SCALE),
     )
-    mpirun = made.variants["mpirun"] = made.variant("mpirun", _with_mpirun)
-    with made_ahead(made.get, marked_runs(request)), made_ahead(mpirun.get, marked_runs(request, "mpirun"), 1):
+    made.variants["mpirun"] = made.variant("mpirun", _with_mpirun)
+    with marked_ahead(request, made):
         yield made
 
 

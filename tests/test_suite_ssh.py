@@ -16,7 +16,7 @@ import pytest
 import yaml
 
 from tests.ssh_support import NEEDS_SSHD, ROOT, Run, SuiteRuns, sim_ssh_profile
-from tests.suite_run import TEST_TIME_SCALE, fault_runs, made_ahead, marked_runs, session_folder
+from tests.suite_run import TEST_TIME_SCALE, fault_runs, marked_ahead, session_folder
 
 pytestmark = [NEEDS_SSHD, pytest.mark.slow]
 
@@ -44,7 +44,7 @@ def runs(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactor
         "sim-ssh",
         lambda b: sim_ssh_profile(b, time_scale=TEST_TIME_SCALE),
     )
-    with made_ahead(made.get, marked_runs(request)):
+    with marked_ahead(request, made):
         yield made
 
 
