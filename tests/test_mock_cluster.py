@@ -7,6 +7,7 @@ an XID on a GPU fails its node's DCGM diagnostics.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import time
 from collections.abc import Sequence
@@ -17,7 +18,7 @@ import pytest
 
 from acceptance import criteria
 from acceptance.baseline import BaselineStore
-from acceptance.clusters.base import Cluster, DcgmWorkload, NcclWorkload
+from acceptance.clusters.base import Cluster, DcgmWorkload, Handle, NcclWorkload, ProgressSink, WorkloadResult
 from acceptance.clusters.mock import MockCluster
 from acceptance.criteria import recording
 from acceptance.criteria.context import RunContext
@@ -113,6 +114,39 @@ def test_a_result_past_its_deadline_is_a_timeout(tmp_path: Path) -> None:
         cluster.submit([DcgmWorkload("d", RETURNED, 8, ("dcgmi", "diag", "-r", "3", "-j"), 1.0)]), 1
     )
     assert (result.status, result.exit_code, result.ok) == ("timeout", None, False)
+
+
+CUT_SHORT = "the run's deadline (the profile's run.deadline) passed while this workload ran: no final state within 0 s"
+
+
+class CutShort(MockCluster):
+    """Every workload stopped by the cluster halfway through what it prints (as the run's deadline stops it)."""
+
+    def wait(
+        self, handles: Sequence[Handle], deadline_s: float, *, progress: ProgressSink | None = None
+    ) -> list[WorkloadResult]:
+        whole = super().wait(handles, deadline_s, progress=progress)
+        return [dataclasses.replace(r, output=r.output[: len(r.output) // 2], status="error", reason=CUT_SHORT,
+                                    exit_code=None) for r in whole]  # fmt: skip
+
+
+def test_what_a_workload_cut_short_printed_is_not_judged_its_items_are_errors_naming_why(tmp_path: Path) -> None:
+    """Half a DCGM document was once "DCGM output not understood (Expecting ',' delimiter)", not the deadline;
+    half an nccl-tests log (a slow NIC's rows among them) is never a FAIL of the fabric."""
+    profile, folder = profile_of(tmp_path)
+    context = RunContext.create(
+        profile, BaselineStore(folder).latest(), returned_nodes=(RETURNED,), run_id="ra-mock", started=datetime.now(UTC)
+    )
+    mock = MockCluster.from_profile(profile, context.run_id, [f"nic-degraded@{RETURNED}"])
+    (tmp_path / "run").mkdir()
+    cluster = CutShort(mock.runner, context.run_id, mock.env, mock.images)
+    run = Criteria(context, cluster, SharedFolder(tmp_path / "run"), None, selected=SELECTED)
+    found = {f"dcgm/{RETURNED}": run.diagnostics.verdict(RETURNED)}
+    found |= {f"nccl/{name}": run.fabric.verdict(name) for name in run.context.nccl_tests}
+    assert {k: v.status for k, v in found.items()} == dict.fromkeys(found, Status.ERROR)
+    for verdict in found.values():
+        assert CUT_SHORT in verdict.summary, verdict.summary
+        assert "not understood" not in verdict.summary
 
 
 def test_a_handle_of_another_cluster_is_refused(tmp_path: Path) -> None:

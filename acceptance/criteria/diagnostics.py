@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from acceptance import criteria
 from acceptance.clusters.base import DcgmWorkload
-from acceptance.criteria.no_result import no_output
+from acceptance.criteria.no_result import no_output, nothing_to_judge
 from acceptance.criteria.parts import BaselinePart
 from acceptance.criteria.scheduler import Batch, BatchResults
 from acceptance.criteria.shared_folder import SharedFolder
@@ -71,7 +71,7 @@ class Diagnostics:
         ctx = self.run.context
         p = ctx.profile
         result = self.results()[node]
-        if not result.output.strip():
+        if nothing_to_judge(result):
             return no_output(f"{node} DCGM diagnostic", result, "check the node and rerun the diagnostic")
         try:
             report = dcgm.parse(result.output, source=f"{node}:dcgmi diag")

@@ -12,7 +12,7 @@ import dataclasses
 from typing import TYPE_CHECKING, Any
 
 from acceptance.clusters.base import NcclWorkload, WorkloadResult
-from acceptance.criteria.no_result import no_output
+from acceptance.criteria.no_result import no_output, nothing_to_judge
 from acceptance.criteria.parts import BaselinePart
 from acceptance.criteria.scheduler import Batch
 from acceptance.criteria.shared_folder import SharedFolder
@@ -100,7 +100,7 @@ class Fabric:
         test = nccl.NcclTest.from_argv(argv, {**nccl_env, **env})
         self.run.diagnostics.finish_first()
         result = self.run.scheduler.results(self.batch(name))[name]
-        if not result.output.strip():
+        if nothing_to_judge(result):
             return no_output(name, result, "check the nodes, the image and the MPI operator")
         capture = nccl.parse_text(result.output, source=f"{name}:launcher log", collective=test.collective)
         run = next((r for r in capture.runs if r.collective in (None, test.collective)), None)

@@ -8,8 +8,15 @@ from acceptance.judge.verdict import Status, Verdict
 from acceptance.units import format_duration
 
 
+def nothing_to_judge(result: WorkloadResult) -> bool:
+    """True for a workload that printed nothing, or that the cluster or the run's deadline stopped (status
+    ``error``): what it printed then is the start of its output, never a whole one to judge."""
+    return result.status == "error" or not result.output.strip()
+
+
 def no_output(subject: str, result: WorkloadResult, todo: str) -> Verdict:
-    """A workload that printed nothing: ERROR when the cluster could not run it, FAIL when it ran and died."""
+    """A workload that gave nothing to judge (`nothing_to_judge`): ERROR when the cluster could not run it or
+    it was cut short, FAIL when it ran and died."""
     took = ""
     if result.started and result.finished and result.finished > result.started:
         took = f" after {format_duration((result.finished - result.started).total_seconds())}"
