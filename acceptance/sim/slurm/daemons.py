@@ -285,7 +285,8 @@ class SimSlurm:
         tmp.write_text(json.dumps(data) + "\n")
         tmp.replace(MARKERS / f"{self.layout.root.name}.json")
 
-    def _wait(self, ready: Any, deadline_s: float, what: str) -> None:
+    def _wait(self, ready: Any, deadline_s: float, what: str, seen: Any = None) -> None:
+        """Poll `ready()` until it holds; ClusterError after `deadline_s`, with what `seen()` says was there."""
         deadline = time.monotonic() + deadline_s
         while time.monotonic() < deadline:
             dead = [n for n, p in self.procs.items() if p.poll() is not None and n in ("munged", "slurmctld")]
@@ -294,7 +295,8 @@ class SimSlurm:
             if ready():
                 return
             time.sleep(0.3)
-        raise ClusterError(f"simulated Slurm: no {what} within {deadline_s:.0f} s (logs in {self.layout.log})")
+        found = f": {seen()}" if seen is not None else ""
+        raise ClusterError(f"simulated Slurm: no {what} within {deadline_s:.0f} s{found} (logs in {self.layout.log})")
 
     def _tail(self, name: str) -> str:
         path = self.layout.log / f"{name}.out"
@@ -337,14 +339,21 @@ class SimSlurm:
         """Wait until `ok(node)` holds for every node of `names` (all nodes by default)."""
         wanted = tuple(names or self.spec.nodes)
 
+        last: dict[str, tools.Node] = {}
+
         def ready() -> bool:
             try:
-                now = self.nodes()
+                last.update(self.nodes())
             except ClusterError:
                 return False
-            return all(n in now and ok(now[n]) for n in wanted)
+            return all(n in last and ok(last[n]) for n in wanted)
 
-        self._wait(ready, deadline_s, what)
+        def seen() -> str:
+            late = [f"{n} {last[n].state.raw if n in last else 'not listed'}" for n in wanted
+                    if n not in last or not ok(last[n])]  # fmt: skip
+            return "not yet: " + ", ".join(late) if last else "sinfo never answered"
+
+        self._wait(ready, deadline_s, what, seen)
 
     def jobs(self, run_id: str | None = None) -> tuple[tools.Job, ...]:
         """Jobs in the queue (only those whose comment is `run_id` when given)."""
