@@ -26,6 +26,7 @@ from acceptance.clusters.ssh.remote import MARKER
 from acceptance.sim.model import SimRunner, load_scenario
 from acceptance.sim.ssh.hosts import SimulatedHosts
 from acceptance.sim.ssh.sshd import INSTALL_HINT, missing_tools
+from tests.suite_process import run_pytest
 from tests.suite_run import copy_agreement, exclusive, made_once, run_key, sign_as_demo
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -168,16 +169,19 @@ class Run:
         return {p.get("name", ""): p.get("value", "") for p in (props if props is not None else ())}
 
 
+def suite_args(baselines: Path, cluster: str, report: Path, *args: str) -> list[str]:
+    """pytest's arguments for a suite run on `cluster`, judged against `baselines`, its report in `report`."""
+    return [str(SUITE), f"--cluster={cluster}", f"--baselines-dir={baselines}", f"--report-dir={report}",
+            f"--junitxml={report}/junit.xml", "--no-sign", "-p", "no:cacheprovider", *args]  # fmt: skip
+
+
 def pytest_argv(baselines: Path, cluster: str, report: Path, *args: str) -> list[str]:
-    return [sys.executable, "-m", "pytest", str(SUITE), f"--cluster={cluster}", f"--baselines-dir={baselines}",
-            f"--report-dir={report}", f"--junitxml={report}/junit.xml", "--no-sign", "-p", "no:cacheprovider",
-            *args]  # fmt: skip
+    return [sys.executable, "-m", "pytest", *suite_args(baselines, cluster, report, *args)]
 
 
 def run_suite(baselines: Path, cluster: str, report: Path, *args: str, timeout: float = 600) -> Run:
-    proc = subprocess.run(pytest_argv(baselines, cluster, report, *args), capture_output=True, text=True,
-                          cwd=report.parent, timeout=timeout, check=False)  # fmt: skip
-    return Run(proc.returncode, proc.stdout, proc.stderr, report / "junit.xml", report)
+    finished = run_pytest(suite_args(baselines, cluster, report, *args), report.parent, timeout=timeout)
+    return Run(finished.returncode, finished.stdout, finished.stderr, report / "junit.xml", report)
 
 
 class SuiteRuns:

@@ -19,6 +19,8 @@ from typing import Any
 
 import pytest
 
+from tests.suite_process import run_pytest, runpytest
+
 ROOT = Path(__file__).resolve().parents[1]
 SUITE = ROOT / "acceptance"
 SCENARIOS = ROOT / "fixtures" / "scenarios"
@@ -193,7 +195,8 @@ def run_suite(pytester: pytest.Pytester, *args: str, baselines: Path | None = No
     runs = sum(1 for _ in pytester.path.glob("report*"))
     report_dir = pytester.path / ("report" if not runs else f"report-{runs + 1}")  # a report folder is never reused
     junit = pytester.path / "junit.xml"
-    result = pytester.runpytest_subprocess(
+    result = runpytest(
+        pytester,
         str(SUITE),
         "--cluster=sim",
         f"--baselines-dir={base}",
@@ -310,21 +313,16 @@ class SimRuns:
         return SuiteRun(result, folder / "junit.xml", folder / "report")
 
     def _run(self, folder: Path, args: tuple[str, ...]) -> bytes:
-        import subprocess
-        import sys
-        import time
-
         folder.mkdir(exist_ok=True)  # a worker that died mid-run leaves it without result.json: run again
         junit, report_dir = folder / "junit.xml", folder / f"report-{os.getpid()}"
-        argv = [sys.executable, "-m", "pytest", str(SUITE), "--cluster=sim", f"--baselines-dir={self.baselines}",
-                f"--report-dir={report_dir}", f"--junitxml={junit}", "--no-sign", "--allow-unsigned-baseline",
-                "-p", "no:cacheprovider", *args]  # fmt: skip
-        started = time.monotonic()
-        proc = subprocess.run(argv, capture_output=True, text=True, cwd=folder, timeout=300, check=False)
+        argv = [str(SUITE), "--cluster=sim", f"--baselines-dir={self.baselines}", f"--report-dir={report_dir}",
+                f"--junitxml={junit}", "--no-sign", "--allow-unsigned-baseline", "-p", "no:cacheprovider",
+                *args]  # fmt: skip
+        finished = run_pytest(argv, folder, timeout=300)
         if report_dir.is_dir():
             report_dir.rename(folder / "report")
-        said = {"ret": proc.returncode, "stdout": proc.stdout.splitlines(), "stderr": proc.stderr.splitlines(),
-                "duration": time.monotonic() - started}  # fmt: skip
+        said = {"ret": finished.returncode, "stdout": finished.stdout.splitlines(),
+                "stderr": finished.stderr.splitlines(), "duration": finished.duration}  # fmt: skip
         return json.dumps(said).encode()
 
 

@@ -19,6 +19,7 @@ from acceptance.baseline_trust import trust
 from acceptance.cli import main
 from acceptance.errors import BaselineError
 from acceptance.profile import load_profile_file
+from tests.suite_process import runpytest
 from tests.suite_run import ROOT, countersign_as_demo, demo_key, sign_as_demo, sim_cluster_folder
 
 
@@ -307,7 +308,8 @@ def test_the_recorded_identity_is_the_profiles(tmp_path: Path) -> None:
 
 
 def _run_refused(pytester: pytest.Pytester, folder: Path, *extra: str) -> str:
-    result = pytester.runpytest_subprocess(
+    result = runpytest(
+        pytester,
         str(ROOT / "acceptance"), "--cluster=sim", f"--baselines-dir={folder.parent}", "-p", "no:cacheprovider",
         f"--report-dir={pytester.path / 'report'}", "-k", "cluster_answers", *extra, timeout=120,
     )  # fmt: skip

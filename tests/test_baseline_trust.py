@@ -10,6 +10,7 @@ import pytest
 
 from acceptance.baseline import BaselineStore
 from acceptance.cli import main
+from tests.suite_process import runpytest
 from tests.suite_run import SUITE, run_suite, sim_cluster_folder
 
 pytestmark = pytest.mark.slow
@@ -26,7 +27,8 @@ def _halved(data: dict) -> dict:
 def _judge(pytester: pytest.Pytester, *extra: str) -> pytest.RunResult:
     """A judging run that does not allow unsigned baselines (unlike run_suite's default)."""
     folder = sim_cluster_folder(pytester.path)
-    return pytester.runpytest_subprocess(
+    return runpytest(
+        pytester,
         str(SUITE), "--cluster=sim", f"--baselines-dir={folder.parent}", "--no-sign", "-p", "no:cacheprovider",
         f"--report-dir={pytester.path / 'report'}", *extra, timeout=300,
     )  # fmt: skip
@@ -89,7 +91,8 @@ def test_a_recorded_baseline_is_signed_and_then_trusted(pytester: pytest.Pyteste
     subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(key)], check=True)
     with (folder / "allowed_signers").open("a") as handle:
         handle.write("oncall@provider " + " ".join(key.with_suffix(".pub").read_text().split()[:2]) + "\n")
-    result = pytester.runpytest_subprocess(
+    result = runpytest(
+        pytester,
         str(SUITE), "--cluster=sim", f"--baselines-dir={folder.parent}", f"--sign-key={key}", "-p", "no:cacheprovider",
         f"--report-dir={pytester.path / 'record'}", "--record-baseline", "--force-record=trust test",
         "-k", "preflight", timeout=300,

@@ -18,6 +18,7 @@ import yaml
 
 from acceptance.cli import main
 from tests.probation_support import Scenario, Served, acceptance_report, demo_signer, serve
+from tests.suite_process import runpytest
 from tests.suite_run import SUITE, sim_cluster_folder
 
 pytestmark = [
@@ -32,7 +33,8 @@ def run(pytester: pytest.Pytester, *args: str, env_path: str | None = None) -> t
     junit = pytester.path / f"junit-{len(list(pytester.path.glob('junit-*.xml')))}.xml"
     if env_path is not None:
         pytester._monkeypatch.setenv("PATH", env_path)  # a machine without some tools
-    result = pytester.runpytest_subprocess(
+    result = runpytest(
+        pytester,
         "--cluster=sim",
         f"--baselines-dir={sim_cluster_folder(pytester.path).parent}",
         f"--junitxml={junit}",

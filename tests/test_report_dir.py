@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.suite_process import runpytest
 from tests.suite_run import SUITE, sim_cluster_folder
 
 pytestmark = pytest.mark.slow
@@ -14,8 +15,8 @@ pytestmark = pytest.mark.slow
 
 def _run(pytester: pytest.Pytester, *args: str) -> pytest.RunResult:
     base = sim_cluster_folder(pytester.path).parent
-    return pytester.runpytest_subprocess(
-        str(SUITE), "--cluster=sim", f"--baselines-dir={base}", "-p", "no:cacheprovider", *args, timeout=120
+    return runpytest(
+        pytester, str(SUITE), "--cluster=sim", f"--baselines-dir={base}", "-p", "no:cacheprovider", *args, timeout=120
     )
 
 

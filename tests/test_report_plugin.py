@@ -19,6 +19,7 @@ import acceptance.report.finalize  # noqa: F401  same: matplotlib stays loaded a
 from acceptance.report.manifest import MANIFEST_NAME
 from acceptance.report.sign import NAMESPACE
 from acceptance.report.verify import verify
+from tests.suite_process import runpytest
 
 pytestmark = pytest.mark.skipif(shutil.which("ssh-keygen") is None, reason="OpenSSH ssh-keygen is absent")
 
@@ -210,7 +211,8 @@ def test_no_key_leaves_the_exit_status_alone(suite: pytest.Pytester, tmp_path: P
 def test_xdist_gives_one_junit_one_signature_and_worker_verdicts(suite: pytest.Pytester, tmp_path: Path):
     key = _key(tmp_path)
     junit = tmp_path / "junit.xml"
-    result = suite.runpytest_subprocess(
+    result = runpytest(
+        suite,
         "-n",
         "2",
         f"--junitxml={junit}",

@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 from acceptance.options import OPTIONS, WORKERINPUT_KEY, RunOptions
+from tests.suite_process import runpytest
 from tests.test_plugin_activation import make_cluster
 
 ARGS = ("--cluster=c1", "--returned-node=n1", "--returned-node=n2", "--restore-step=5", "--smoke-log=logs/a.log")
@@ -92,6 +93,6 @@ def test_xdist_workers_judge_with_the_controllers_options(pytester: pytest.Pytes
     make_cluster(pytester)
     pytester.makeconftest(WORKER_CONFTEST)
     pytester.makepyfile(WORKER_TEST)
-    result = pytester.runpytest_subprocess("--cluster=c1", "-n", "1", "-p", "no:cacheprovider")
+    result = runpytest(pytester, "--cluster=c1", "-n", "1", "-p", "no:cacheprovider")
     assert result.ret == 0, result.stdout.str()[-3000:]
     result.assert_outcomes(passed=1)

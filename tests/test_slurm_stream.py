@@ -22,6 +22,7 @@ from acceptance.clusters.slurm.transport import LocalTransport
 from acceptance.profile import load_profile_file
 from acceptance.sim.model.faultspec import SimFaults
 from tests.slurm_support import NEEDS_SLURM, sim_slurm_profile
+from tests.suite_process import runpytest
 
 
 def _handle(output: Path, job_id: str = "17") -> Handle:
@@ -185,8 +186,8 @@ def test_on_slurm_a_healthy_smoke_run_is_stopped_once_decided_and_its_report_ver
     assert main(["baseline", "amend", "sim-slurm", "--margins-from-profile", "--reason", "sequential smoke (test)",
                  "--baselines-dir", str(folder.parent), "--sign-key", str(key)]) == 0  # fmt: skip
     report = pytester.path / "report"
-    result = pytester.runpytest_subprocess(
-        str(ROOT / "acceptance"), "--cluster=sim-slurm", f"--baselines-dir={folder.parent}",
+    result = runpytest(
+        pytester, str(ROOT / "acceptance"), "--cluster=sim-slurm", f"--baselines-dir={folder.parent}",
         f"--report-dir={report}", f"--sign-key={key}", "--allow-unsigned-baseline", "-p", "no:cacheprovider",
         "-k", "smoke or loss", timeout=300,
     )  # fmt: skip

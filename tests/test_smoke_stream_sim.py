@@ -17,6 +17,7 @@ import pytest
 
 from acceptance.clusters.ssh.remote import MARKER
 from tests.ssh_support import NEEDS_SSHD
+from tests.suite_process import runpytest
 from tests.suite_run import ROOT, SHIPPED_TIME_SCALE, copy_agreement, demo_key, sim_cluster_folder
 
 pytestmark = pytest.mark.slow
@@ -46,7 +47,8 @@ def sequential_folder(base: Path) -> tuple[Path, Path]:
 def run(
     pytester: pytest.Pytester, folder: Path, key: Path, report: Path, *args: str, select: str = "smoke or loss"
 ) -> pytest.RunResult:
-    return pytester.runpytest_subprocess(
+    return runpytest(
+        pytester,
         str(ROOT / "acceptance"), "--cluster=sim", f"--baselines-dir={folder.parent}", f"--report-dir={report}",
         f"--sign-key={key}", "--allow-unsigned-baseline",
         "-p", "no:cacheprovider", "-k", select, *args, timeout=300,
@@ -146,7 +148,8 @@ def test_over_ssh_a_healthy_smoke_run_is_stopped_once_decided_and_no_process_is_
     assert main(["baseline", "amend", "sim-ssh", "--margins-from-profile", "--reason", "sequential smoke (test)",
                  "--baselines-dir", str(folder.parent), "--sign-key", str(key)]) == 0  # fmt: skip
     report = pytester.path / "report"
-    result = pytester.runpytest_subprocess(
+    result = runpytest(
+        pytester,
         str(ROOT / "acceptance"), "--cluster=sim-ssh", f"--baselines-dir={folder.parent}", f"--report-dir={report}",
         f"--sign-key={key}", "--allow-unsigned-baseline", "-p", "no:cacheprovider", "-k", "smoke or loss",
         timeout=300,

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from acceptance.cli import main
+from tests.suite_process import runpytest
 from tests.suite_run import sim_cluster_folder
 
 pytestmark = [
@@ -40,7 +41,8 @@ def test_sim_run_report_is_signed_complete_and_tamper_evident(
 ) -> None:
     key, allowed = keypair(pytester.path)
     report = pytester.path / "report"
-    result = pytester.runpytest_subprocess(
+    result = runpytest(
+        pytester,
         str(Path(__file__).resolve().parents[1] / "acceptance"),
         "--cluster=sim",
         f"--baselines-dir={sim_cluster_folder(pytester.path).parent}",
