@@ -5,9 +5,11 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 import uuid
 from collections.abc import Iterator
@@ -249,23 +251,40 @@ sys.stdin.read()
 @pytest.mark.slow
 @needs_slurm
 def test_daemons_end_when_the_harness_is_killed(cluster: daemons.SimSlurm) -> None:
-    env = dict(os.environ, PYTHONPATH=str(ROOT))
-    with subprocess.Popen([sys.executable, "-c", _KILLED], stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env,
-                          text=True) as proc:  # fmt: skip
-        assert proc.stdout is not None
-        folder = proc.stdout.readline().strip()
-        assert folder
-        assert len(_own_daemons(folder)) == 4  # munged, slurmctld, two slurmd
-        proc.send_signal(signal.SIGKILL)
-        proc.wait(timeout=10)
-    deadline = time.monotonic() + 15
-    while _own_daemons(folder) and time.monotonic() < deadline:
-        time.sleep(0.2)
-    assert _own_daemons(folder) == []
-    assert Path(folder).exists()
-    assert daemons.cleanup_stale() == [folder]
-    assert not Path(folder).exists()
-    assert len(cluster.nodes()) == 16  # the live run of this process is not a stale one
+    """The killed harness keeps its folder and markers in a temp folder of its own (TMPDIR), so that another
+    session's start, which ends every stale run it finds, leaves this one to the test."""
+    private = Path(tempfile.mkdtemp(prefix="ra-t-"))  # short: munged's socket path must fit a sockaddr
+    private.chmod(0o755)  # munged runs as user munge and must reach its socket below
+    env = dict(os.environ, PYTHONPATH=str(ROOT), TMPDIR=str(private))
+    try:
+        with subprocess.Popen([sys.executable, "-c", _KILLED], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                              env=env, text=True) as proc:  # fmt: skip
+            assert proc.stdout is not None
+            folder = proc.stdout.readline().strip()
+            assert folder
+            assert Path(folder).parent == private
+            assert len(_own_daemons(folder)) == 4  # munged, slurmctld, two slurmd
+            proc.send_signal(signal.SIGKILL)
+            proc.wait(timeout=10)
+        deadline = time.monotonic() + 15
+        while _own_daemons(folder) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert _own_daemons(folder) == []
+        assert Path(folder).exists()
+        cleaned = subprocess.run([sys.executable, "-c", _CLEANUP], env=env, capture_output=True, text=True,
+                                 check=True, timeout=60).stdout.split()  # fmt: skip
+        assert cleaned == [folder]
+        assert not Path(folder).exists()
+        daemons.cleanup_stale()
+        assert len(cluster.nodes()) == 16  # the live run of this process is not a stale one
+    finally:
+        shutil.rmtree(private, ignore_errors=True)
+
+
+_CLEANUP = """
+from acceptance.sim.slurm.daemons import cleanup_stale
+print(*cleanup_stale())
+"""
 
 
 @pytest.mark.slow
