@@ -40,6 +40,8 @@ from acceptance.clusters.kube.watch import Feed, Item
 from acceptance.errors import KubeApiError
 
 ROLE = "training.kubeflow.org/job-role"
+#: how long the end of a wait waits for each of its watches' threads to end (their sockets are shut down first)
+FEED_END_S = 5.0
 TOPS = {"jobs": "Job", "mpijobs": "MPIJob"}
 LOG_TAIL_LINES = 50
 EVAL_EVERY_S = 0.05
@@ -163,6 +165,8 @@ class Waiter:
             stop.set()
             for feed in feeds:
                 feed.close()
+            for feed in feeds:  # none outlives its wait (nor, at the end of the run, the interpreter)
+                feed.end(FEED_END_S)
         events = self._events(tracks)
         return [self._result(t, events) for t in tracks]
 

@@ -12,6 +12,7 @@ import contextlib
 import queue
 import socket
 import threading
+import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -81,6 +82,9 @@ class Feed(threading.Thread):
                         min(WATCH_TIMEOUT_S + WATCH_SLACK_S, max(1.0, self.api.retry.read_timeout_s)),
                     ),
                 )
+                if self.stop.is_set():  # stopped while this request was made: `close` did not see its socket
+                    self.close()
+                    return
                 for event in iter_watch(self._resp):
                     if self.stop.is_set():
                         break
@@ -115,6 +119,16 @@ class Feed(threading.Thread):
     def _backoff(self, seconds: float) -> None:
         self.api.retries += 1
         self.stop.wait(seconds)
+
+    def end(self, timeout_s: float) -> bool:
+        """Stop the watch and wait up to `timeout_s` for its thread to end (a thread still in a TLS read when the
+        interpreter exits aborts the process); True when it ended."""
+        self.stop.set()
+        deadline = time.monotonic() + timeout_s
+        while self.is_alive() and time.monotonic() < deadline:
+            self.close()  # again: a request made since the last close has a socket of its own
+            self.join(min(0.2, max(0.0, deadline - time.monotonic())))
+        return not self.is_alive()
 
     def close(self) -> None:
         """End the watch now: shut its socket down (closing it would wait for the reading thread)."""
