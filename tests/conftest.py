@@ -38,18 +38,35 @@ AHEAD_FIXTURES = frozenset({"runs", "cases"})
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Modules with end-to-end tests first, the longest first (by how many items judge runs made ahead),
-    then those with heavy ones, each module's items kept together and in their order: under pytest-xdist
-    the long items start first and the run's tail is made of short ones, instead of a worker left alone
-    with a module of suite runs at the end (the order is the same in every worker, as xdist requires)."""
+    """Two halves, for pytest-xdist's work stealing (below), which starts each of two workers on one half:
+    each half holds its share of the end-to-end modules (dealt in turn, the longest first by how many items
+    judge runs made ahead), of the heavy ones and of the rest (evening the item counts). The first half
+    starts with its end-to-end modules, the second ends with them: while one worker waits on daemons and
+    suite runs, the other runs CPU-bound items, and the middle of the order, where the halves meet whatever
+    their counts, is short items. Each module's items stay together and in their order (the order is the
+    same in every worker, as xdist requires)."""
     del config
-    modules: dict[str, int] = {}
-    ahead: dict[str, int] = {}
+    modules: dict[str, list[pytest.Item]] = {}
     for item in items:
-        module = item.nodeid.split("::", 1)[0]
-        modules[module] = min(modules.get(module, 2), _weight(item))
-        ahead[module] = ahead.get(module, 0) + bool(AHEAD_FIXTURES & set(getattr(item, "fixturenames", ())))
-    items.sort(key=lambda item: (modules[m := item.nodeid.split("::", 1)[0]], -ahead[m]))
+        modules.setdefault(item.nodeid.split("::", 1)[0], []).append(item)
+
+    def weight(module: str) -> int:
+        return min(_weight(item) for item in modules[module])
+
+    def ahead(module: str) -> int:
+        return sum(bool(AHEAD_FIXTURES & set(getattr(item, "fixturenames", ()))) for item in modules[module])
+
+    shares: list[list[list[str]]] = [[[], [], []], [[], [], []]]  # half -> weight -> modules
+    for level in (0, 1):
+        dealt = sorted((m for m in modules if weight(m) == level), key=lambda m: -ahead(m))
+        for i, module in enumerate(dealt):
+            shares[i % 2][level].append(module)
+    for module in (m for m in modules if weight(m) == 2):
+        sizes = [sum(len(modules[m]) for level in half for m in level) for half in shares]
+        shares[sizes.index(min(sizes))][2].append(module)
+    (slow_a, heavy_a, rest_a), (slow_b, heavy_b, rest_b) = shares
+    order = [*slow_a, *heavy_a, *rest_a, *rest_b, *slow_b, *heavy_b]
+    items[:] = [item for module in order for item in modules[module]]
 
 
 def pytest_configure(config: pytest.Config) -> None:
