@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -70,10 +71,17 @@ def site(sim: SimulatedSlurmCluster, monkeypatch: pytest.MonkeyPatch) -> Simulat
     return sim
 
 
-def _queue(sim: SimulatedSlurmCluster) -> str:
-    answer = sim.transport.run("squeue --noheader --all --format='%i %j %k'", 30)
-    assert answer.ok, answer.said()
-    return answer.stdout
+def _queue(sim: SimulatedSlurmCluster, settle_s: float = 30.0) -> str:
+    """squeue's jobs (id, name, comment). A job that ended shows as COMPLETING while Slurm finishes it (seconds on
+    a loaded machine): while every job left is COMPLETING they are waited out, up to `settle_s`."""
+    deadline = time.monotonic() + settle_s
+    while True:
+        answer = sim.transport.run("squeue --noheader --all --format='%i %j %k %T'", 30)
+        assert answer.ok, answer.said()
+        rows = [line.rsplit(" ", 1) for line in answer.stdout.splitlines() if line.strip()]
+        if not rows or any(state != "COMPLETING" for _, state in rows) or time.monotonic() > deadline:
+            return "".join(f"{job}\n" for job, _ in rows)
+        time.sleep(0.2)
 
 
 @NEEDS_SLURM

@@ -40,7 +40,8 @@ from acceptance.clusters.kube.watch import Feed, Item
 from acceptance.errors import KubeApiError
 
 ROLE = "training.kubeflow.org/job-role"
-#: how long the end of a wait waits for each of its watches' threads to end (their sockets are shut down first)
+#: how long the end of a wait waits for its watches' threads to end, all together (their sockets are shut down
+#: first; one held in a black-holed connect is left, to end at its own timeout)
 FEED_END_S = 5.0
 TOPS = {"jobs": "Job", "mpijobs": "MPIJob"}
 LOG_TAIL_LINES = 50
@@ -165,8 +166,9 @@ class Waiter:
             stop.set()
             for feed in feeds:
                 feed.close()
-            for feed in feeds:  # none outlives its wait (nor, at the end of the run, the interpreter)
-                feed.end(FEED_END_S)
+            ends = time.monotonic() + FEED_END_S  # none outlives its wait (nor, at the run's end, the interpreter)
+            for feed in feeds:
+                feed.end(max(0.0, ends - time.monotonic()))
         events = self._events(tracks)
         return [self._result(t, events) for t in tracks]
 
