@@ -49,21 +49,18 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     modules: dict[str, list[pytest.Item]] = {}
     for item in items:
         modules.setdefault(item.nodeid.split("::", 1)[0], []).append(item)
-
-    def weight(module: str) -> int:
-        return min(_weight(item) for item in modules[module])
-
-    def ahead(module: str) -> int:
-        return sum(bool(AHEAD_FIXTURES & set(getattr(item, "fixturenames", ()))) for item in modules[module])
-
+    weight = {m: min(_weight(item) for item in found) for m, found in modules.items()}
+    ahead = {m: sum(bool(AHEAD_FIXTURES & set(getattr(i, "fixturenames", ()))) for i in found)
+             for m, found in modules.items()}  # fmt: skip
     shares: list[list[list[str]]] = [[[], [], []], [[], [], []]]  # half -> weight -> modules
-    for level in (0, 1):
-        dealt = sorted((m for m in modules if weight(m) == level), key=lambda m: -ahead(m))
-        for i, module in enumerate(dealt):
-            shares[i % 2][level].append(module)
-    for module in (m for m in modules if weight(m) == 2):
-        sizes = [sum(len(modules[m]) for level in half for m in level) for half in shares]
-        shares[sizes.index(min(sizes))][2].append(module)
+    sizes = [0, 0]  # items per half
+    for module in sorted(modules, key=lambda m: (weight[m], -ahead[m])):
+        if weight[module] < 2:  # end-to-end, then heavy: dealt in turn, the longest first
+            half = len(shares[0][weight[module]]) > len(shares[1][weight[module]])
+        else:  # the rest evens the halves' item counts
+            half = sizes[1] < sizes[0]
+        shares[half][weight[module]].append(module)
+        sizes[half] += len(modules[module])
     (slow_a, heavy_a, rest_a), (slow_b, heavy_b, rest_b) = shares
     order = [*slow_a, *heavy_a, *rest_a, *rest_b, *slow_b, *heavy_b]
     items[:] = [item for module in order for item in modules[module]]

@@ -4,13 +4,16 @@ from __future__ import annotations
 
 import json
 import subprocess
-from collections.abc import Sequence
+import time
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import pytest
 import yaml
 
+from acceptance.clusters.slurm.transport import Transport
 from acceptance.sim.slurm.daemons import missing
+from acceptance.tools import slurm as tools
 from tests.ssh_support import ROOT, scenario_file
 from tests.suite_run import copy_agreement
 
@@ -54,3 +57,22 @@ def queue_json(slurm_conf: str) -> list[dict[str, object]]:
                          capture_output=True, text=True, check=True, timeout=30).stdout  # fmt: skip
     jobs: list[dict[str, object]] = json.loads(out).get("jobs", [])
     return jobs
+
+
+def squeue_jobs(transport: Transport) -> list[tools.Job]:
+    """Every job squeue lists now, through the backend's transport."""
+    answer = transport.run("squeue --noheader --all --format='" + tools.JOB_FORMAT + "'", 30)
+    assert answer.ok, answer.said()
+    return list(tools.jobs(tools.parse_squeue(answer.stdout, tools.JOB_FORMAT))) if answer.stdout.strip() else []
+
+
+def settled_jobs(transport: Transport, keep: Callable[[tools.Job], bool] = lambda job: True,
+                 settle_s: float = 30.0) -> list[tools.Job]:  # fmt: skip
+    """squeue's jobs that `keep` accepts. A job that ended shows as COMPLETING while Slurm finishes it (seconds
+    on a loaded machine): while every job left is COMPLETING they are waited out, up to `settle_s`."""
+    deadline = time.monotonic() + settle_s
+    while True:
+        jobs = [job for job in squeue_jobs(transport) if keep(job)]
+        if not jobs or any(job.state != "COMPLETING" for job in jobs) or time.monotonic() > deadline:
+            return jobs
+        time.sleep(0.2)

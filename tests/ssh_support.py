@@ -27,7 +27,7 @@ from acceptance.sim.model import SimRunner, load_scenario
 from acceptance.sim.ssh.hosts import SimulatedHosts
 from acceptance.sim.ssh.sshd import INSTALL_HINT, missing_tools
 from tests.suite_process import run_pytest
-from tests.suite_run import copy_agreement, exclusive, made_once, run_key, sign_as_demo
+from tests.suite_run import copy_agreement, exclusive, made_once, run_key, sign_as_demo, suite_args
 
 ROOT = Path(__file__).resolve().parents[1]
 SUITE = ROOT / "acceptance"
@@ -169,18 +169,13 @@ class Run:
         return {p.get("name", ""): p.get("value", "") for p in (props if props is not None else ())}
 
 
-def suite_args(baselines: Path, cluster: str, report: Path, *args: str) -> list[str]:
-    """pytest's arguments for a suite run on `cluster`, judged against `baselines`, its report in `report`."""
-    return [str(SUITE), f"--cluster={cluster}", f"--baselines-dir={baselines}", f"--report-dir={report}",
-            f"--junitxml={report}/junit.xml", "--no-sign", "-p", "no:cacheprovider", *args]  # fmt: skip
-
-
 def pytest_argv(baselines: Path, cluster: str, report: Path, *args: str) -> list[str]:
-    return [sys.executable, "-m", "pytest", *suite_args(baselines, cluster, report, *args)]
+    return [sys.executable, "-m", "pytest", *suite_args(cluster, baselines, report, report / "junit.xml", *args)]
 
 
 def run_suite(baselines: Path, cluster: str, report: Path, *args: str, timeout: float = 600) -> Run:
-    finished = run_pytest(suite_args(baselines, cluster, report, *args), report.parent, timeout=timeout)
+    argv = suite_args(cluster, baselines, report, report / "junit.xml", *args)
+    finished = run_pytest(argv, report.parent, timeout=timeout)
     return Run(finished.returncode, finished.stdout, finished.stderr, report / "junit.xml", report)
 
 

@@ -111,27 +111,22 @@ def _forked(args: list[str], cwd: Path, env: dict[str, str], out: Path, err: Pat
 def _child(args: list[str], cwd: str, env: dict[str, str], out: str, err: str) -> None:
     """In the forked process: become ``python -m pytest ARGS`` run in `cwd` (sys.path[0] is the working
     folder, as ``-m`` makes it), then end as an interpreter ends: threads joined, then the exit functions."""
-    import pytest
-
     os.chdir(cwd)
     os.environ.clear()
     os.environ.update(env)
     sys.path[0:0] = [cwd]
-    stdin = os.open(os.devnull, os.O_RDONLY)
-    os.dup2(stdin, 0)
-    for fd, path in ((1, out), (2, err)):
-        target = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
-        os.dup2(target, fd)
-        os.close(target)
+    for fd, path, flags in ((0, os.devnull, os.O_RDONLY), (1, out, os.O_WRONLY | os.O_CREAT | os.O_TRUNC),
+                            (2, err, os.O_WRONLY | os.O_CREAT | os.O_TRUNC)):  # fmt: skip
+        opened = os.open(path, flags, 0o644)
+        os.dup2(opened, fd)
+        os.close(opened)
     sys.argv = [pytest.__file__, *args]
     try:
-        code: int | str | None = pytest.console_main()
+        code = pytest.console_main()
     except SystemExit as stop:
         code = stop.code if isinstance(stop.code, int) else 1
-    sys.stdout.flush()
-    sys.stderr.flush()
     threading._shutdown()  # type: ignore[attr-defined]  # what the interpreter does at its end, in this order
     atexit._run_exitfuncs()
     sys.stdout.flush()
     sys.stderr.flush()
-    sys.exit(code if isinstance(code, int) else 1)
+    sys.exit(code)

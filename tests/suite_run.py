@@ -190,25 +190,20 @@ class SuiteRun:
         return sorted(names)
 
 
+def suite_args(cluster: str, baselines: Path, report: Path, junit: Path, *args: str) -> list[str]:
+    """pytest's arguments for an unsigned suite run on `cluster`, judged against the baselines under
+    `baselines`, its report folder `report` and junit file `junit`."""
+    return [str(SUITE), f"--cluster={cluster}", f"--baselines-dir={baselines}", f"--report-dir={report}",
+            f"--junitxml={junit}", "--no-sign", "-p", "no:cacheprovider", *args]  # fmt: skip
+
+
 def run_suite(pytester: pytest.Pytester, *args: str, baselines: Path | None = None) -> SuiteRun:
     base = baselines or sim_cluster_folder(pytester.path).parent
     runs = sum(1 for _ in pytester.path.glob("report*"))
     report_dir = pytester.path / ("report" if not runs else f"report-{runs + 1}")  # a report folder is never reused
     junit = pytester.path / "junit.xml"
-    result = runpytest(
-        pytester,
-        str(SUITE),
-        "--cluster=sim",
-        f"--baselines-dir={base}",
-        f"--report-dir={report_dir}",
-        f"--junitxml={junit}",
-        "--no-sign",
-        "--allow-unsigned-baseline",  # the shipped baseline is signed and checked; ones recorded here with --no-sign
-        "-p",
-        "no:cacheprovider",
-        *args,
-        timeout=300,
-    )
+    # the shipped baseline is signed and checked; ones recorded here are made with --no-sign
+    result = runpytest(pytester, *suite_args("sim", base, report_dir, junit, "--allow-unsigned-baseline", *args))
     return SuiteRun(result, junit, report_dir)
 
 
@@ -315,9 +310,7 @@ class SimRuns:
     def _run(self, folder: Path, args: tuple[str, ...]) -> bytes:
         folder.mkdir(exist_ok=True)  # a worker that died mid-run leaves it without result.json: run again
         junit, report_dir = folder / "junit.xml", folder / f"report-{os.getpid()}"
-        argv = [str(SUITE), "--cluster=sim", f"--baselines-dir={self.baselines}", f"--report-dir={report_dir}",
-                f"--junitxml={junit}", "--no-sign", "--allow-unsigned-baseline", "-p", "no:cacheprovider",
-                *args]  # fmt: skip
+        argv = suite_args("sim", self.baselines, report_dir, junit, "--allow-unsigned-baseline", *args)
         finished = run_pytest(argv, folder, timeout=300)
         if report_dir.is_dir():
             report_dir.rename(folder / "report")

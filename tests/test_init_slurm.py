@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -13,7 +12,7 @@ from acceptance.cli import main
 from acceptance.clusters.slurm.simulated import SimulatedSlurmCluster
 from acceptance.profile import load_profile_file
 from acceptance.sim.model.faultspec import SimFaults
-from tests.slurm_support import NEEDS_SLURM, sim_slurm_profile
+from tests.slurm_support import NEEDS_SLURM, settled_jobs, sim_slurm_profile
 
 
 def test_slurm_options_without_slurm_or_slurm_without_a_partition_are_usage_errors(
@@ -71,17 +70,9 @@ def site(sim: SimulatedSlurmCluster, monkeypatch: pytest.MonkeyPatch) -> Simulat
     return sim
 
 
-def _queue(sim: SimulatedSlurmCluster, settle_s: float = 30.0) -> str:
-    """squeue's jobs (id, name, comment). A job that ended shows as COMPLETING while Slurm finishes it (seconds on
-    a loaded machine): while every job left is COMPLETING they are waited out, up to `settle_s`."""
-    deadline = time.monotonic() + settle_s
-    while True:
-        answer = sim.transport.run("squeue --noheader --all --format='%i %j %k %T'", 30)
-        assert answer.ok, answer.said()
-        rows = [line.rsplit(" ", 1) for line in answer.stdout.splitlines() if line.strip()]
-        if not rows or any(state != "COMPLETING" for _, state in rows) or time.monotonic() > deadline:
-            return "".join(f"{job}\n" for job, _ in rows)
-        time.sleep(0.2)
+def _queue(sim: SimulatedSlurmCluster) -> str:
+    """squeue's jobs (id, name, comment), those still COMPLETING waited out (`settled_jobs`)."""
+    return "".join(f"{job.job_id} {job.name} {job.comment}\n" for job in settled_jobs(sim.transport))
 
 
 @NEEDS_SLURM

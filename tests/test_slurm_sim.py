@@ -248,6 +248,12 @@ sys.stdin.read()
 """
 
 
+_CLEANUP = """
+from acceptance.sim.slurm.daemons import cleanup_stale
+print(*cleanup_stale())
+"""
+
+
 @pytest.mark.slow
 @needs_slurm
 def test_daemons_end_when_the_harness_is_killed(cluster: daemons.SimSlurm) -> None:
@@ -279,12 +285,6 @@ def test_daemons_end_when_the_harness_is_killed(cluster: daemons.SimSlurm) -> No
         assert len(cluster.nodes()) == 16  # the live run of this process is not a stale one
     finally:
         shutil.rmtree(private, ignore_errors=True)
-
-
-_CLEANUP = """
-from acceptance.sim.slurm.daemons import cleanup_stale
-print(*cleanup_stale())
-"""
 
 
 @pytest.mark.slow

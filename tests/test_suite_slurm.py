@@ -30,7 +30,7 @@ from acceptance.errors import ClusterError
 from acceptance.profile import load_profile_file
 from acceptance.sim.model.faultspec import SimFaults
 from acceptance.tools import slurm as tools
-from tests.slurm_support import NEEDS_SLURM, sim_slurm_profile
+from tests.slurm_support import NEEDS_SLURM, settled_jobs, sim_slurm_profile, squeue_jobs
 from tests.ssh_support import Run, SuiteRuns
 from tests.suite_run import TEST_TIME_SCALE, fault_runs, marked_ahead, session_folder
 from tests.test_suite_ssh import FAULT_CHECKS
@@ -209,21 +209,9 @@ def sim(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SimulatedSlurmClus
         cluster.close()
 
 
-def _squeue(cluster: SlurmCluster) -> list[tools.Job]:
-    answer = cluster.transport.run("squeue --noheader --all --format='" + tools.JOB_FORMAT + "'", 30)
-    assert answer.ok, answer.said()
-    return list(tools.jobs(tools.parse_squeue(answer.stdout, tools.JOB_FORMAT))) if answer.stdout.strip() else []
-
-
-def _of_run(cluster: SlurmCluster, run_id: str, settle_s: float = 30.0) -> list[tools.Job]:
-    """The run's jobs in squeue. A job that ended shows as COMPLETING while Slurm finishes it (seconds on a loaded
-    machine): while every job left is COMPLETING they are waited out, up to `settle_s`."""
-    deadline = time.monotonic() + settle_s
-    while True:
-        jobs = [j for j in _squeue(cluster) if j.comment == run_id]
-        if not jobs or any(j.state != "COMPLETING" for j in jobs) or time.monotonic() > deadline:
-            return jobs
-        time.sleep(0.2)
+def _of_run(cluster: SlurmCluster, run_id: str) -> list[tools.Job]:
+    """The run's jobs in squeue, those still COMPLETING waited out (`settled_jobs`)."""
+    return settled_jobs(cluster.transport, lambda job: job.comment == run_id)
 
 
 Other = Callable[..., SlurmCluster]
@@ -328,18 +316,18 @@ def test_cleanup_cancels_a_running_job_of_the_run_and_never_another_user_s_or_ru
     assert user_job.ok, user_job.said()
     try:
         deadline = time.monotonic() + 30
-        while time.monotonic() < deadline and {j.state for j in _squeue(sim)} != {"RUNNING"}:
+        while time.monotonic() < deadline and {j.state for j in squeue_jobs(sim.transport)} != {"RUNNING"}:
             time.sleep(0.5)
         found = mine.leftovers()
         assert [(item.run_id, "long" in item.object) for item in found] == [("ra-20261202T0000-theirs", True)]
         assert found[0].live_until is not None  # that run holds its lease: it is working now
         mine.cleanup()
-        left = {j.job_id: j for j in _squeue(sim)}
+        left = {j.job_id: j for j in squeue_jobs(sim.transport)}
         assert str(h1.manifests[0]["job_id"]) not in left
         assert str(h2.manifests[0]["job_id"]) in left  # another run's job is not touched by this run's cleanup
         assert commands.job_id_of(user_job.stdout) in left  # nor a job that is not the harness's
         assert mine.remove_leftovers(None) == []  # `acceptance cleanup` spares a live run
-        assert str(h2.manifests[0]["job_id"]) in {j.job_id for j in _squeue(sim)}
+        assert str(h2.manifests[0]["job_id"]) in {j.job_id for j in squeue_jobs(sim.transport)}
         theirs._release()  # that run crashes: its lease is no longer renewed and runs out
         lease = f"{commands.run_folder(theirs.settings.run_dir, theirs.run_id)}/{commands.LEASE}"
         assert sim.transport.run(f"echo $(( $(date +%s) - 120 )) > {lease}", 10).ok
@@ -350,7 +338,7 @@ def test_cleanup_cancels_a_running_job_of_the_run_and_never_another_user_s_or_ru
         while _of_run(sim, theirs.run_id) and time.monotonic() < deadline:
             time.sleep(0.5)
         assert _of_run(sim, theirs.run_id) == []
-        assert commands.job_id_of(user_job.stdout) in {j.job_id for j in _squeue(sim)}
+        assert commands.job_id_of(user_job.stdout) in {j.job_id for j in squeue_jobs(sim.transport)}
     finally:
         sim.transport.run(f"scancel {commands.job_id_of(user_job.stdout)}", 30)
 
@@ -500,7 +488,7 @@ class SiteRun:
         """The run id of the first DCGM job seen running."""
         deadline = time.monotonic() + 120
         while time.monotonic() < deadline:
-            running = [j for j in _squeue(self.slurm) if "-dcgm-" in j.name and j.state == "RUNNING"]
+            running = [j for j in squeue_jobs(self.slurm.transport) if "-dcgm-" in j.name and j.state == "RUNNING"]
             if running:
                 return running[0].comment
             time.sleep(0.3)
@@ -559,7 +547,7 @@ def _first_job(site: SiteRun, proc: subprocess.Popen[str]) -> str:
     """The run id of the first job of the suite run seen in the queue (its inventory step, usually)."""
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline and proc.poll() is None:
-        mine = [j for j in _squeue(site.slurm) if j.name.startswith("ra-") and j.comment.startswith("ra-")
+        mine = [j for j in squeue_jobs(site.slurm.transport) if j.name.startswith("ra-") and j.comment.startswith("ra-")
                 and j.comment != site.slurm.run_id]  # fmt: skip
         if mine:
             return mine[0].comment

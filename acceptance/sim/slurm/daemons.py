@@ -18,7 +18,7 @@ import socket
 import subprocess
 import tempfile
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -285,7 +285,8 @@ class SimSlurm:
         tmp.write_text(json.dumps(data) + "\n")
         tmp.replace(MARKERS / f"{self.layout.root.name}.json")
 
-    def _wait(self, ready: Any, deadline_s: float, what: str, seen: Any = None) -> None:
+    def _wait(self, ready: Callable[[], bool], deadline_s: float, what: str,
+              seen: Callable[[], str] | None = None) -> None:  # fmt: skip
         """Poll `ready()` until it holds; ClusterError after `deadline_s`, with what `seen()` says was there."""
         deadline = time.monotonic() + deadline_s
         while time.monotonic() < deadline:
