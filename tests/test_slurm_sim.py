@@ -7,6 +7,7 @@ import json
 import os
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
@@ -325,3 +326,30 @@ def test_a_runs_job_steps_are_found_by_their_slurm_conf_and_ended(tmp_path: Path
         for p in procs:
             p.kill()
             p.wait(timeout=5)
+
+
+@pytest.mark.slow
+@needs_slurm
+def test_a_slurmd_that_cannot_listen_stops_the_start_at_once_with_its_own_words(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A node's port taken before its slurmd binds it (what a released port allows): the start ends when that
+    slurmd exits, naming it and what it logged, not 90 s later with the node `unknown*`."""
+    from acceptance.errors import ClusterError
+    from acceptance.sim import ports
+
+    with socket.socket() as held:
+        held.bind(("127.0.0.1", 0))
+        held.listen()
+
+        def taken_last(count: int) -> list[int]:
+            return [*ports.reserve(count - 1), held.getsockname()[1]]
+
+        monkeypatch.setattr(daemons, "reserve", taken_last)
+        started = time.monotonic()
+        with pytest.raises(ClusterError) as caught:
+            daemons.SimSlurm.start(2, deadline_s=60).stop()
+    said = str(caught.value)
+    assert said.startswith("simulated Slurm: slurmd-sim-node-02 exited while waiting for every node IDLE: "), said
+    assert "Address already in use" in said
+    assert time.monotonic() - started < 30

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import contextlib
 import shutil
-import socket
 import subprocess
 import time
 import warnings
@@ -22,6 +21,7 @@ from pathlib import Path
 import urllib3
 
 from acceptance.errors import ClusterError
+from acceptance.sim.ports import reserve
 
 CONFIG = "global:\n  scrape_interval: 15s\n"
 
@@ -73,12 +73,6 @@ def _tied_to_us(argv: list[str]) -> list[str]:
     return [setpriv, "--pdeathsig", "TERM", "--", *argv] if setpriv else argv
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 @dataclass
 class PrometheusServer:
     """A `prometheus` process serving `data_dir` on loopback."""
@@ -96,7 +90,7 @@ class PrometheusServer:
         config = data_dir.parent / "prometheus.yml"
         config.write_text(CONFIG, encoding="utf-8")
         log = data_dir.parent / "prometheus.log"
-        port = _free_port()
+        (port,) = reserve(1)
         argv = [
             "prometheus",
             f"--config.file={config}",

@@ -14,7 +14,6 @@ import json
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import tempfile
 import time
@@ -23,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from acceptance.errors import ClusterError, UsageError
+from acceptance.sim.ports import reserve
 from acceptance.sim.slurm.config import ClusterSpec, Layout, gres_conf, node_names, slurm_conf
 from acceptance.tools import slurm as tools
 
@@ -54,20 +54,6 @@ def _with_parent(argv: list[str]) -> list[str]:
     """`argv` ended by the kernel (SIGTERM) when the harness process dies, through util-linux setpriv."""
     setpriv = shutil.which("setpriv")
     return [setpriv, "--pdeathsig", "TERM", "--", *argv] if setpriv else argv
-
-
-def _free_ports(count: int) -> list[int]:
-    """`count` ports that are free on 127.0.0.1 now (each bound once, then released)."""
-    held: list[socket.socket] = []
-    try:
-        for _ in range(count):
-            s = socket.socket()
-            s.bind(("127.0.0.1", 0))
-            held.append(s)
-        return [s.getsockname()[1] for s in held]
-    finally:
-        for s in held:
-            s.close()
 
 
 def _cmdline(pid: int) -> str:
@@ -211,7 +197,7 @@ class SimSlurm:
         names = node_names(nodes) if isinstance(nodes, int) else tuple(nodes)
         root = Path(folder) if folder else Path(tempfile.mkdtemp(prefix=PREFIX))
         root.mkdir(parents=True, exist_ok=True)
-        ports = _free_ports(len(names) + 1)
+        ports = reserve(len(names) + 1)
         self = cls(
             ClusterSpec(names, gpus_per_node, cpus_per_node=cpus_per_node),
             Layout(root.resolve()),
@@ -290,19 +276,24 @@ class SimSlurm:
         """Poll `ready()` until it holds; ClusterError after `deadline_s`, with what `seen()` says was there."""
         deadline = time.monotonic() + deadline_s
         while time.monotonic() < deadline:
-            dead = [n for n, p in self.procs.items() if p.poll() is not None and n in ("munged", "slurmctld")]
+            # a daemon a fault stopped is no longer in procs: any that exited here is a daemon that failed
+            dead = [n for n, p in self.procs.items() if p.poll() is not None]
             if dead:
-                raise ClusterError(f"{dead[0]} exited while waiting for {what}: {self._tail(dead[0])}")
+                raise ClusterError(f"simulated Slurm: {dead[0]} exited while waiting for {what}: {self._tail(dead[0])}")
             if ready():
                 return
             time.sleep(0.3)
         found = f": {seen()}" if seen is not None else ""
-        raise ClusterError(f"simulated Slurm: no {what} within {deadline_s:.0f} s{found} (logs in {self.layout.log})")
+        logs = "" if self._remove else f" (logs in {self.layout.log})"  # a folder removed at stop is not named
+        raise ClusterError(f"simulated Slurm: waited {deadline_s:.0f} s for {what} in vain{found}{logs}")
 
     def _tail(self, name: str) -> str:
-        path = self.layout.log / f"{name}.out"
-        text = path.read_text(errors="replace") if path.exists() else ""
-        return " | ".join(text.strip().splitlines()[-3:])
+        """The last lines `name` (munged, slurmctld, slurmd-NODE) wrote: in its log file, else on its output."""
+        for path in (self.layout.log / f"{name}.log", self.layout.log / f"{name}.out"):
+            text = path.read_text(errors="replace").strip() if path.exists() else ""
+            if text:
+                return " | ".join(text.splitlines()[-3:])
+        return "it wrote nothing"
 
     def _client_ok(self) -> bool:
         return self.run(["scontrol", "ping"], check=False, timeout_s=10).returncode == 0
@@ -352,7 +343,10 @@ class SimSlurm:
         def seen() -> str:
             late = [f"{n} {last[n].state.raw if n in last else 'not listed'}" for n in wanted
                     if n not in last or not ok(last[n])]  # fmt: skip
-            return "not yet: " + ", ".join(late) if last else "sinfo never answered"
+            if not last:
+                return "sinfo never answered"
+            first = next(n for n in wanted if n not in last or not ok(last[n]))
+            return f"not yet: {', '.join(late)}; slurmd-{first} last said: {self._tail(f'slurmd-{first}')}"
 
         self._wait(ready, deadline_s, what, seen)
 

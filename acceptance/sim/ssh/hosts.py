@@ -20,6 +20,7 @@ from pathlib import Path
 
 from acceptance.errors import ClusterError
 from acceptance.sim.model.runner import SimRunner
+from acceptance.sim.ports import reserve
 from acceptance.sim.ssh import sshd, watchdog
 from acceptance.sim.ssh.server import SimServer
 from acceptance.sim.ssh.shims import write_shims
@@ -64,7 +65,7 @@ class SimulatedHosts:
         folder = Path(tempfile.mkdtemp(prefix="ra-sim-ssh-"))
         folder.chmod(0o755)  # sessions chdir into homes below it
         user = getpass.getuser()
-        hosts = cls(folder, dict(addresses), sshd.free_port(), user)
+        hosts = cls(folder, dict(addresses), reserve(1)[0], user)
         try:
             hosts._prepare(runner)
             hosts.server = SimServer(folder, runner, time_scale)

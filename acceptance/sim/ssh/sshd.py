@@ -50,12 +50,6 @@ def keygen(path: Path, comment: str) -> None:
                    check=True, capture_output=True, timeout=30)  # fmt: skip
 
 
-def free_port(address: str = "127.0.0.1") -> int:
-    with socket.socket() as sock:
-        sock.bind((address, 0))
-        return int(sock.getsockname()[1])
-
-
 def sshd_config(folder: Path, port: int, addresses: Mapping[str, str], user: str, path_dirs: Sequence[str]) -> str:
     """sshd_config of the simulated hosts (`addresses`: node → loopback address it listens on)."""
     lines = [

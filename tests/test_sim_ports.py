@@ -1,0 +1,84 @@
+"""The simulator's loopback ports: outside the ephemeral range, free, and never given twice while a daemon
+may still be starting (another process included)."""
+
+from __future__ import annotations
+
+import json
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from acceptance.errors import ClusterError
+from acceptance.sim import ports
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def test_ports_are_free_distinct_and_outside_the_ephemeral_range(tmp_path: Path) -> None:
+    low, high = ports.ephemeral_range()
+    found = ports.reserve(64, registry=tmp_path / "given.json")
+    assert len(set(found)) == 64
+    assert all(not low <= port <= high and port in ports.candidates((low, high)) for port in found)
+    for port in found:
+        with socket.socket() as sock:
+            sock.bind(("127.0.0.1", port))
+
+
+def test_the_pool_leaves_the_ephemeral_range_whichever_side_has_room() -> None:
+    assert ports.candidates((32768, 60999)) == range(20768, 32768)
+    assert ports.candidates((1024, 50000)) == range(50001, 65536)
+    with pytest.raises(ClusterError, match="no loopback port is left outside the ephemeral range"):
+        ports.candidates((1024, 65000))
+    assert ports.ephemeral_range(Path("/nonexistent")) == ports.DEFAULT_EPHEMERAL
+
+
+def test_a_port_given_out_is_not_given_again_while_its_daemon_may_be_binding(tmp_path: Path) -> None:
+    """Three reservations of a third of the pool each, none bound: they never meet (random picks alone would
+    share about 60 ports per pair)."""
+    registry = tmp_path / "given.json"
+    start = ports.candidates(ports.ephemeral_range()).start
+    pool = range(start, start + 600)
+    given = [set(ports.reserve(190, registry=registry, pool=pool)) for _ in range(3)]
+    assert len(given[0] | given[1] | given[2]) == 570
+    with pytest.raises(ClusterError, match=f"no 100 free loopback ports on 127.0.0.1 in {pool.start}-"):
+        ports.reserve(100, registry=registry, pool=pool)  # 30 left
+
+
+def test_a_port_something_listens_on_is_never_given(tmp_path: Path) -> None:
+    with socket.socket() as held:
+        held.bind(("127.0.0.1", 0))
+        held.listen()
+        port = held.getsockname()[1]
+        found = ports.reserve(2, registry=tmp_path / "given.json", pool=range(port, port + 3))
+    assert port not in found
+    assert sorted(found) == [port + 1, port + 2]
+
+
+def test_a_port_is_given_again_once_its_hold_ran_out_and_a_cut_registry_is_no_obstacle(tmp_path: Path) -> None:
+    registry = tmp_path / "given.json"
+    base = ports.candidates(ports.ephemeral_range()).start
+    registry.write_text(json.dumps({str(base): 0.0}))  # given out long ago
+    assert ports.reserve(1, registry=registry, pool=range(base, base + 1)) == [base]
+    assert list(json.loads(registry.read_text())) == [str(base)]  # the old entry replaced by the new one
+    registry.write_text('{"2077')  # a process killed while writing
+    assert ports.reserve(1, registry=registry, pool=range(base + 1, base + 2)) == [base + 1]
+
+
+_RESERVE = """
+import sys
+from pathlib import Path
+from acceptance.sim import ports
+print(*ports.reserve(150, registry=Path(sys.argv[1]), pool=range(int(sys.argv[2]), int(sys.argv[2]) + 800)))
+"""
+
+
+def test_processes_starting_at_once_get_disjoint_ports(tmp_path: Path) -> None:
+    registry, start = tmp_path / "given.json", ports.candidates(ports.ephemeral_range()).start
+    procs = [subprocess.Popen([sys.executable, "-c", _RESERVE, str(registry), str(start)], stdout=subprocess.PIPE,
+                              text=True, cwd=ROOT) for _ in range(4)]  # fmt: skip
+    given = [set(map(int, proc.communicate(timeout=60)[0].split())) for proc in procs]
+    assert [len(g) for g in given] == [150] * 4
+    assert len(set().union(*given)) == 600
