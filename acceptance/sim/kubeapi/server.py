@@ -22,7 +22,6 @@ import secrets
 import shutil
 import tempfile
 import threading
-import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from types import TracebackType
@@ -335,23 +334,30 @@ def serve(
     mpi_operator: bool = True,
     audit_log: Path | None = None,
 ) -> int:
-    """Run the emulator until Ctrl-C, printing its kubeconfig path (``acceptance sim serve``)."""
+    """Run the emulator until Ctrl-C, SIGTERM or SIGHUP, printing its kubeconfig path (``acceptance sim serve``);
+    then stop it and remove its folder (kubeconfig, server key), which a killed emulator would leave behind."""
+    import signal
     import sys
 
     stream = out or sys.stdout
-    with EmulatedApi(runner, time_scale, faults, tls=True, mpi_operator=mpi_operator, audit_log=audit_log) as api:
-        print(
-            f"Kubernetes API emulator at {api.url} (simulated cluster, {len(runner.nodes())} nodes)",
-            file=stream,
-        )
-        print(f"kubeconfig: {api.kubeconfig_path}", file=stream)
-        print(f"try: kubectl --kubeconfig {api.kubeconfig_path} get nodes,pods,jobs,mpijobs", file=stream)
-        stream.flush()
-        try:
-            while True:
-                time.sleep(3600)
-        except KeyboardInterrupt:
+    stop = threading.Event()
+    ends = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+    before = {sig: signal.signal(sig, lambda *_: stop.set()) for sig in ends}
+    try:
+        with EmulatedApi(runner, time_scale, faults, tls=True, mpi_operator=mpi_operator, audit_log=audit_log) as api:
+            print(
+                f"Kubernetes API emulator at {api.url} (simulated cluster, {len(runner.nodes())} nodes)",
+                file=stream,
+            )
+            print(f"kubeconfig: {api.kubeconfig_path}", file=stream)
+            print(f"try: kubectl --kubeconfig {api.kubeconfig_path} get nodes,pods,jobs,mpijobs", file=stream)
+            stream.flush()
+            while not stop.wait(3600):
+                pass
             print("stopped", file=stream)
+    finally:
+        for sig, handler in before.items():
+            signal.signal(sig, handler)
     return 0
 
 
