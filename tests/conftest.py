@@ -6,16 +6,29 @@ before any inline run, so every run finds it already loaded.
 """
 
 import os
+import re
 import shutil
 import tempfile
+from collections import Counter
 from typing import Any
 
-import numpy  # noqa: F401
-import pandas  # noqa: F401
-import pytest
+#: The session's temp folder (TMPDIR of every process it starts, xdist workers included), made by the first
+#: process and removed at its end: what a killed run leaves (a SIGKILL'd harness cannot remove its run folder
+#: or its emulator's kubeconfig) does not pile up in /tmp, two sessions side by side never see each other's
+#: simulated Slurm markers, and the summary says what was left. pytest's own tmp_path folders stay in the
+#: machine's temp folder (PYTEST_DEBUG_TEMPROOT), kept after the session as pytest keeps them.
+SESSION_TMP = "RA_TESTS_SESSION_TMP"
+if SESSION_TMP not in os.environ:
+    os.environ.setdefault("PYTEST_DEBUG_TEMPROOT", tempfile.gettempdir())
+    os.environ[SESSION_TMP] = os.environ["TMPDIR"] = tempfile.mkdtemp(prefix="ra-tests-tmp-")
+    tempfile.tempdir = None  # computed again from TMPDIR in this process too
 
-import acceptance.run_session  # noqa: F401
-from tests.suite_run import run_of
+import numpy  # noqa: E402, F401
+import pandas  # noqa: E402, F401
+import pytest  # noqa: E402
+
+import acceptance.run_session  # noqa: E402, F401
+from tests.suite_run import run_of  # noqa: E402
 
 
 @pytest.fixture
@@ -72,12 +85,38 @@ def pytest_configure(config: pytest.Config) -> None:
     package again, and pytest rewrote its asserts again (the whole suite in a fresh clone: 10 min 46 s of
     user CPU before, 9 min 32 s with this). The checkout stays without __pycache__; the folder goes at the
     end of the session."""
-    if hasattr(config, "workerinput") or os.environ.get("PYTHONPYCACHEPREFIX"):
+    if hasattr(config, "workerinput"):
+        return
+    config.add_cleanup(_remove_session_tmp)
+    if os.environ.get("PYTHONPYCACHEPREFIX"):
         return
     prefix = tempfile.mkdtemp(prefix="ra-tests-pycache-")
     os.environ["PYTHONPYCACHEPREFIX"] = prefix
     os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
     config.add_cleanup(lambda: _forget_prefix(prefix))
+
+
+def _session_leftovers() -> Counter[str]:
+    """What the session's processes left in its temp folder, by kind (the name up to its random part)."""
+    folder = os.environ.get(SESSION_TMP, "")
+    expected = ("ra-tests-pycache-", "acceptance-ports-")  # this file's bytecode folder, the simulator's port memory
+    names = [n for n in (os.listdir(folder) if folder and os.path.isdir(folder) else []) if not n.startswith(expected)]
+    return Counter(re.sub(r"-?[a-z0-9_]{8}$", "", name) or name for name in names)  # mkdtemp's 8 random letters
+
+
+def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> None:
+    if hasattr(config, "workerinput"):
+        return
+    left = _session_leftovers()
+    if left:
+        kinds = ", ".join(f"{kind}: {count}" for kind, count in sorted(left.items()))
+        terminalreporter.write_line(f"left in the session's temp folder (removed now): {kinds}")
+
+
+def _remove_session_tmp() -> None:
+    folder = os.environ.get(SESSION_TMP)
+    if folder and os.path.basename(folder).startswith("ra-tests-tmp-"):
+        shutil.rmtree(folder, ignore_errors=True)
 
 
 def _forget_prefix(prefix: str) -> None:
