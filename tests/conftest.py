@@ -21,11 +21,14 @@ SESSION_TMP = "RA_TESTS_SESSION_TMP"
 if SESSION_TMP not in os.environ:
     os.environ.setdefault("PYTEST_DEBUG_TEMPROOT", tempfile.gettempdir())
     os.environ[SESSION_TMP] = os.environ["TMPDIR"] = tempfile.mkdtemp(prefix="ra-tests-tmp-")
+    os.chmod(os.environ[SESSION_TMP], 0o711)  # entered, not listed, by the simulated Slurm's munged (user munge)
     tempfile.tempdir = None  # computed again from TMPDIR in this process too
 
 import numpy  # noqa: E402, F401
 import pandas  # noqa: E402, F401
 import pytest  # noqa: E402
+from matplotlib import figure  # noqa: E402, F401 - the package imports these where it draws
+from matplotlib.backends import backend_agg  # noqa: E402, F401
 
 import acceptance.run_session  # noqa: E402, F401
 from tests.suite_run import run_of  # noqa: E402

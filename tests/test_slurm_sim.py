@@ -353,3 +353,12 @@ def test_a_slurmd_that_cannot_listen_stops_the_start_at_once_with_its_own_words(
     assert said.startswith("simulated Slurm: slurmd-sim-node-02 exited while waiting for every node IDLE: "), said
     assert "Address already in use" in said
     assert time.monotonic() - started < 30
+
+
+@needs_slurm
+def test_a_folder_user_munge_cannot_enter_is_refused_before_any_daemon_starts(tmp_path: Path) -> None:
+    closed = tmp_path / "closed"
+    closed.mkdir(mode=0o700)
+    with pytest.raises(UsageError, match=f"below {closed}, which user munge cannot enter .*set TMPDIR"):
+        daemons.SimSlurm.start(2, folder=closed / "slurm")
+    assert not (closed / "slurm" / "munge").exists()

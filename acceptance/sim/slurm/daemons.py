@@ -14,6 +14,7 @@ import json
 import os
 import shutil
 import signal
+import stat
 import subprocess
 import tempfile
 import time
@@ -220,6 +221,12 @@ class SimSlurm:
 
     def _prepare(self) -> None:
         lay = self.layout
+        closed = [p for p in lay.root.parents if not p.stat().st_mode & stat.S_IXOTH]
+        if closed:  # munged runs as user munge: it fails later, with "cannot canonicalize ... Permission denied"
+            raise UsageError(
+                f"the simulated Slurm's folder {lay.root} is below {closed[0]}, which user munge "
+                "cannot enter (no search permission for others): set TMPDIR to a folder it can reach"
+            )
         os.chmod(lay.root, 0o755)  # munged (user munge) must reach its socket below
         for path in (lay.etc, lay.state, lay.spool, lay.log, lay.run, lay.devices):
             path.mkdir(parents=True, exist_ok=True)
