@@ -56,7 +56,7 @@ def command(baselines: Path, name: str, every: int, extra: tuple[str, ...] = ())
 
 
 def env() -> dict[str, str]:
-    return {**os.environ, "COLUMNS": "160", "TERM": "xterm", "PYTHONDONTWRITEBYTECODE": "1"}
+    return {**os.environ, "COLUMNS": "160", "TERM": "xterm"}
 
 
 def on_a_pipe(baselines: Path, name: str, every: int, extra: tuple[str, ...] = ()) -> str:
