@@ -111,3 +111,17 @@ def test_missing_baseline_says_how_to_record_one(pytester: pytest.Pytester) -> N
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(["*no handover baseline in *c1*--record-baseline*"])
     shutil.rmtree(folder)
+
+
+def test_loading_the_plugin_loads_no_plotting_library() -> None:
+    """Every pytest run of a machine with the package installed loads the plugin (an entry point); matplotlib
+    (about half a second of CPU) is loaded only where a report is drawn."""
+    import subprocess
+    import sys
+
+    probe = ("import sys, acceptance.plugin, acceptance.run_session\n"
+             "print(sorted(m for m in sys.modules if m.startswith('matplotlib')))")  # fmt: skip
+    said = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, timeout=60, check=True, cwd=ROOT
+    )
+    assert said.stdout.strip() == "[]", said.stdout

@@ -17,13 +17,13 @@ import base64
 import io
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any
-
-from matplotlib.backends.backend_agg import FigureCanvasAgg
-from matplotlib.figure import Figure
+from typing import TYPE_CHECKING, Any
 
 from acceptance.margins import BELOW, MINUS, Direction, Margin
 from acceptance.report.data import iter_tables
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
 
 FABRIC_COLUMNS = {"size", "busbw_now", "busbw_baseline"}
 DIAGNOSTICS_COLUMNS = {"node", "gpu", "test", "status"}
@@ -34,6 +34,8 @@ BAD_COLOR = "#c0392b"
 
 
 def png_uri(fig: Figure) -> str:
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
     buffer = io.BytesIO()
     FigureCanvasAgg(fig).print_png(buffer)  # type: ignore[no-untyped-call]
     return "data:image/png;base64," + base64.b64encode(buffer.getvalue()).decode("ascii")
@@ -103,6 +105,8 @@ def busbw_series(verdicts: Iterable[Mapping[str, Any]]) -> list[BusbwSeries]:
 
 def busbw_plots(verdicts: Iterable[Mapping[str, Any]]) -> list[tuple[str, str]]:
     """(title, PNG data URI) per fabric verdict: busbw today vs the baseline band, log x."""
+    from matplotlib.figure import Figure  # imported on use: a run that draws no plot need not load matplotlib
+
     plots = []
     for series in busbw_series(verdicts):
         sizes, margin = series.sizes, series.margin

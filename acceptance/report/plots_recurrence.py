@@ -12,8 +12,6 @@ from collections.abc import Iterable, Mapping
 from datetime import datetime
 from typing import Any
 
-from matplotlib.figure import Figure
-
 from acceptance.report.data import iter_tables
 from acceptance.report.plots import BAD_COLOR, BASE_COLOR, NOW_COLOR, png_uri
 
@@ -47,6 +45,8 @@ def _failure_hours(figures: Mapping[str, Any]) -> float | None:
 
 def recurrence_plot(verdicts: Iterable[Mapping[str, Any]]) -> str | None:
     """One PNG: a panel per signal against hours since the window's start, with its rule and the failure time."""
+    from matplotlib.figure import Figure  # imported on use: a run that draws no plot need not load matplotlib
+
     for verdict, rows in iter_tables(verdicts, COLUMNS):
         series: dict[str, list[tuple[float, float]]] = {}
         for row in rows:

@@ -17,7 +17,6 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 import numpy as np
-from matplotlib.figure import Figure
 
 from acceptance.margins import ABOVE
 from acceptance.report.data import iter_tables
@@ -105,6 +104,8 @@ def steptime_plot(verdicts: Iterable[Mapping[str, Any]]) -> str | None:
     """Step-time distributions of the kept steps, smoke run vs baseline (overlaid histograms,
     baseline median, the margin's limit, smoke median: `steptime_lines`), and, when the
     table has steps, the smoke run's step time per step with the dropped steps marked."""
+    from matplotlib.figure import Figure  # imported on use: a run that draws no plot need not load matplotlib
+
     found = _step_table(verdicts)
     if found is None:
         return None
@@ -203,6 +204,8 @@ def _loss_rows(verdicts: Iterable[Mapping[str, Any]]) -> tuple[Mapping[str, Any]
 def loss_plot(verdicts: Iterable[Mapping[str, Any]]) -> str | None:
     """Loss before and after the restore with the fitted trend (and its ±spike_z·σ band), the
     restore step as a vertical line, offending points in red; below, the z-scores and limits."""
+    from matplotlib.figure import Figure  # imported on use: a run that draws no plot need not load matplotlib
+
     found = _loss_rows(verdicts)
     if found is None:
         return None
