@@ -9,6 +9,7 @@ import hashlib
 import json
 import os
 import shutil
+import threading
 import xml.etree.ElementTree as ET
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -284,6 +285,48 @@ def made_ahead(calls: Iterable[Callable[[], object]], parallel: int = AHEAD) -> 
 def marked_ahead(request: pytest.FixtureRequest, runs: Any) -> contextlib.AbstractContextManager[None]:
     """`made_ahead` for the runs the `suite_run` marks of the module's selected tests name, from `runs`."""
     return made_ahead(functools.partial(run_of, runs, variant, args) for variant, args in marked_runs(request))
+
+
+class Ahead:
+    """A module's runs made from the module's first test on, on a thread of their own: `make()` (which records
+    the baseline the runs are judged against, a run itself), then the runs the module's `suite_run` marks name,
+    `AHEAD` at a time, while the module's tests that need no run (the backend's own, placed first) go on.
+    `runs()` waits for `make()` and gives its result, or raises what it raised."""
+
+    def __init__(self, request: pytest.FixtureRequest, make: Callable[[], Any]) -> None:
+        self._ready = threading.Event()
+        self._made: Any = None
+        self._failed: BaseException | None = None
+        self._pool: ThreadPoolExecutor | None = None
+        marked = marked_runs(request)
+        self._thread = threading.Thread(target=self._work, args=(make, marked), name="suite-runs-ahead", daemon=True)
+        self._thread.start()
+
+    def _work(self, make: Callable[[], Any], marked: list[tuple[str | None, tuple[str, ...]]]) -> None:
+        try:
+            self._made = make()
+        except BaseException as exc:  # the tests that ask for the runs raise it
+            self._failed = exc
+            return
+        finally:
+            self._ready.set()
+        self._pool = ThreadPoolExecutor(AHEAD, thread_name_prefix="suite-run-ahead")
+        for variant, args in marked:  # a run that fails is made again by its test, which sees the failure
+            self._pool.submit(run_of, self._made, variant, args)
+
+    def runs(self, timeout: float = 900) -> Any:
+        if not self._ready.wait(timeout):
+            raise AssertionError(f"the module's runs were not ready within {timeout:.0f} s")
+        if self._failed is not None:
+            raise self._failed
+        return self._made
+
+    def join(self, timeout: float = 900) -> None:
+        """At the module's end: those not started are dropped, those going waited for (each bounded by its own
+        timeout)."""
+        self._thread.join(timeout)
+        if self._pool is not None:
+            self._pool.shutdown(wait=True, cancel_futures=True)
 
 
 def run_key(args: tuple[str, ...]) -> str:

@@ -17,6 +17,7 @@ from acceptance import criteria
 from acceptance.options import OPTIONS, env_name
 from tests.served import served_cluster
 from tests.shared import SHARED, needs_shared
+from tests.suite_process import run_pytest
 from tests.suite_run import copy_agreement
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -154,11 +155,8 @@ def test_the_rbac_grants_exactly_what_a_whole_run_and_its_cleanup_use(tmp_path: 
         (folder / "cluster.yaml").write_text(yaml.safe_dump(data, sort_keys=False))
         copy_agreement(folder)
         env = {**os.environ, "ACCEPTANCE_BASELINES_DIR": str(tmp_path / "baselines")}
-        run = subprocess.run(
-            [sys.executable, "-m", "pytest", str(ROOT / "acceptance"), "--cluster=remote", "--no-sign", "-q",
-             "-p", "no:cacheprovider", f"--report-dir={tmp_path / 'report'}"],
-            capture_output=True, text=True, env=env, cwd=tmp_path, timeout=600, check=False,
-        )  # fmt: skip
+        run = run_pytest([str(ROOT / "acceptance"), "--cluster=remote", "--no-sign", "-q", "-p", "no:cacheprovider",
+                          f"--report-dir={tmp_path / 'report'}"], tmp_path, env=env, timeout=600)  # fmt: skip
         assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-2000:]
         cleanup = subprocess.run(
             [sys.executable, "-m", "acceptance", "cleanup", "--cluster", "remote", "--baselines-dir",

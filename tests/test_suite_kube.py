@@ -17,6 +17,7 @@ import pytest
 import yaml
 
 from tests.served import kube_profile, labelled_objects, served_cluster
+from tests.suite_process import run_pytest
 from tests.suite_run import copy_agreement, demo_key
 
 pytestmark = pytest.mark.slow
@@ -98,11 +99,8 @@ def test_a_killed_run_leaves_objects_that_preflight_reports_and_cleanup_removes(
     assert any(name.startswith("configmap/ra-lease-") for name in left), "the run held a lease"
     time.sleep(4)  # the lease runs out
 
-    second = subprocess.run(
-        [sys.executable, "-m", "pytest", str(ROOT / "acceptance"), "--cluster=remote", *common,
-         f"--report-dir={tmp_path / 'report-2'}", "-k", "leftover"],
-        capture_output=True, text=True, cwd=tmp_path, check=False, timeout=300,
-    )  # fmt: skip
+    second = run_pytest([str(ROOT / "acceptance"), "--cluster=remote", *common,
+                         f"--report-dir={tmp_path / 'report-2'}", "-k", "leftover"], tmp_path)  # fmt: skip
     assert second.returncode == 1
     assert "objects of earlier runs remain" in second.stdout
     assert "acceptance cleanup --cluster" in second.stdout
@@ -128,12 +126,9 @@ def test_a_client_warning_is_shown_not_turned_into_a_failed_criterion(served: Pa
     insecure = tmp_path / "insecure-kubeconfig"
     insecure.write_text(yaml.safe_dump(config))
     folder = kube_profile(tmp_path, insecure)
-    result = subprocess.run(
-        [sys.executable, "-m", "pytest", str(ROOT / "acceptance"), "--cluster=remote", "--record-baseline",
-         f"--baselines-dir={folder.parent}", f"--report-dir={tmp_path / 'report'}", "--no-sign",
-         "-p", "no:cacheprovider", "-k", "preflight"],
-        capture_output=True, text=True, cwd=tmp_path, check=False, timeout=300,
-    )  # fmt: skip
+    result = run_pytest([str(ROOT / "acceptance"), "--cluster=remote", "--record-baseline",
+                         f"--baselines-dir={folder.parent}", f"--report-dir={tmp_path / 'report'}", "--no-sign",
+                         "-p", "no:cacheprovider", "-k", "preflight"], tmp_path)  # fmt: skip
     assert "4 passed" in result.stdout, result.stdout[-3000:]
     assert "InsecureRequestWarning" in result.stdout
     assert "no clean result for" in result.stdout, "a partial run records no baseline"
@@ -167,12 +162,9 @@ def test_an_ssh_profile_never_falls_back_to_the_kubernetes_cluster_at_hand(serve
     for extra in (["--record-baseline"], []):  # at handover, then judging against a copy of the sim baseline
         if not extra:
             copy_agreement(folder)
-        proc = subprocess.run(
-            [sys.executable, "-m", "pytest", str(ROOT / "acceptance"), "--cluster=remote",
-             f"--baselines-dir={tmp_path / 'baselines'}", "-p", "no:cacheprovider", "--no-sign",
-             f"--report-dir={tmp_path / f'report-{len(extra)}'}", *extra],
-            capture_output=True, text=True, env=env, cwd=tmp_path, timeout=120, check=False,
-        )  # fmt: skip
+        proc = run_pytest([str(ROOT / "acceptance"), "--cluster=remote", f"--baselines-dir={tmp_path / 'baselines'}",
+                           "-p", "no:cacheprovider", "--no-sign", f"--report-dir={tmp_path / f'report-{len(extra)}'}",
+                           *extra], tmp_path, env=env, timeout=120)  # fmt: skip
         assert proc.returncode == 1, proc.stdout + proc.stderr
         assert "the cluster does not answer: no host answers (sim-node-01: unreachable over SSH" in proc.stdout
         assert "connection refused" in proc.stdout
@@ -181,8 +173,7 @@ def test_an_ssh_profile_never_falls_back_to_the_kubernetes_cluster_at_hand(serve
 
 
 def _closed_port() -> int:
-    import socket
+    """A port nothing listens on, and none of our daemons is given for a while (outside the ephemeral range)."""
+    from acceptance.sim.ports import reserve
 
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
+    return reserve(1)[0]

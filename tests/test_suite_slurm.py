@@ -4,7 +4,9 @@ Suite runs (slow, module-scoped): an 8-node variant of ``baselines/sim-slurm`` r
 baseline once (signed with the simulator's demo key, as the shipped one is); every other run is judged
 against it with the fault matrix `--cluster=sim` must meet, plus the two Slurm faults. The backend
 itself (slow too): one simulated Slurm for the module, the backend's bad-input and fault paths, and after
-each of them ``squeue`` shows no job of the run. Skipped, with what to install, without the packages.
+each of them ``squeue`` shows no job of the run. The backend's tests come first and run while the suite runs
+are made on threads of their own (`Ahead`): both mostly wait on Slurm. Skipped, with what to install, without
+the packages.
 """
 
 from __future__ import annotations
@@ -32,7 +34,7 @@ from acceptance.sim.model.faultspec import SimFaults
 from acceptance.tools import slurm as tools
 from tests.slurm_support import NEEDS_SLURM, settled_jobs, sim_slurm_profile, squeue_jobs
 from tests.ssh_support import Run, SuiteRuns
-from tests.suite_run import TEST_TIME_SCALE, fault_runs, marked_ahead, session_folder
+from tests.suite_run import TEST_TIME_SCALE, Ahead, fault_runs, session_folder
 from tests.test_suite_ssh import FAULT_CHECKS
 
 pytestmark = [NEEDS_SLURM, pytest.mark.slow]
@@ -41,158 +43,37 @@ pytestmark = [NEEDS_SLURM, pytest.mark.slow]
 Runs = SuiteRuns
 
 
-@pytest.fixture(scope="module")
-def runs(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Runs]:
-    made = SuiteRuns.recorded(
-        session_folder(tmp_path_factory, "suite-slurm"),
-        "sim-slurm",
-        lambda b: sim_slurm_profile(b, nodes=8, time_scale=TEST_TIME_SCALE),
-    )
-    made.variants["mpirun"] = made.variant("mpirun", _with_mpirun)
-    with marked_ahead(request, made):
+@pytest.fixture(scope="module", autouse=True)
+def ahead(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Ahead]:
+    """The suite runs, from the module's first test on: the backend's own tests (first in the module, waiting on
+    Slurm far more than working) go on beside them."""
+
+    base = session_folder(tmp_path_factory, "suite-slurm")  # here: pytest's temp folders are not thread-safe
+
+    def make() -> Runs:
+        made = SuiteRuns.recorded(
+            base,
+            "sim-slurm",
+            lambda b: sim_slurm_profile(b, nodes=8, time_scale=TEST_TIME_SCALE),
+        )
+        made.variants["mpirun"] = made.variant("mpirun", _with_mpirun)
+        return made
+
+    made = Ahead(request, make)
+    try:
         yield made
+    finally:
+        made.join()
+
+
+@pytest.fixture(scope="module")
+def runs(ahead: Ahead) -> Runs:
+    made: Runs = ahead.runs()
+    return made
 
 
 def _with_mpirun(profile: str) -> str:
     return profile.replace("\n  launch: srun\n", "\n  launch: mpirun\n")
-
-
-def _no_cleanup_problem(run: Run) -> None:
-    text = run.stdout + run.stderr
-    assert "cleanup of run" not in text, text[-2000:]
-    assert "Traceback" not in run.stderr
-
-
-def test_recording_on_slurm_keeps_the_scheduler_version_and_the_identity_of_the_cluster(runs: Runs) -> None:
-    [path] = (runs.baselines / "sim-slurm").glob("handover-*.json")
-    baseline = json.loads(path.read_text())
-    assert baseline["conditions"]["kubernetes_version"].startswith("slurm")
-    assert baseline["identity"]["cluster"] == "sim-slurm"
-    assert baseline["identity"]["provider_cluster_id"] == "sim-slurm-h200-0001"
-    assert baseline["provenance"]["simulated"] is True
-
-
-@pytest.mark.suite_run
-def test_the_healthy_suite_is_accepted_on_slurm_with_its_jobs_as_evidence(suite_run: Run) -> None:
-    run = suite_run
-    assert run.returncode == 0, run.stdout[-3000:]
-    outcomes = run.outcomes()
-    assert outcomes.pop("test_recurrence::test_no_recurrence") == "skipped"
-    assert set(outcomes.values()) == {"passed"}
-    assert "SIMULATED Slurm cluster: a real slurmctld and 8 slurmd on loopback" in run.stdout
-    manifest = (run.report / "manifests" / "nccl" / "all_reduce_perf.yaml").read_text()
-    assert "kind: SlurmJob" in manifest
-    assert "--nodes=8" in manifest
-    assert "srun --mpi=pmi2 --nodes=8 --ntasks-per-node=8 --gpus-per-node=8" in manifest
-    dcgm = (run.report / "manifests" / "dcgm" / "sim-node-05.yaml").read_text()
-    assert "--nodelist=sim-node-05" in dcgm
-    assert "--comment=ra-" in dcgm
-    assert "--time=" in dcgm
-    _no_cleanup_problem(run)
-
-
-@pytest.mark.parametrize(("fault", "expected"), fault_runs(FAULT_CHECKS))
-def test_an_injected_fault_fails_the_same_criteria_as_on_the_kubernetes_simulator(
-    suite_run: Run, fault: str, expected: str
-) -> None:
-    run = suite_run
-    assert run.returncode == 1, run.stdout[-3000:]
-    assert run.failing_modules() == set(expected.split(","))
-    _no_cleanup_problem(run)
-
-
-@pytest.mark.parametrize(
-    ("fault", "said"),
-    fault_runs([("node-drain@sim-node-06", "Reason=recovery-acceptance simulator: node-drain fault"),
-                ("slurmd-down@sim-node-04", "NOT_RESPONDING")]),
-)  # fmt: skip
-def test_a_node_slurm_does_not_schedule_fails_the_preflight_naming_it_and_why_not_hardware(
-    suite_run: Run, fault: str, said: str
-) -> None:
-    run = suite_run
-    assert run.returncode == 1, run.stdout[-3000:]
-    assert run.failing_modules() == {"test_preflight"}
-    node = fault.split("@")[1]
-    message = run.message("test_node_set_ready")
-    assert f"{node}: NotReady (Slurm state " in message
-    assert said in message
-    if fault.startswith("node-drain"):
-        assert "(set by root at " in message
-    _no_cleanup_problem(run)
-
-
-@pytest.mark.suite_run("--sim-fault=node-reserved@sim-node-05")
-def test_a_node_in_a_maint_reservation_fails_the_preflight_naming_the_reservation(suite_run: Run) -> None:
-    """Slurm's node state says nothing yet right after the reservation is made: the reservation is named."""
-    run = suite_run
-    assert run.returncode == 1, run.stdout[-3000:]
-    assert run.failing_modules() == {"test_preflight"}
-    message = run.message("test_node_set_ready")
-    assert "sim-node-05: NotReady (in reservation sim-maint-sim-node-05 (flags MAINT,SPEC_NODES; ACTIVE " in message
-    assert "not the profile's" in message
-    _no_cleanup_problem(run)
-
-
-@pytest.mark.suite_run("--sim-fault=nic-degraded@sim-node-07")  # the fault matrix's run
-def test_a_degraded_nic_is_named_by_localization_rounds_run_as_slurm_jobs(suite_run: Run) -> None:
-    run = suite_run
-    props = run.properties("test_nccl_busbw[all_reduce_perf]")
-    assert (props["culprit"], props["culprit_kind"]) == ("sim-node-07", "nic"), props
-    assert "sim-node-07" in run.message("test_nccl_busbw[all_reduce_perf]")
-    rounds = [p for p in (run.report / "manifests").rglob("*.yaml") if "localize" in str(p)]
-    assert rounds, "the localization rounds' jobs are evidence too"
-    assert all("kind: SlurmJob" in p.read_text() for p in rounds)
-
-
-def _jobs(run: Run) -> list[str]:
-    """The jobs a run submitted, by name without its run id (``ra-<run id>-nccl-all_reduce_perf`` → ``nccl-...``)."""
-    import yaml
-
-    names = []
-    for path in (run.report / "manifests").rglob("*.yaml"):
-        for doc in yaml.safe_load_all(path.read_text()):
-            if isinstance(doc, dict) and doc.get("kind") == "SlurmJob":
-                names.append(str(doc["name"]).removeprefix(f"{doc['run_id']}-"))
-    return sorted(names)
-
-
-@pytest.mark.suite_run("-n", "4")
-def test_four_xdist_workers_join_the_controller_s_slurm_give_its_verdicts_and_submit_each_job_once(
-    runs: Runs, suite_run: Run
-) -> None:
-    """Four workers use the controller's Slurm: each node's DCGM job is submitted once, and the jobs and
-    verdicts are those of one process (the healthy test's run)."""
-    alone, four = runs.get(), suite_run
-    assert four.returncode == alone.returncode == 0, four.stdout[-3000:]
-    assert "ACCEPTED" in four.stdout
-    names = [p.name for p in (four.report / "manifests" / "dcgm").glob("*.yaml")]
-    assert sorted(names) == [f"sim-node-{i:02d}.yaml" for i in range(1, 9)]
-    assert four.outcomes() == alone.outcomes()
-    assert _jobs(four) == _jobs(alone)
-    assert len(_jobs(alone)) == len(set(_jobs(alone))) > 8, _jobs(alone)
-    _no_cleanup_problem(four)
-
-
-# the variant is a copy of the cluster's folder: rewriting the shared profile raced the runs other workers made
-# meanwhile (a bad-restore run once read "mpirun" and failed the fabric as not comparable)
-@pytest.mark.suite_run("-k", "not recurrence", variant="mpirun")
-def test_the_launch_is_a_condition_of_the_handover_and_another_launch_is_not_comparable(
-    runs: Runs, suite_run: Run
-) -> None:
-    [path] = (runs.baselines / "sim-slurm").glob("handover-*.json")
-    conditions = json.loads(path.read_text())["conditions"]
-    assert conditions["nccl"]["all_reduce_perf"]["launch"] == "srun --mpi=pmi2"
-    assert conditions["smoke"] == {"launch": "srun --mpi=pmi2"}
-    assert "\n  launch: srun\n" in (runs.baselines / "sim-slurm" / "cluster.yaml").read_text()
-    assert "\n  launch: mpirun\n" in (runs.variants["mpirun"].baselines / "sim-slurm" / "cluster.yaml").read_text()
-    run = suite_run
-    assert run.returncode == 1, run.stdout[-3000:]
-    assert run.failing_modules() == {"test_fabric", "test_smoke_step"}, run.outcomes()
-    said = "launched with mpirun now, srun --mpi=pmi2 at handover"
-    assert said in run.message("test_nccl_busbw[all_reduce_perf]")
-    assert said in run.message("test_smoke_step_time")
-    assert "NOT COMPARABLE" in run.stdout or "not comparable" in run.stdout
-    _no_cleanup_problem(run)
 
 
 # ---- the backend against one simulated Slurm ----------------------------------------------------------------
@@ -578,3 +459,144 @@ def test_a_run_killed_at_a_random_moment_leaves_no_job_once_acceptance_cleanup_r
     assert done.returncode == 0, f"{said}: {done.stdout}{done.stderr}"
     assert site.gone(run_id), f"{said}: {_of_run(site.slurm, run_id)}\n{out[-2000:]}"
     assert "Traceback" not in done.stderr, done.stderr
+
+
+# ---- suite runs (made from the module's start, judged after the backend's tests) ----------------------------
+
+
+def _no_cleanup_problem(run: Run) -> None:
+    text = run.stdout + run.stderr
+    assert "cleanup of run" not in text, text[-2000:]
+    assert "Traceback" not in run.stderr
+
+
+def test_recording_on_slurm_keeps_the_scheduler_version_and_the_identity_of_the_cluster(runs: Runs) -> None:
+    [path] = (runs.baselines / "sim-slurm").glob("handover-*.json")
+    baseline = json.loads(path.read_text())
+    assert baseline["conditions"]["kubernetes_version"].startswith("slurm")
+    assert baseline["identity"]["cluster"] == "sim-slurm"
+    assert baseline["identity"]["provider_cluster_id"] == "sim-slurm-h200-0001"
+    assert baseline["provenance"]["simulated"] is True
+
+
+@pytest.mark.suite_run
+def test_the_healthy_suite_is_accepted_on_slurm_with_its_jobs_as_evidence(suite_run: Run) -> None:
+    run = suite_run
+    assert run.returncode == 0, run.stdout[-3000:]
+    outcomes = run.outcomes()
+    assert outcomes.pop("test_recurrence::test_no_recurrence") == "skipped"
+    assert set(outcomes.values()) == {"passed"}
+    assert "SIMULATED Slurm cluster: a real slurmctld and 8 slurmd on loopback" in run.stdout
+    manifest = (run.report / "manifests" / "nccl" / "all_reduce_perf.yaml").read_text()
+    assert "kind: SlurmJob" in manifest
+    assert "--nodes=8" in manifest
+    assert "srun --mpi=pmi2 --nodes=8 --ntasks-per-node=8 --gpus-per-node=8" in manifest
+    dcgm = (run.report / "manifests" / "dcgm" / "sim-node-05.yaml").read_text()
+    assert "--nodelist=sim-node-05" in dcgm
+    assert "--comment=ra-" in dcgm
+    assert "--time=" in dcgm
+    _no_cleanup_problem(run)
+
+
+@pytest.mark.parametrize(("fault", "expected"), fault_runs(FAULT_CHECKS))
+def test_an_injected_fault_fails_the_same_criteria_as_on_the_kubernetes_simulator(
+    suite_run: Run, fault: str, expected: str
+) -> None:
+    run = suite_run
+    assert run.returncode == 1, run.stdout[-3000:]
+    assert run.failing_modules() == set(expected.split(","))
+    _no_cleanup_problem(run)
+
+
+@pytest.mark.parametrize(
+    ("fault", "said"),
+    fault_runs([("node-drain@sim-node-06", "Reason=recovery-acceptance simulator: node-drain fault"),
+                ("slurmd-down@sim-node-04", "NOT_RESPONDING")]),
+)  # fmt: skip
+def test_a_node_slurm_does_not_schedule_fails_the_preflight_naming_it_and_why_not_hardware(
+    suite_run: Run, fault: str, said: str
+) -> None:
+    run = suite_run
+    assert run.returncode == 1, run.stdout[-3000:]
+    assert run.failing_modules() == {"test_preflight"}
+    node = fault.split("@")[1]
+    message = run.message("test_node_set_ready")
+    assert f"{node}: NotReady (Slurm state " in message
+    assert said in message
+    if fault.startswith("node-drain"):
+        assert "(set by root at " in message
+    _no_cleanup_problem(run)
+
+
+@pytest.mark.suite_run("--sim-fault=node-reserved@sim-node-05")
+def test_a_node_in_a_maint_reservation_fails_the_preflight_naming_the_reservation(suite_run: Run) -> None:
+    """Slurm's node state says nothing yet right after the reservation is made: the reservation is named."""
+    run = suite_run
+    assert run.returncode == 1, run.stdout[-3000:]
+    assert run.failing_modules() == {"test_preflight"}
+    message = run.message("test_node_set_ready")
+    assert "sim-node-05: NotReady (in reservation sim-maint-sim-node-05 (flags MAINT,SPEC_NODES; ACTIVE " in message
+    assert "not the profile's" in message
+    _no_cleanup_problem(run)
+
+
+@pytest.mark.suite_run("--sim-fault=nic-degraded@sim-node-07")  # the fault matrix's run
+def test_a_degraded_nic_is_named_by_localization_rounds_run_as_slurm_jobs(suite_run: Run) -> None:
+    run = suite_run
+    props = run.properties("test_nccl_busbw[all_reduce_perf]")
+    assert (props["culprit"], props["culprit_kind"]) == ("sim-node-07", "nic"), props
+    assert "sim-node-07" in run.message("test_nccl_busbw[all_reduce_perf]")
+    rounds = [p for p in (run.report / "manifests").rglob("*.yaml") if "localize" in str(p)]
+    assert rounds, "the localization rounds' jobs are evidence too"
+    assert all("kind: SlurmJob" in p.read_text() for p in rounds)
+
+
+def _jobs(run: Run) -> list[str]:
+    """The jobs a run submitted, by name without its run id (``ra-<run id>-nccl-all_reduce_perf`` → ``nccl-...``)."""
+    import yaml
+
+    names = []
+    for path in (run.report / "manifests").rglob("*.yaml"):
+        for doc in yaml.safe_load_all(path.read_text()):
+            if isinstance(doc, dict) and doc.get("kind") == "SlurmJob":
+                names.append(str(doc["name"]).removeprefix(f"{doc['run_id']}-"))
+    return sorted(names)
+
+
+@pytest.mark.suite_run("-n", "4")
+def test_four_xdist_workers_join_the_controller_s_slurm_give_its_verdicts_and_submit_each_job_once(
+    runs: Runs, suite_run: Run
+) -> None:
+    """Four workers use the controller's Slurm: each node's DCGM job is submitted once, and the jobs and
+    verdicts are those of one process (the healthy test's run)."""
+    alone, four = runs.get(), suite_run
+    assert four.returncode == alone.returncode == 0, four.stdout[-3000:]
+    assert "ACCEPTED" in four.stdout
+    names = [p.name for p in (four.report / "manifests" / "dcgm").glob("*.yaml")]
+    assert sorted(names) == [f"sim-node-{i:02d}.yaml" for i in range(1, 9)]
+    assert four.outcomes() == alone.outcomes()
+    assert _jobs(four) == _jobs(alone)
+    assert len(_jobs(alone)) == len(set(_jobs(alone))) > 8, _jobs(alone)
+    _no_cleanup_problem(four)
+
+
+# the variant is a copy of the cluster's folder: rewriting the shared profile raced the runs other workers made
+# meanwhile (a bad-restore run once read "mpirun" and failed the fabric as not comparable)
+@pytest.mark.suite_run("-k", "not recurrence", variant="mpirun")
+def test_the_launch_is_a_condition_of_the_handover_and_another_launch_is_not_comparable(
+    runs: Runs, suite_run: Run
+) -> None:
+    [path] = (runs.baselines / "sim-slurm").glob("handover-*.json")
+    conditions = json.loads(path.read_text())["conditions"]
+    assert conditions["nccl"]["all_reduce_perf"]["launch"] == "srun --mpi=pmi2"
+    assert conditions["smoke"] == {"launch": "srun --mpi=pmi2"}
+    assert "\n  launch: srun\n" in (runs.baselines / "sim-slurm" / "cluster.yaml").read_text()
+    assert "\n  launch: mpirun\n" in (runs.variants["mpirun"].baselines / "sim-slurm" / "cluster.yaml").read_text()
+    run = suite_run
+    assert run.returncode == 1, run.stdout[-3000:]
+    assert run.failing_modules() == {"test_fabric", "test_smoke_step"}, run.outcomes()
+    said = "launched with mpirun now, srun --mpi=pmi2 at handover"
+    assert said in run.message("test_nccl_busbw[all_reduce_perf]")
+    assert said in run.message("test_smoke_step_time")
+    assert "NOT COMPARABLE" in run.stdout or "not comparable" in run.stdout
+    _no_cleanup_problem(run)
