@@ -288,11 +288,20 @@ def test_daemons_end_when_the_harness_is_killed(cluster: daemons.SimSlurm) -> No
         shutil.rmtree(private, ignore_errors=True)
 
 
+#: runs its arguments with SIGINT ignored, as a shell without job control starts a background job
+_IGNORING_SIGINT = "import os, signal, sys\nsignal.signal(signal.SIGINT, signal.SIG_IGN)\nos.execv(sys.argv[1], sys.argv[1:])"
+
+
 @pytest.mark.slow
 @needs_slurm
-def test_python_m_entry_starts_prints_usage_and_stops_on_ctrl_c() -> None:
+@pytest.mark.parametrize("inherited", ["SIGINT handled", "SIGINT ignored"])
+def test_python_m_entry_starts_prints_usage_and_stops_on_ctrl_c(inherited: str) -> None:
+    """Also when started with SIGINT ignored, as a script's background job is: Python keeps an inherited
+    SIG_IGN, and the Ctrl-C sent on purpose once left it running (this test waited on it for ever)."""
     env = dict(os.environ, PYTHONPATH=str(ROOT))
     argv = [sys.executable, "-m", "acceptance.sim.slurm", "--nodes", "2"]
+    if inherited == "SIGINT ignored":
+        argv = [sys.executable, "-c", _IGNORING_SIGINT, *argv]
     with subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, text=True) as proc:
         assert proc.stdout is not None
         head = [proc.stdout.readline() for _ in range(4)]
@@ -301,7 +310,11 @@ def test_python_m_entry_starts_prints_usage_and_stops_on_ctrl_c() -> None:
         assert head[1].strip() == f"export SLURM_CONF={folder}/etc/slurm.conf"
         assert len(_own_daemons(folder)) == 4
         proc.send_signal(signal.SIGINT)
-        assert proc.wait(timeout=30) == 0
+        try:
+            assert proc.wait(timeout=30) == 0
+        finally:  # never a wait without a deadline in Popen's exit
+            if proc.poll() is None:
+                proc.kill()
     assert _own_daemons(folder) == []
     assert not Path(folder).exists()
 

@@ -341,7 +341,9 @@ def serve(
 
     stream = out or sys.stdout
     stop = threading.Event()
-    ends = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+    # SIGINT even where it came ignored (started in the background of a script); SIGHUP unless ignored (nohup)
+    hup = () if signal.getsignal(signal.SIGHUP) == signal.SIG_IGN else (signal.SIGHUP,)
+    ends = (signal.SIGINT, signal.SIGTERM, *hup)
     before = {sig: signal.signal(sig, lambda *_: stop.set()) for sig in ends}
     try:
         with EmulatedApi(runner, time_scale, faults, tls=True, mpi_operator=mpi_operator, audit_log=audit_log) as api:

@@ -25,10 +25,11 @@ def main(argv: list[str] | None = None) -> int:
         print(f"  export SLURM_CONF={slurm.layout.conf}")
         print("  sinfo; srun -N2 --gpus-per-node=8 env | grep CUDA_VISIBLE_DEVICES")
         print("Ctrl-C stops every daemon and removes the folder.", flush=True)
-        signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
+        # Ctrl-C and SIGTERM stop it, even where SIGINT came ignored (a job started in the background of a
+        # script), which Python would otherwise keep: the daemons would then outlive a Ctrl-C sent on purpose
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            signal.signal(sig, lambda *_: sys.exit(0))
         signal.pause()
-    except KeyboardInterrupt:
-        pass
     finally:
         slurm.stop()
     return 0
