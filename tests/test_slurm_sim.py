@@ -289,7 +289,9 @@ def test_daemons_end_when_the_harness_is_killed(cluster: daemons.SimSlurm) -> No
 
 
 #: runs its arguments with SIGINT ignored, as a shell without job control starts a background job
-_IGNORING_SIGINT = "import os, signal, sys\nsignal.signal(signal.SIGINT, signal.SIG_IGN)\nos.execv(sys.argv[1], sys.argv[1:])"
+_IGNORING_SIGINT = (
+    "import os, signal, sys\nsignal.signal(signal.SIGINT, signal.SIG_IGN)\nos.execv(sys.argv[1], sys.argv[1:])"
+)
 
 
 @pytest.mark.slow
