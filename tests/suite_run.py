@@ -273,13 +273,19 @@ def made_ahead(calls: Iterable[Callable[[], object]], parallel: int = AHEAD) -> 
     the run's lock while it is made. A call that fails is left to the test that asks for the run, which makes
     it again and sees the failure. At the end of the module the calls not started are dropped and those
     going are waited for."""
-    pool = ThreadPoolExecutor(parallel, thread_name_prefix="suite-run-ahead")
-    for call in calls:
-        pool.submit(call)
+    pool = _started(calls, parallel)
     try:
         yield
     finally:
         pool.shutdown(wait=True, cancel_futures=True)
+
+
+def _started(calls: Iterable[Callable[[], object]], parallel: int = AHEAD) -> ThreadPoolExecutor:
+    """A pool running each of `calls`, `parallel` at a time (what fails is left to the test that asks again)."""
+    pool = ThreadPoolExecutor(parallel, thread_name_prefix="suite-run-ahead")
+    for call in calls:
+        pool.submit(call)
+    return pool
 
 
 def marked_ahead(request: pytest.FixtureRequest, runs: Any) -> contextlib.AbstractContextManager[None]:
@@ -310,9 +316,7 @@ class Ahead:
             return
         finally:
             self._ready.set()
-        self._pool = ThreadPoolExecutor(AHEAD, thread_name_prefix="suite-run-ahead")
-        for variant, args in marked:  # a run that fails is made again by its test, which sees the failure
-            self._pool.submit(run_of, self._made, variant, args)
+        self._pool = _started(functools.partial(run_of, self._made, variant, args) for variant, args in marked)
 
     def runs(self, timeout: float = 900) -> Any:
         if not self._ready.wait(timeout):

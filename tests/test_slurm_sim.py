@@ -377,3 +377,17 @@ def test_a_folder_user_munge_cannot_enter_is_refused_before_any_daemon_starts(tm
     with pytest.raises(UsageError, match=f"below {closed}, which user munge cannot enter .*set TMPDIR"):
         daemons.SimSlurm.start(2, folder=closed / "slurm")
     assert not (closed / "slurm" / "munge").exists()
+
+
+@pytest.mark.slow
+@needs_slurm
+def test_a_wait_in_vain_names_the_late_node_its_state_and_its_slurmd_s_last_words(cluster: daemons.SimSlurm) -> None:
+    from acceptance.errors import ClusterError
+
+    with pytest.raises(ClusterError) as caught:
+        cluster.wait_nodes(lambda n: n.state.down, 1, "sim-node-05 DOWN", ["sim-node-05"])
+    said = str(caught.value)
+    assert said.startswith("simulated Slurm: waited 1 s for sim-node-05 DOWN in vain: not yet: sim-node-05 idle; "
+                           "slurmd-sim-node-05 last said: "), said  # fmt: skip
+    assert said.split("last said: ", 1)[1] not in ("", "it wrote nothing"), said  # its own log's last lines
+    assert "logs in" not in said  # the folder goes with stop()

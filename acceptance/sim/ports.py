@@ -57,9 +57,9 @@ def reserve(count: int, address: str = "127.0.0.1", registry: Path | None = None
     rng = random.Random()
     with _registry(registry or _default_registry()) as given:
         now = time.time()
-        recent = {int(port) for port, at in given.items() if now - at < HOLD_S}
         for old in [key for key, at in given.items() if now - at >= HOLD_S]:
             del given[old]
+        recent = {int(port) for port in given}
         found: list[int] = []
         for _ in range(TRIES):
             if len(found) == count:

@@ -348,12 +348,11 @@ class SimSlurm:
             return all(n in last and ok(last[n]) for n in wanted)
 
         def seen() -> str:
-            late = [f"{n} {last[n].state.raw if n in last else 'not listed'}" for n in wanted
-                    if n not in last or not ok(last[n])]  # fmt: skip
             if not last:
                 return "sinfo never answered"
-            first = next(n for n in wanted if n not in last or not ok(last[n]))
-            return f"not yet: {', '.join(late)}; slurmd-{first} last said: {self._tail(f'slurmd-{first}')}"
+            late = [n for n in wanted if n not in last or not ok(last[n])]
+            states = ", ".join(f"{n} {last[n].state.raw if n in last else 'not listed'}" for n in late)
+            return f"not yet: {states}; slurmd-{late[0]} last said: {self._tail(f'slurmd-{late[0]}')}"
 
         self._wait(ready, deadline_s, what, seen)
 
