@@ -5,6 +5,7 @@ to be imported twice in one process: import the plugin's whole dependency tree h
 before any inline run, so every run finds it already loaded.
 """
 
+import multiprocessing.util
 import os
 import re
 import shutil
@@ -94,7 +95,9 @@ def pytest_configure(config: pytest.Config) -> None:
     __pycache__; a PYTHONPYCACHEPREFIX of the user's own is kept."""
     if hasattr(config, "workerinput"):
         return
-    config.add_cleanup(_remove_session_tmp)
+    # at the process's exit, after multiprocessing's own exit removed the fork server's folder inside it
+    # (exit priority -100; removed first, that one printed a FileNotFoundError traceback after the summary)
+    multiprocessing.util.Finalize(None, _remove_session_tmp, exitpriority=-101)
     if os.environ.get("PYTHONPYCACHEPREFIX"):
         return
     PYCACHE.mkdir(exist_ok=True)

@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import os
 import subprocess
+import sys
+import tempfile
 import time
 from pathlib import Path
 
 import pytest
 
+from tests.shared import ROOT
 from tests.suite_process import fresh_process_wanted, run_pytest, runpytest
 
 pytestmark = pytest.mark.heavy
@@ -75,3 +78,20 @@ def test_coverage_or_the_switch_asks_for_a_fresh_interpreter() -> None:
     assert fresh_process_wanted({"COVERAGE_PROCESS_START": "pyproject.toml"})
     assert fresh_process_wanted({"RA_TESTS_FRESH_PROCESS": "1"})
     assert not fresh_process_wanted({"RA_TESTS_FRESH_PROCESS": "0", "PATH": "/usr/bin"})
+
+
+def test_a_session_that_used_the_fork_server_ends_without_a_traceback_and_leaves_no_temp_folder() -> None:
+    """A session run without xdist (one module, as a developer runs it) starts the fork server in its own process:
+    its session temp folder was removed before multiprocessing's exit removed the server's folder inside it,
+    which printed a FileNotFoundError traceback after the summary."""
+    with tempfile.TemporaryDirectory(prefix="tb-") as tmp:  # short: the server's socket path must fit AF_UNIX
+        env = {k: v for k, v in os.environ.items() if k not in ("RA_TESTS_SESSION_TMP", "PYTEST_XDIST_WORKER")}
+        env.update({"TMPDIR": tmp, "RA_TESTS_FRESH_PROCESS": "0"})
+        test = "tests/test_suite_process.py::test_pytesters_runs_keep_a_temp_folder_each"
+        done = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:randomly", "-p", "no:cacheprovider", test],
+                              cwd=ROOT, env=env, capture_output=True, text=True, timeout=120, check=False)  # fmt: skip
+        said = done.stdout + done.stderr
+        assert done.returncode == 0, said[-3000:]
+        assert "1 passed" in done.stdout, said[-3000:]
+        assert "Traceback" not in said, said[-3000:]
+        assert not list(Path(tmp).glob("ra-tests-tmp-*")), said[-3000:]
