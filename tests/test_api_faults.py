@@ -6,6 +6,7 @@ training criteria with a stand-in run. tests/test_fault_matrix.py runs the whole
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Sequence
 from dataclasses import replace
@@ -103,6 +104,32 @@ def test_cleanup_ends_at_its_deadline_and_names_what_it_could_not_delete(monkeyp
         monkeypatch.undo()
         KubeCluster(settings, "t1", api.api_client()).cleanup()  # what `acceptance cleanup` would do later
         assert labelled(api) == []
+
+
+@pytest.mark.heavy
+def test_a_cleanup_request_the_api_never_answers_is_sent_again_within_the_deadline() -> None:
+    """With the profile's 60 s read timeout, one request the API read and never answered (the fault matrix's
+    3 % black-hole case, 1 run in 6) waited out the whole cleanup deadline and left the run's lease ConfigMap."""
+    settings = replace(SETTINGS, cleanup_timeout_s=8.0)  # ApiRetry's read timeout: 60 s, as shipped
+    assert settings.api_retry.read_timeout_s > settings.cleanup_timeout_s
+    with EmulatedApi(CannedRunner(), time_scale=1.0) as api:
+        kube = _objects_then_faults(api, settings, Faults(blackhole_rate=1.0), nccl=False)
+
+        def answer_once_one_is_held() -> None:
+            deadline = time.monotonic() + 5
+            while not api.blackholed and time.monotonic() < deadline:
+                time.sleep(0.01)
+            api.faults = Faults()  # the held request stays unanswered; the next ones are answered
+
+        answered = threading.Thread(target=answer_once_one_is_held, daemon=True)
+        answered.start()
+        started = time.monotonic()
+        kube.cleanup()
+        answered.join(5)
+        assert api.blackholed == 1
+        assert labelled(api) == []
+        # a bound, not a speed: the held request was given up after a quarter of the 8 s deadline
+        assert time.monotonic() - started < 8
 
 
 def test_the_cleanup_deadline_is_the_profiles_kube_cleanup_timeout() -> None:

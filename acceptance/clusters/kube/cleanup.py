@@ -86,6 +86,11 @@ def delete_labelled(api: KubeApi, namespace: str, items: Sequence[Labelled]) -> 
 
 
 CLEANUP_MAX_BACKOFF_S = 1.0  # a cleanup retries often: it has one deadline, and a few requests a second load no API
+#: a cleanup request unanswered after this share of the cleanup's deadline (15 s of the default 60 s; never less
+#: than CLEANUP_MIN_READ_S nor more than the profile's read timeout) is given up and sent again: with the
+#: profile's 60 s read timeout, one request the API never answered took the whole deadline and left the objects
+CLEANUP_READ_SHARE = 0.25
+CLEANUP_MIN_READ_S = 1.0
 SETTLE_POLL_S = 0.2  # deleted objects go when their dependents have (foreground deletion): look again this often
 
 
@@ -112,18 +117,21 @@ class Cleanup:
 class _Patient:
     """A cleanup's API calls: each retried while the failure is transient, until the cleanup's deadline."""
 
-    def __init__(self, api: KubeApi, until: float, clock: Callable[[], float], sleep: Callable[[float], None]):
+    def __init__(self, api: KubeApi, deadline_s: float, clock: Callable[[], float], sleep: Callable[[float], None]):
         self.api = api
-        self.until = until
+        self.until = clock() + deadline_s
         self.clock = clock
         self.sleep = sleep
         self.error: str | None = None
+        connect, read = api.retry.request_timeout
+        self.request_timeout = (connect, min(read, max(CLEANUP_MIN_READ_S, CLEANUP_READ_SHARE * deadline_s)))
 
     def __call__(self, what: str, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
         delay = self.api.retry.backoff_s
         while True:
             try:
-                return self.api.call(what, fn, *args, until=self.until, attempts=1, **kwargs)
+                return self.api.call(what, fn, *args, until=self.until, attempts=1,
+                                     _request_timeout=self.request_timeout, **kwargs)  # fmt: skip
             except KubeApiError as exc:
                 self.error = str(exc)
                 if not transient(exc) or self.clock() + delay >= self.until:
@@ -151,10 +159,10 @@ def delete_run(
     """Delete everything `selector` finds, kind by kind (owners first), within `deadline_s`.
 
     Every call is retried while the API fails transiently (5xx, 429, no answer), each request
-    bounded by what is left of the deadline; a kind is done when a listing finds none of it.
+    bounded by a share of the deadline and by what is left of it; a kind is done when a listing finds none of it.
     A failure that retrying cannot mend (403: not allowed) ends that kind at once.
     """
-    call = _Patient(api, clock() + deadline_s, clock, sleep)
+    call = _Patient(api, deadline_s, clock, sleep)
     left: list[Labelled] = []
     unlisted: list[str] = []
     for kind, lister, deleter, args in _kinds(api, namespace):

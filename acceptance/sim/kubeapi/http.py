@@ -51,7 +51,7 @@ class Api(Protocol):
 
     def inject(self, rate: float, parts: list[str]) -> bool: ...
 
-    def store_stopped_or(self, seconds: float) -> None: ...
+    def hold_unanswered(self, seconds: float) -> None: ...
 
     def inject_gone(self) -> bool: ...
 
@@ -142,7 +142,7 @@ class Handler(BaseHTTPRequestHandler):
                 return  # no status line: the client sees the connection end
             if api.inject(api.faults.blackhole_rate, parts):
                 self.close_connection = True
-                api.store_stopped_or(BLACKHOLE_S)
+                api.hold_unanswered(BLACKHOLE_S)
                 return
             if api.inject(api.faults.error_rate, parts):
                 code = api.rng_choice((500, 503, 429))

@@ -77,6 +77,7 @@ class EmulatedApi:
         self._lock = threading.Lock()
         self.requests_count = 0
         self.requests_by_verb: dict[str, int] = {}
+        self.blackholed = 0  # requests read and never answered (Faults.blackhole_rate)
         self.mpi_operator = mpi_operator
         self.audit_log = audit_log
         self.accesses: set[tuple[str, str, str, str]] = set()
@@ -170,8 +171,10 @@ class EmulatedApi:
         with self._lock:
             return bool(self._rng.random() < rate)
 
-    def store_stopped_or(self, seconds: float) -> None:
-        """Wait until the emulator stops, `seconds` at most (a black-holed request's silence)."""
+    def hold_unanswered(self, seconds: float) -> None:
+        """A black-holed request's silence: counted, then held until the emulator stops, `seconds` at most."""
+        with self._lock:
+            self.blackholed += 1
         with self.store.cond:
             self.store.cond.wait_for(lambda: bool(self.store.stopped), timeout=seconds)
 
