@@ -142,8 +142,9 @@ def run_id(cluster: daemons.SimSlurm) -> Iterator[str]:
 
 
 def _sbatch(cluster: daemons.SimSlurm, rid: str, *extra: str) -> str:
-    out = cluster.run(["sbatch", "--parsable", f"--job-name=ra-{rid}", f"--comment={rid}", "--time=1", *extra,
-                       "--wrap", "sleep 60"]).stdout  # fmt: skip
+    # --output: the batch step's file (slurm-JOB.out, slurmstepd's CANCELLED line) went to the checkout
+    out = cluster.run(["sbatch", "--parsable", f"--job-name=ra-{rid}", f"--comment={rid}", "--time=1",
+                       "--output=/dev/null", *extra, "--wrap", "sleep 60"]).stdout  # fmt: skip
     return out.strip().split(";")[0]
 
 
