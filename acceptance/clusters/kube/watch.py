@@ -83,7 +83,7 @@ class Feed(threading.Thread):
                     ),
                 )
                 if self.stop.is_set():  # stopped while this request was made: `close` did not see its socket
-                    self.close()
+                    self._release()
                     return
                 for event in iter_watch(self._resp):
                     if self.stop.is_set():
@@ -129,6 +129,12 @@ class Feed(threading.Thread):
             self.close()  # again: a request made since the last close has a socket of its own
             self.join(min(0.2, max(0.0, deadline - time.monotonic())))
         return not self.is_alive()
+
+    def _release(self) -> None:
+        """Close the watch's response from this thread: its socket is closed, not only shut down (a response
+        left open kept its socket until the garbage collector found it, a ResourceWarning in whatever ran then)."""
+        with contextlib.suppress(OSError):
+            self._resp.close()
 
     def close(self) -> None:
         """End the watch now: shut its socket down (closing it would wait for the reading thread)."""
