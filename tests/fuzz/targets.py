@@ -20,6 +20,7 @@ from __future__ import annotations
 import atexit
 import base64
 import contextlib
+import functools
 import io
 import json
 import math
@@ -38,10 +39,18 @@ from tests.hostile import NOISE_LINES, dcgm_files, nccl_files, trainlog_files
 
 ROOT = Path(__file__).resolve().parents[2]
 MAX_SEED = 16_000  # bytes of a seed kept (the fuzzer's -max_len follows the largest seed)
-#: where file-reading targets write their input (a test passes its own folder)
-_SCRATCH = Path(os.environ.get("ACCEPTANCE_FUZZ_SCRATCH") or tempfile.mkdtemp(prefix="acceptance-fuzz-"))
-if "ACCEPTANCE_FUZZ_SCRATCH" not in os.environ:
-    atexit.register(shutil.rmtree, _SCRATCH, True)
+
+
+@functools.cache
+def _scratch_folder() -> Path:
+    """Where file-reading targets write their input (a test passes its own folder): made at the first input, not
+    on import (a collection of the tests made one, and the session's summary listed it as left)."""
+    given = os.environ.get("ACCEPTANCE_FUZZ_SCRATCH")
+    if given:
+        return Path(given)
+    folder = Path(tempfile.mkdtemp(prefix="acceptance-fuzz-"))
+    atexit.register(shutil.rmtree, folder, True)
+    return folder
 
 
 def _text(data: bytes) -> str:
@@ -156,7 +165,7 @@ def trainlog_output(data: bytes) -> None:
 
 # ---------------------------------------------------------------------- files the harness reads
 def _scratch(name: str, data: bytes) -> Path:
-    path = _SCRATCH / name
+    path = _scratch_folder() / name
     path.write_bytes(data)
     return path
 
@@ -164,7 +173,7 @@ def _scratch(name: str, data: bytes) -> Path:
 def profile(data: bytes) -> None:
     from acceptance.profile import load_profile_file
 
-    folder = _SCRATCH / "fuzz-profile"
+    folder = _scratch_folder() / "fuzz-profile"
     folder.mkdir(exist_ok=True)
     path = folder / "cluster.yaml"
     path.write_bytes(data)
@@ -182,7 +191,7 @@ def baseline(data: bytes) -> None:
 def manifest(data: bytes) -> None:
     from acceptance.report.manifest import check_files, read_manifest
 
-    folder = _SCRATCH / "fuzz-report"
+    folder = _scratch_folder() / "fuzz-report"
     folder.mkdir(exist_ok=True)
     (folder / "MANIFEST.json").write_bytes(data)
     with contextlib.suppress(AcceptanceError):
