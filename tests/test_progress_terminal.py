@@ -15,12 +15,13 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
 import yaml
 
-from tests.suite_run import SUITE, sim_cluster_folder
+from tests.suite_run import SUITE, module_items, sim_cluster_folder
 
 pytestmark = pytest.mark.slow
 
@@ -132,20 +133,52 @@ class Background:
         self.proc.wait(timeout=30)
 
 
+class Runs:
+    """The module's runs that its selected tests judge, all started when its first test starts: on a pipe, on a
+    terminal and under xdist, and the one without progress (`off`) that the first two compare with. Each waits on
+    the simulated pace (about 6 s of image pull and diagnostics) far more than it works, so side by side they take
+    little longer than one (one after the other: 53 s in the middle of a full run, where the CPU was half idle)."""
+
+    def __init__(self, baselines: Path, wanted: set[str]) -> None:
+        self.off = Background(baselines) if wanted & {"pipe", "tty"} else None
+        self._pool = ThreadPoolExecutor(3, thread_name_prefix="progress-run")
+        makers = {"pipe": lambda: on_a_pipe(baselines, "pipe", every=1), "tty": lambda: on_a_terminal(baselines, "tty"),
+                  "xdist": lambda: on_a_pipe(baselines, "xdist", every=1, extra=("-n", "2"))}  # fmt: skip
+        self._made = {name: self._pool.submit(make) for name, make in makers.items() if name in wanted}
+
+    def shown(self, name: str) -> str:
+        """What the run `name` printed, once it ended with exit status 0."""
+        return self._made[name].result()
+
+    def off_junit(self) -> str:
+        assert self.off is not None
+        return self.off.junit()
+
+    def close(self) -> None:
+        """Each run is bounded by its own timeout (120 s); the one without progress is killed if still going."""
+        self._pool.shutdown(wait=True)
+        if self.off is not None:
+            self.off.stop()
+
+
+#: the run each test judges, by a word of its name
+RUN_OF = {"pipe": "on_a_pipe", "tty": "a_terminal", "xdist": "under_xdist"}
+
+
 @pytest.fixture(scope="module")
-def without_progress(baselines: Path) -> Iterator[Background]:
-    """The same run with ``--progress-every=0``, in the background: `junit()` waits for it."""
-    run = Background(baselines)
+def runs(request: pytest.FixtureRequest, baselines: Path) -> Iterator[Runs]:
+    names = [item.name for item in module_items(request)]
+    made = Runs(baselines, {run for run, word in RUN_OF.items() if any(word in name for name in names)})
     try:
-        yield run
+        yield made
     finally:
-        run.stop()
+        made.close()
 
 
 def test_plain_lines_on_a_pipe_show_phases_against_the_deadline_and_junit_is_unchanged(
-    baselines: Path, without_progress: Background
+    baselines: Path, runs: Runs
 ) -> None:
-    shown = on_a_pipe(baselines, "pipe", every=1)
+    shown = runs.shown("pipe")
     lines = [m for m in (LINE.search(line) for line in shown.splitlines()) if m]
     phases = [m.group(1) for m in lines]
     assert "pulling image" in phases, shown
@@ -155,13 +188,11 @@ def test_plain_lines_on_a_pipe_show_phases_against_the_deadline_and_junit_is_unc
     assert ENDED in shown
     assert "\x1b[" not in shown  # no cursor movement into a log file
 
-    assert junit(baselines, "pipe") == without_progress.junit()
+    assert junit(baselines, "pipe") == runs.off_junit()
 
 
-def test_a_terminal_shows_one_line_rewritten_in_place_and_junit_is_unchanged(
-    baselines: Path, without_progress: Background
-) -> None:
-    shown = on_a_terminal(baselines, "tty")
+def test_a_terminal_shows_one_line_rewritten_in_place_and_junit_is_unchanged(baselines: Path, runs: Runs) -> None:
+    shown = runs.shown("tty")
     first = shown.index("\x1b[2Kdcgm on sim-node-07:")
     last = shown.index(ENDED)
     drawn = shown[first:last]
@@ -169,12 +200,12 @@ def test_a_terminal_shows_one_line_rewritten_in_place_and_junit_is_unchanged(
     assert "\x1b[2Kdcgm on sim-node-07: running | " in drawn
     assert "\n" not in drawn  # every update went over the same line: \r, erase, the new text
     assert drawn.count("\r\x1b[2K") >= 3
-    assert junit(baselines, "tty") == without_progress.junit()
+    assert junit(baselines, "tty") == runs.off_junit()
 
 
-def test_under_xdist_the_controller_prints_the_workers_progress_as_plain_lines(baselines: Path) -> None:
+def test_under_xdist_the_controller_prints_the_workers_progress_as_plain_lines(runs: Runs) -> None:
     """The worker that waits writes the batch's status into the run folder; the controller reads and prints it."""
-    shown = on_a_pipe(baselines, "xdist", every=1, extra=("-n", "2"))
+    shown = runs.shown("xdist")
     phases = [m.group(1) for m in (LINE.search(line) for line in shown.splitlines()) if m]
     assert "running" in phases, shown
     assert ENDED in shown
