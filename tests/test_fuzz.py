@@ -14,6 +14,9 @@ import os
 import re
 import subprocess
 import sys
+from collections.abc import Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -22,6 +25,7 @@ from hypothesis import strategies as st
 
 from tests.fuzz.targets import TARGETS, seeds
 from tests.shared import FIXTURES, ROOT
+from tests.suite_run import module_items
 
 HAVE_ATHERIS = importlib.util.find_spec("atheris") is not None
 #: inputs per target in the test run (each target's seeds come first), about ten seconds each
@@ -43,14 +47,19 @@ def test_every_input_that_once_broke_a_target_now_passes(crash: Path) -> None:
     TARGETS[crash.parent.name](crash.read_bytes())
 
 
-@pytest.mark.heavy
-@pytest.mark.skipif(not HAVE_ATHERIS, reason="atheris is not installed (hypothesis drives the targets instead)")
-@pytest.mark.parametrize("target", sorted(TARGETS))
-def test_a_bounded_coverage_guided_run_finds_no_crash(
-    target: str, tmp_path: Path, record_property: pytest.RecordProperty
-) -> None:
-    corpus, scratch = tmp_path / "corpus", tmp_path / "scratch"
-    corpus.mkdir()
+@dataclass(frozen=True)
+class Fuzzed:
+    """A bounded coverage-guided run of one target: its output and the crash files it left."""
+
+    returncode: int
+    output: str
+    crashes: list[Path]
+
+
+def fuzz(target: str, folder: Path) -> Fuzzed:
+    """Run `target` for its number of inputs (``RUNS``) with a fixed seed, in a process of its own."""
+    corpus, scratch = folder / "corpus", folder / "scratch"
+    corpus.mkdir(parents=True)
     scratch.mkdir()
     for i, seed in enumerate(seeds(target)):
         (corpus / f"seed-{i:03d}").write_bytes(seed)
@@ -63,7 +72,7 @@ def test_a_bounded_coverage_guided_run_finds_no_crash(
             f"-runs={RUNS[target]}",
             "-seed=19",
             "-print_final_stats=1",
-            f"-artifact_prefix={tmp_path}/",
+            f"-artifact_prefix={folder}/",
             "-max_total_time=120",
             str(corpus),
         ],
@@ -74,9 +83,35 @@ def test_a_bounded_coverage_guided_run_finds_no_crash(
         timeout=300,
         check=False,
     )
-    output = done.stdout + done.stderr
-    crashes = sorted(tmp_path.glob("crash-*"))
-    assert not crashes, f"{target}: {crashes}\n{output[-4000:]}"
+    return Fuzzed(done.returncode, done.stdout + done.stderr, sorted(folder.glob("crash-*")))
+
+
+#: targets fuzzed at once: each run is one busy process, and the module sits where the other worker mostly waits
+#: (one after the other, the eight took 42 s of a full run's middle with the CPU 60 % busy)
+FUZZED_AT_ONCE = 2
+
+
+@pytest.fixture(scope="module")
+def fuzzed(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[dict[str, Future[Fuzzed]]]:
+    """The bounded run of each target the module's selected tests name, two at a time from the first of them on."""
+    base = tmp_path_factory.mktemp("fuzz")
+    wanted = sorted({item.callspec.params["target"] for item in module_items(request)
+                     if "fuzzed" in getattr(item, "fixturenames", ())})  # fmt: skip
+    with ThreadPoolExecutor(FUZZED_AT_ONCE, thread_name_prefix="fuzz") as pool:
+        yield {target: pool.submit(fuzz, target, base / target) for target in wanted}
+
+
+@pytest.mark.heavy
+@pytest.mark.skipif(not HAVE_ATHERIS, reason="atheris is not installed (hypothesis drives the targets instead)")
+@pytest.mark.parametrize("target", sorted(TARGETS))
+def test_a_bounded_coverage_guided_run_finds_no_crash(
+    target: str, fuzzed: dict[str, Future[Fuzzed]], record_property: pytest.RecordProperty
+) -> None:
+    done = fuzzed[target].result()
+    output = done.output
+    assert not done.crashes, f"{target}: {done.crashes}\n{output[-4000:]}"
     assert done.returncode == 0, f"{target}: exit {done.returncode}\n{output[-4000:]}"
     executed = re.search(r"stat::number_of_executed_units:\s*(\d+)", output)
     rate = re.search(r"stat::average_exec_per_sec:\s*(\d+)", output)
