@@ -11,17 +11,14 @@ from __future__ import annotations
 import re
 import subprocess
 import xml.etree.ElementTree as ET
-from collections.abc import Iterator
-from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
 from acceptance.clusters.ssh.remote import MARKER
-from tests.ssh_support import NEEDS_SSHD, missing_tools
-from tests.suite_process import run_pytest
-from tests.suite_run import ROOT, SHIPPED_TIME_SCALE, copy_agreement, demo_key, module_items, sim_cluster_folder
+from tests.ssh_support import NEEDS_SSHD
+from tests.suite_process import runpytest
+from tests.suite_run import ROOT, SHIPPED_TIME_SCALE, copy_agreement, demo_key, sim_cluster_folder
 
 pytestmark = pytest.mark.slow
 
@@ -47,83 +44,15 @@ def sequential_folder(base: Path) -> tuple[Path, Path]:
     return folder, key
 
 
-def run(base: Path, folder: Path, key: Path, report: Path, *args: str, select: str = "smoke or loss",
-        cluster: str = "sim") -> pytest.RunResult:  # fmt: skip
-    """A signed suite run in `base` judged against the agreement in `folder`."""
-    argv = [str(ROOT / "acceptance"), f"--cluster={cluster}", f"--baselines-dir={folder.parent}",
-            f"--report-dir={report}", f"--sign-key={key}", "--allow-unsigned-baseline", "-p", "no:cacheprovider",
-            "-k", select, *args]  # fmt: skip
-    done = run_pytest(argv, base, timeout=300)
-    return pytest.RunResult(done.returncode, done.stdout.splitlines(), done.stderr.splitlines(), done.duration)
-
-
-def ssh_folder(base: Path) -> tuple[Path, Path]:
-    """The simulated bare-metal agreement on addresses of its own, amended to the sequential rule; and the key."""
-    from acceptance.cli import main
-
-    folder = base / "baselines" / "sim-ssh"
-    folder.mkdir(parents=True)
-    text = (ROOT / "baselines" / "sim-ssh" / "cluster.yaml").read_text()
-    for i in range(1, 17):  # addresses of its own: another run of the shipped profile may be on the machine
-        text = text.replace(f"sim-node-{i:02d}: 127.0.0.{10 + i}\n", f"sim-node-{i:02d}: 127.0.0.{170 + i}\n")
-    assert "\n  restore_step: 1000\n" in text
-    (folder / "cluster.yaml").write_text(
-        text.replace("\n  restore_step: 1000\n", "\n  restore_step: 1000\n  sequential: {method: mixture}\n")
-    )
-    copy_agreement(folder, shipped_cluster="sim-ssh")
-    key = demo_key(base)
-    assert main(["baseline", "amend", "sim-ssh", "--margins-from-profile", "--reason", "sequential smoke (test)",
-                 "--baselines-dir", str(folder.parent), "--sign-key", str(key)]) == 0  # fmt: skip
-    return folder, key
-
-
-@dataclass(frozen=True)
-class Made:
-    """A run of the module: what it printed, its report folder and the agreement's folder it was judged by."""
-
-    result: pytest.RunResult
-    report: Path
-    folder: Path
-
-
-#: the module's runs: their agreement (sim or sim-ssh), extra arguments and selection
-RUNS: dict[str, tuple[str, tuple[str, ...], str]] = {
-    "healthy": ("sim", (), "smoke or loss"),
-    # criterion 3 alone: loss continuity is not judged here, and its pre-incident job would only add its time
-    "throttled": ("sim", ("--sim-fault=gpu-throttle@sim-node-05:2",), "smoke"),
-    "ssh": ("sim-ssh", (), "smoke or loss"),
-}
-#: the run each test judges
-RUN_OF = {
-    "test_a_healthy_smoke_run_is_stopped_once_decided_and_its_report_verifies": "healthy",
-    "test_a_throttled_gpu_fails_the_smoke_run_early": "throttled",
-    "test_over_ssh_a_healthy_smoke_run_is_stopped_once_decided_and_no_process_is_left": "ssh",
-}
-
-
-@pytest.fixture(scope="module")
-def made(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Future[Made]]]:
-    """The runs of the module's selected tests, side by side from its first test on: each waits on the simulated
-    pace far more than it works (one after the other: 37 s in the middle of a full run, at 60 % CPU). Their
-    agreements are amended first, here, one after the other. Without sshd the SSH run is not made (its test
-    is skipped)."""
-    wanted = [RUN_OF[item.originalname] for item in module_items(request) if item.originalname in RUN_OF]
-    with ThreadPoolExecutor(len(RUNS), thread_name_prefix="smoke-run") as pool:
-        futures = {}
-        for name in wanted:
-            cluster, args, select = RUNS[name]
-            if cluster == "sim-ssh" and missing_tools():
-                continue
-            base = tmp_path_factory.mktemp(f"smoke-{name}")
-            folder, key = ssh_folder(base) if cluster == "sim-ssh" else sequential_folder(base)
-            report = base / "report"
-
-            def make(base: Path = base, folder: Path = folder, key: Path = key, report: Path = report,
-                     cluster: str = cluster, args: tuple[str, ...] = args, select: str = select) -> Made:  # fmt: skip
-                return Made(run(base, folder, key, report, *args, select=select, cluster=cluster), report, folder)
-
-            futures[name] = pool.submit(make)
-        yield futures
+def run(
+    pytester: pytest.Pytester, folder: Path, key: Path, report: Path, *args: str, select: str = "smoke or loss"
+) -> pytest.RunResult:
+    return runpytest(
+        pytester,
+        str(ROOT / "acceptance"), "--cluster=sim", f"--baselines-dir={folder.parent}", f"--report-dir={report}",
+        f"--sign-key={key}", "--allow-unsigned-baseline",
+        "-p", "no:cacheprovider", "-k", select, *args, timeout=300,
+    )  # fmt: skip
 
 
 def cases(report: Path) -> dict[str, tuple[str, dict[str, str]]]:
@@ -157,12 +86,13 @@ def assert_stopped_once_decided(
 
 
 def test_a_healthy_smoke_run_is_stopped_once_decided_and_its_report_verifies(
-    made: dict[str, Future[Made]], capsys: pytest.CaptureFixture[str]
+    pytester: pytest.Pytester, capsys: pytest.CaptureFixture[str]
 ) -> None:
     from acceptance.cli import main
 
-    done = made["healthy"].result()
-    result, report, folder = done.result, done.report, done.folder
+    folder, key = sequential_folder(pytester.path)
+    report = pytester.path / "report"
+    result = run(pytester, folder, key, report)
     assert result.ret == 0, result.stdout.str()[-3000:]
     found = cases(report)
     outcome, props = found[STEP]
@@ -183,8 +113,11 @@ def test_a_healthy_smoke_run_is_stopped_once_decided_and_its_report_verifies(
     assert main(["verify", str(report), "--allowed-signers", str(folder / "allowed_signers")]) == 0, capsys.readouterr()
 
 
-def test_a_throttled_gpu_fails_the_smoke_run_early(made: dict[str, Future[Made]]) -> None:
-    report = made["throttled"].result().report
+def test_a_throttled_gpu_fails_the_smoke_run_early(pytester: pytest.Pytester) -> None:
+    folder, key = sequential_folder(pytester.path)
+    report = pytester.path / "report"
+    # criterion 3 alone: loss continuity is not judged here, and its pre-incident job would only add its time
+    run(pytester, folder, key, report, "--sim-fault=gpu-throttle@sim-node-05:2", select="smoke")
     found = cases(report)
     assert set(found) == {STEP}
     outcome, props = found[STEP]
@@ -197,10 +130,30 @@ def test_a_throttled_gpu_fails_the_smoke_run_early(made: dict[str, Future[Made]]
 
 @NEEDS_SSHD
 def test_over_ssh_a_healthy_smoke_run_is_stopped_once_decided_and_no_process_is_left(
-    made: dict[str, Future[Made]], capsys: pytest.CaptureFixture[str]
+    pytester: pytest.Pytester, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    done = made["ssh"].result()
-    result, report, folder = done.result, done.report, done.folder
+    from acceptance.cli import main
+
+    folder = pytester.path / "baselines" / "sim-ssh"
+    folder.mkdir(parents=True)
+    text = (ROOT / "baselines" / "sim-ssh" / "cluster.yaml").read_text()
+    for i in range(1, 17):  # addresses of its own: another run of the shipped profile may be on the machine
+        text = text.replace(f"sim-node-{i:02d}: 127.0.0.{10 + i}\n", f"sim-node-{i:02d}: 127.0.0.{170 + i}\n")
+    assert "\n  restore_step: 1000\n" in text
+    (folder / "cluster.yaml").write_text(
+        text.replace("\n  restore_step: 1000\n", "\n  restore_step: 1000\n  sequential: {method: mixture}\n")
+    )
+    copy_agreement(folder, shipped_cluster="sim-ssh")
+    key = demo_key(pytester.path)
+    assert main(["baseline", "amend", "sim-ssh", "--margins-from-profile", "--reason", "sequential smoke (test)",
+                 "--baselines-dir", str(folder.parent), "--sign-key", str(key)]) == 0  # fmt: skip
+    report = pytester.path / "report"
+    result = runpytest(
+        pytester,
+        str(ROOT / "acceptance"), "--cluster=sim-ssh", f"--baselines-dir={folder.parent}", f"--report-dir={report}",
+        f"--sign-key={key}", "--allow-unsigned-baseline", "-p", "no:cacheprovider", "-k", "smoke or loss",
+        timeout=300,
+    )  # fmt: skip
     assert_stopped_once_decided(result, report, folder / "allowed_signers", capsys)
     # no process of the run is left on this machine (the simulated hosts' sessions are its processes)
     suite = ET.parse(report / "junit.xml").getroot().find("testsuite")
