@@ -161,14 +161,17 @@ class Runs:
             self.off.stop()
 
 
-#: the run each test judges, by a word of its name
-RUN_OF = {"pipe": "on_a_pipe", "tty": "a_terminal", "xdist": "under_xdist"}
+#: the run each test judges
+RUN_OF = {
+    "test_plain_lines_on_a_pipe_show_phases_against_the_deadline_and_junit_is_unchanged": "pipe",
+    "test_a_terminal_shows_one_line_rewritten_in_place_and_junit_is_unchanged": "tty",
+    "test_under_xdist_the_controller_prints_the_workers_progress_as_plain_lines": "xdist",
+}
 
 
 @pytest.fixture(scope="module")
 def runs(request: pytest.FixtureRequest, baselines: Path) -> Iterator[Runs]:
-    names = [item.name for item in module_items(request)]
-    made = Runs(baselines, {run for run, word in RUN_OF.items() if any(word in name for name in names)})
+    made = Runs(baselines, {RUN_OF[item.originalname] for item in module_items(request) if item.originalname in RUN_OF})
     try:
         yield made
     finally:
