@@ -139,7 +139,8 @@ def _images(html: str) -> list[bytes]:
 
 def _distinct_colors(png: bytes) -> int:
     flat = pixels(png).reshape(-1, 3)
-    return len(np.unique(flat, axis=0))
+    packed = (flat[:, 0] << 16) | (flat[:, 1] << 8) | flat[:, 2]  # one int per colour: np.unique(axis=0) took 0.7 s
+    return len(np.unique(packed))
 
 
 def test_every_section_is_drawn_from_verdict_tables():
