@@ -9,17 +9,16 @@ from pathlib import Path
 from acceptance import criteria
 from acceptance.criteria import CRITERIA, probation_report, recording
 from acceptance.report import decision
+from tests.package_syntax import PACKAGE, modules, nodes
 from tests.test_mock_cluster import run_on
-
-PACKAGE = Path(criteria.__file__).resolve().parent.parent
 
 
 def test_every_suite_module_has_one_record_and_every_record_a_module() -> None:
     """Each ``acceptance/test_*.py`` is one criterion of the registry, and each record names one that exists."""
     suite = {p.stem for p in PACKAGE.glob("test_*.py")}
-    modules = [c.module for c in CRITERIA]
-    assert len(modules) == len(set(modules))
-    assert set(modules) == suite
+    named = [c.module for c in CRITERIA]
+    assert len(named) == len(set(named))
+    assert set(named) == suite
 
 
 def test_banner_nouns_are_the_registry_s() -> None:
@@ -54,10 +53,10 @@ def test_no_module_names_a_criterion_s_suite_module_but_the_registry() -> None:
     the registry: a module matched as a string is a second list that the registry does not update."""
     names = {c.module for c in CRITERIA} | {f"{c.module}.py" for c in CRITERIA}
     found = []
-    for path in sorted(PACKAGE.rglob("*.py")):
+    for path in modules():
         if path == PACKAGE / "criteria" / "__init__.py" or (path.parent == PACKAGE and path.name.startswith("test_")):
             continue
-        for node in ast.walk(ast.parse(path.read_text())):
+        for node in nodes(path):
             if isinstance(node, ast.Constant) and node.value in names:
                 found.append(f"{path.relative_to(PACKAGE)}:{node.lineno}: {node.value!r}")
     assert found == []

@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 import ast
-from pathlib import Path
 
 import acceptance.errors as errors
+from tests.package_syntax import PACKAGE, modules, nodes
 
-PACKAGE = Path(errors.__file__).resolve().parent
 # Not the harness's errors: the Kubernetes API emulator's HTTP answers (a status the emulator sends, never
 # raised to a user), and value errors a parser or loader turns into a ParseError/ProfileError naming the line.
 OUTSIDE = {
@@ -20,8 +19,8 @@ OUTSIDE = {
 
 def _exception_classes() -> set[tuple[str, str]]:
     found = set()
-    for path in PACKAGE.rglob("*.py"):
-        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+    for path in modules():
+        for node in nodes(path):
             if isinstance(node, ast.ClassDef) and any(
                 ast.unparse(b).split(".")[-1].endswith(("Error", "Exception", "Refused", "Failed", "Unreadable"))
                 or ast.unparse(b).split(".")[-1] in {c for c in dir(errors) if isinstance(getattr(errors, c), type)}

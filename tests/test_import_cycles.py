@@ -6,9 +6,7 @@ import ast
 from collections.abc import Mapping
 from pathlib import Path
 
-import acceptance
-
-PACKAGE = Path(acceptance.__file__).resolve().parent
+from tests.package_syntax import PACKAGE, nodes
 
 
 def modules(root: Path = PACKAGE) -> dict[str, Path]:
@@ -34,7 +32,7 @@ def import_graph(found: Mapping[str, Path]) -> dict[str, set[str]]:
     for name, path in found.items():
         package = name if path.name == "__init__.py" else name.rpartition(".")[0]
         targets: list[str] = []
-        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        for node in nodes(path):
             if isinstance(node, ast.Import):
                 targets += [a.name for a in node.names]
             elif isinstance(node, ast.ImportFrom):

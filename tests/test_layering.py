@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-PACKAGE = Path(__file__).resolve().parents[1] / "acceptance"
+from tests.package_syntax import PACKAGE, nodes
+
 INSIDE = ("clusters", "sim")  # the packages that may know backends and the simulator
 BACKENDS = frozenset({"kube", "sim", "ssh", "slurm"})
 #: the `acceptance sim` subcommand is the simulator's own command line: it runs the simulator, asks nothing
@@ -51,8 +52,7 @@ def hits(package: Path = PACKAGE) -> list[str]:
         rel = path.relative_to(package).as_posix()
         if rel.split("/")[0] in INSIDE:
             continue
-        tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
-        for node in ast.walk(tree):
+        for node in nodes(path):
             if isinstance(node, ast.Compare):
                 named = [n for operand in (node.left, *node.comparators) for n in _names(operand)]
                 if named:
