@@ -13,13 +13,14 @@ import yaml
 
 from acceptance.errors import ProfileError, UsageError
 from acceptance.profile import load_profile, load_profile_file
+from tests.suite_run import read_yaml
 
 ROOT = Path(__file__).resolve().parents[1]
 SIM_PROFILE = ROOT / "baselines" / "sim" / "cluster.yaml"
 
 
 def sim_data() -> dict[str, Any]:
-    data: dict[str, Any] = yaml.safe_load(SIM_PROFILE.read_text())
+    data: dict[str, Any] = read_yaml(SIM_PROFILE)
     return data
 
 
