@@ -1,10 +1,13 @@
 """Fixtures of the project's own tests.
 
 pytester's inline runs drop the modules first imported inside them, and numpy refuses
-to be imported twice in one process: import the plugin's whole dependency tree here,
-before any inline run, so every run finds it already loaded.
+to be imported twice in one process: every process that runs tests imports the plugin's
+whole dependency tree at its configuration (`_import_the_plugin_tree`), before any inline
+run, so every run finds it already loaded.
 """
 
+import gc
+import importlib
 import multiprocessing.util
 import os
 import re
@@ -28,14 +31,21 @@ if SESSION_TMP not in os.environ:
     os.chmod(os.environ[SESSION_TMP], 0o711)  # entered, not listed, by the simulated Slurm's munged (user munge)
     tempfile.tempdir = None  # computed again from TMPDIR in this process too
 
-import numpy  # noqa: E402, F401
-import pandas  # noqa: E402, F401
 import pytest  # noqa: E402
-from matplotlib import figure  # noqa: E402, F401 - the package imports these where it draws
-from matplotlib.backends import backend_agg  # noqa: E402, F401
 
-import acceptance.run_session  # noqa: E402, F401
 from tests.suite_run import run_of  # noqa: E402
+
+#: what an inline run of the plugin imports (matplotlib's where the package draws), imported first by the session
+PLUGIN_TREE = ("numpy", "pandas", "matplotlib.figure", "matplotlib.backends.backend_agg", "acceptance.run_session")
+
+
+def _import_the_plugin_tree(config: pytest.Config) -> None:
+    """In a process that runs tests: not the controller of ``-n N``, which only hands items to its workers
+    (these imports cost it 1.8 s before it started them)."""
+    if not hasattr(config, "workerinput") and config.getoption("dist", "no") != "no":
+        return
+    for name in PLUGIN_TREE:
+        importlib.import_module(name)
 
 
 @pytest.fixture
@@ -87,6 +97,21 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 
 def pytest_configure(config: pytest.Config) -> None:
+    _keep_bytecode(config)
+    _import_the_plugin_tree(config)  # compiled into the kept bytecode folder
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    """One full garbage collection, then the survivors frozen out of every later one. pytest collects five
+    times at its end (to report what objects still in reference cycles print when collected), then the
+    interpreter again at its exit; on an xdist worker of the full session, with about a million objects alive,
+    that made each worker end 3.5 s after its last test. The first collection still finds all garbage while
+    pytest listens for what it prints; what survives it is not garbage, and frozen it is not traversed again."""
+    gc.collect()
+    gc.freeze()
+
+
+def _keep_bytecode(config: pytest.Config) -> None:
     """Bytecode for the session's own Python processes (this one, suite runs, the CLI, xdist workers) in one
     ignored folder of the checkout, ``.pycache/``, kept from one session to the next: where
     PYTHONDONTWRITEBYTECODE is set (this machine sets it), every one of them compiled the package again and
