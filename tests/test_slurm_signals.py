@@ -19,7 +19,6 @@ from acceptance.judge.recurrence import judge_cluster
 from acceptance.judge.recurrence_rules import RecurrenceRules, Window
 from acceptance.profile import load_profile_file
 from acceptance.sim.model.faultspec import SimFaults
-from acceptance.sim.slurm.daemons import SimSlurm
 from acceptance.tools import slurm
 from tests.shared import FIXTURES
 from tests.slurm_support import NEEDS_SLURM, sim_slurm_profile
@@ -103,17 +102,17 @@ def sim(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SimulatedSlurmClus
         cluster.close()
 
 
-def _step_launched(slurm_: SimSlurm, job: str, within_s: float = 60) -> None:
-    """Wait until the job's srun step runs (squeue lists JOB.0). On a machine running two test sessions the node
-    was ALLOCATED seconds before srun had launched the step; slurmd stopped then, the launch failed, the job ended
-    (exit 233) before the node was marked DOWN, and there was nothing to requeue."""
+def _task_running(started: Path, job: str, within_s: float = 60) -> None:
+    """Wait until the job's srun task runs on its node: it creates `started`, then sleeps. Stopping slurmd before
+    that fails the launch, the job ends (exit 233) before the node is marked DOWN, and there is nothing to
+    requeue. Waiting for squeue to list the step (JOB.0) was not enough: in a full idle session slurmctld listed
+    the step, slurmd had not yet started its task, and the job ended with exit 233."""
     deadline = time.monotonic() + within_s
     while time.monotonic() < deadline:
-        steps = slurm_.run(["squeue", "--steps", f"--jobs={job}", "--noheader", "--format=%i"], check=False).stdout
-        if f"{job}.0" in steps.split():
+        if started.exists():
             return
         time.sleep(0.2)
-    raise AssertionError(f"job {job}'s srun step was not running within {within_s:.0f} s")
+    raise AssertionError(f"job {job}'s srun task did not start within {within_s:.0f} s")
 
 
 @NEEDS_SLURM
@@ -125,11 +124,12 @@ def test_a_node_that_failed_and_came_back_during_the_window_is_a_recurrence(
     assert slurm_ is not None
     since = datetime.now(UTC).replace(microsecond=0) - timedelta(seconds=1)
     slurm_.drain("sim-node-03", "test: drained during probation")
+    started = tmp_path / "task-started"
     argv = ["sbatch", "--parsable", "--nodelist=sim-node-01", "--nodes=1", "--time=5", f"--chdir={tmp_path}",
-            "--output=/dev/null", "--wrap", "srun sleep 300"]  # fmt: skip
+            "--output=/dev/null", "--wrap", f"srun sh -c 'touch {started} && exec sleep 300'"]  # fmt: skip
     job = slurm_.run(argv).stdout.strip()
     slurm_.wait_nodes(lambda n: n.state.base in ("ALLOCATED", "MIXED"), 30, "the job running", ["sim-node-01"])
-    _step_launched(slurm_, job)  # stopped before srun launched it, the step fails and the job ends: no requeue
+    _task_running(started, job)  # slurmd stopped before its task runs: the launch fails, the job ends, no requeue
     slurm_.stop_slurmd("sim-node-01")
     slurm_.wait_nodes(lambda n: n.state.down, 90, "sim-node-01 DOWN", ["sim-node-01"])
     slurm_.start_slurmd("sim-node-01")
