@@ -143,8 +143,15 @@ def _distinct_colors(png: bytes) -> int:
     return len(np.unique(packed))
 
 
-def test_every_section_is_drawn_from_verdict_tables():
-    html = render_html(_full_data(), signing="signed by key k (SHA256:x)", signed=True, files=["junit.xml"])
+@pytest.fixture(scope="module")
+def full_html() -> str:
+    """The page of `_full_data`, drawn once for the tests that read it (drawing its plots takes about 1.2 s)."""
+    files = ["junit.xml", "evidence/a b.txt"]
+    return render_html(_full_data(), signing="signed by key k (SHA256:x)", signed=True, files=files)
+
+
+def test_every_section_is_drawn_from_verdict_tables(full_html: str) -> None:
+    html = full_html
     images = _images(html)
     assert len(images) == 4  # busbw, step time, loss, probation
     for png in images:
@@ -170,8 +177,9 @@ def test_sections_without_data_say_not_run_and_no_banner_for_real_clusters():
     assert 'class="unsigned"' in html
 
 
-def test_the_page_is_self_contained():
-    html = render_html(_full_data(), signing="s", signed=True, files=["evidence/a b.txt"])
+def test_the_page_is_self_contained(full_html: str) -> None:
+    html = full_html
+    assert '<a href="evidence/a b.txt">' in html  # the report's own files are relative links, nothing fetched
     assert "<script" not in html
     assert "<link" not in html
     assert not re.search(r'(src|href)="(https?:)?//', html)
