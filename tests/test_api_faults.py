@@ -45,6 +45,7 @@ def _refuse(*args: Any, **kwargs: Any) -> Any:
 # ------------------------------------------------------------------ a log the API will not hand over
 
 
+@pytest.mark.heavy  # waits out the log read's retries
 def test_a_log_the_api_will_not_hand_over_is_an_error_not_an_empty_success(monkeypatch: pytest.MonkeyPatch) -> None:
     """It was a success with no output: the smoke job's parser then read an empty log (no verdict at all)."""
     with cluster() as (_, kube):
@@ -55,6 +56,7 @@ def test_a_log_the_api_will_not_hand_over_is_an_error_not_an_empty_success(monke
     assert "HTTP 503" in result.reason
 
 
+@pytest.mark.heavy  # waits out the log read's retries
 def test_a_failed_job_whose_log_the_api_will_not_hand_over_stays_a_failure(monkeypatch: pytest.MonkeyPatch) -> None:
     with cluster(runner=CannedRunner(failing_nodes=frozenset({"gpu-0001"}))) as (_, kube):
         monkeypatch.setattr(kube.api.core, "read_namespaced_pod_log", _refuse)

@@ -78,6 +78,7 @@ def test_an_unknown_host_key_stops_the_draft_with_its_fingerprint(
     assert empty.read_text() == "", "a host key is never added"
 
 
+@pytest.mark.heavy  # waits out the SSH connect timeout of the host that is down
 def test_a_host_that_does_not_answer_stays_with_a_note(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     (tmp_path / "hosts").mkdir()
     with served_hosts(tmp_path / "hosts", nodes=3, faults=["node-down@sim-node-03"], first=120) as down:

@@ -116,6 +116,7 @@ def test_mpijob_over_16_nodes_maps_every_rank_to_its_node() -> None:
     assert any(e["reason"] == "MPIJobSucceeded" for e in result.events)
 
 
+@pytest.mark.heavy  # waits out the 2 s grace for a failed pod's own reason
 def test_failing_launcher_fails_the_mpijob_with_its_log() -> None:
     with cluster() as (_, kube):
         [result] = kube.run([replace(NCCL, argv=(*NCCL.argv, "--fail"))], deadline_s=30)
@@ -125,6 +126,7 @@ def test_failing_launcher_fails_the_mpijob_with_its_log() -> None:
     assert "unhandled system error" in result.log_tail
 
 
+@pytest.mark.heavy  # waits out the 1 s wait for the Created condition
 def test_mpijob_the_operator_rejects_is_an_error_that_points_at_the_events() -> None:
     with cluster() as (_, kube):
         [result] = kube.run([replace(NCCL, name="empty", nodes=())], deadline_s=30)
@@ -133,6 +135,7 @@ def test_mpijob_the_operator_rejects_is_an_error_that_points_at_the_events() -> 
     assert [e["reason"] for e in result.events] == ["ValidationError"]
 
 
+@pytest.mark.heavy  # waits out the 1 s scheduling deadline
 def test_unschedulable_request_fails_with_the_schedulers_message_within_its_deadline() -> None:
     with cluster() as (_, kube):
         start = time.monotonic()
@@ -202,6 +205,7 @@ def test_oomkilled_is_a_clear_failure_with_the_partial_log() -> None:
     assert results[2].ok
 
 
+@pytest.mark.heavy  # waits out the grace for a lagging pod watch
 def test_a_lagging_pod_watch_still_names_the_oomkill_not_the_jobs_backoff_limit() -> None:
     """The Job's watch says it failed (BackoffLimitExceeded) while the pods' watch still shows the pod running:
     the reason is the pod's own, read afresh. Before, only its exit code was (a loaded run's OOM test failed)."""
@@ -221,6 +225,7 @@ def test_evicted_worker_fails_the_mpijob() -> None:
     assert result.reason.startswith("Evicted: pod all-reduce-t1-worker-3 on node gpu-0004: The node was low on")
 
 
+@pytest.mark.heavy  # the node goes NotReady after a second of real time
 def test_node_going_notready_fails_its_workload() -> None:
     with cluster(faults=Faults(node_not_ready={"gpu-0002": 1.0}), time_scale=0.01) as (_, kube):
         results = kube.run(dcgm_workloads(NODES[:3], 8, 1, 600), deadline_s=30)
@@ -258,6 +263,7 @@ def test_client_errors_are_not_retried_and_say_what_was_sent() -> None:
         assert api.requests_by_verb.get("POST", 0) - before == 1
 
 
+@pytest.mark.heavy  # waits out its 0.5 s deadline
 def test_a_wait_that_times_out_deletes_its_objects() -> None:
     with cluster(time_scale=1.0, run_id="2026-11-30T00:00:00Z/INC-1") as (api, kube):
         [result] = kube.run(dcgm_workloads(NODES[:1], 8, 3, 600), deadline_s=0.5)
