@@ -16,7 +16,6 @@ from types import SimpleNamespace
 from typing import Any
 
 import pytest
-from kubernetes.client.exceptions import ApiException
 
 from acceptance.clusters.base import DcgmWorkload, Handle, ProgressSink, WorkloadResult
 from acceptance.clusters.kube.cluster import KubeCluster
@@ -38,18 +37,17 @@ from tests.test_kube_e2e import NCCL, NODES, SETTINGS, cluster, dcgm_workloads, 
 FAST = ApiRetry(attempts=2, backoff_s=0.01, max_backoff_s=0.05)
 
 
-def _refuse(*args: Any, **kwargs: Any) -> Any:
-    raise ApiException(status=503, reason="ServiceUnavailable")
+#: the emulator answers 503 to every request for a pod's log
+NO_LOGS = Faults(refused=frozenset({"GET pods/log"}))
 
 
 # ------------------------------------------------------------------ a log the API will not hand over
 
 
 @pytest.mark.heavy  # waits out the log read's retries
-def test_a_log_the_api_will_not_hand_over_is_an_error_not_an_empty_success(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_log_the_api_will_not_hand_over_is_an_error_not_an_empty_success() -> None:
     """It was a success with no output: the smoke job's parser then read an empty log (no verdict at all)."""
-    with cluster() as (_, kube):
-        monkeypatch.setattr(kube.api.core, "read_namespaced_pod_log", _refuse)
+    with cluster(faults=NO_LOGS) as (_, kube):
         [result] = kube.run(dcgm_workloads(NODES[:1], 8, 3, 600), deadline_s=60)
     assert result.status == "error"
     assert "its log could not be read: read log of pod dcgm-gpu-0001-t1-" in result.reason
@@ -57,9 +55,8 @@ def test_a_log_the_api_will_not_hand_over_is_an_error_not_an_empty_success(monke
 
 
 @pytest.mark.heavy  # waits out the log read's retries
-def test_a_failed_job_whose_log_the_api_will_not_hand_over_stays_a_failure(monkeypatch: pytest.MonkeyPatch) -> None:
-    with cluster(runner=CannedRunner(failing_nodes=frozenset({"gpu-0001"}))) as (_, kube):
-        monkeypatch.setattr(kube.api.core, "read_namespaced_pod_log", _refuse)
+def test_a_failed_job_whose_log_the_api_will_not_hand_over_stays_a_failure() -> None:
+    with cluster(faults=NO_LOGS, runner=CannedRunner(failing_nodes=frozenset({"gpu-0001"}))) as (_, kube):
         [result] = kube.run(dcgm_workloads(NODES[:1], 8, 3, 600), deadline_s=60)
     assert result.status == "failed"
     assert result.reason.startswith("BackoffLimitExceeded: ")
@@ -97,11 +94,10 @@ def test_cleanup_retries_an_api_failing_four_requests_in_five_until_nothing_is_l
 
 
 @pytest.mark.heavy
-def test_cleanup_ends_at_its_deadline_and_names_what_it_could_not_delete(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_cleanup_ends_at_its_deadline_and_names_what_it_could_not_delete() -> None:
     settings = replace(SETTINGS, api_retry=FAST, cleanup_timeout_s=1.0)
     with EmulatedApi(CannedRunner(), time_scale=1.0) as api:
-        kube = _objects_then_faults(api, settings, Faults())
-        monkeypatch.setattr(kube.api.batch, "delete_namespaced_job", _refuse)
+        kube = _objects_then_faults(api, settings, Faults(refused=frozenset({"DELETE jobs"})))
         with pytest.raises(ClusterError) as caught:
             kube.cleanup()
         said = str(caught.value)
@@ -110,7 +106,7 @@ def test_cleanup_ends_at_its_deadline_and_names_what_it_could_not_delete(monkeyp
         assert "Job/dcgm-gpu-0002-t1" in said
         assert "last API error: delete Job dcgm-gpu-000" in said
         assert "HTTP 503" in said
-        monkeypatch.undo()
+        api.faults = Faults()
         _tidy(api, settings)  # what `acceptance cleanup` would do later
 
 

@@ -201,3 +201,22 @@ def test_a_command_the_simulator_refuses_fails_the_container(api: EmulatedApi, c
     pod = until(lambda: [p for p in raw(core.list_namespaced_pod, NS)["items"] if p["status"]["phase"] == "Failed"])[0]
     assert pod["status"]["containerStatuses"][0]["state"]["terminated"]["exitCode"] == 127
     assert "does not know this command" in core.read_namespaced_pod_log(pod["metadata"]["name"], NS)
+
+
+def test_a_refused_kind_of_request_gets_503_and_every_other_request_its_answer(api: EmulatedApi) -> None:
+    """`Faults.refused` names requests by method and resource (`request_kind`): those are answered 503 over
+    HTTP, as an overloaded API server answers; the same resource with another method is served."""
+    from acceptance.sim.kubeapi.faults import Faults, request_kind
+
+    assert request_kind("GET", ["api", "v1", "namespaces", "default", "pods", "p", "log"]) == "GET pods/log"
+    assert request_kind("DELETE", ["apis", "batch", "v1", "namespaces", "default", "jobs", "j"]) == "DELETE jobs"
+    assert request_kind("GET", ["api", "v1", "nodes", "gpu-0001"]) == "GET nodes"
+    with pytest.raises(ValueError, match="expected a method and a resource"):
+        Faults(refused=frozenset({"pods/log"}))
+    api.faults = Faults(refused=frozenset({"GET nodes"}))
+    core = client.CoreV1Api(api.api_client())
+    with pytest.raises(ApiException) as refused:
+        core.read_node("gpu-0001")
+    assert refused.value.status == 503
+    assert "GET nodes refused" in str(refused.value.body)
+    assert core.list_namespaced_pod("default").items == []

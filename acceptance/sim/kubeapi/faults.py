@@ -2,11 +2,26 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 IMAGE_PULL_FAILS = "does-not-exist"
 """An image whose name contains this cannot be pulled (ErrImagePull, then ImagePullBackOff)."""
+
+
+#: the methods the emulator answers
+METHODS = frozenset({"GET", "POST", "PUT", "DELETE"})
+
+
+def request_kind(method: str, parts: Sequence[str]) -> str:
+    """A request's method and the resource it addresses, with its subresource: ``GET pods/log`` for
+    ``GET /api/v1/namespaces/NS/pods/NAME/log``, ``DELETE jobs`` for a Job's deletion."""
+    if "namespaces" in parts and parts.index("namespaces") + 2 < len(parts):
+        rest = list(parts[parts.index("namespaces") + 2 :])
+    else:  # a cluster-scoped resource: /api/v1/RESOURCE[/NAME[/SUB]], /apis/GROUP/VERSION/RESOURCE[/...]
+        rest = list(parts[2:] if parts[:1] == ["api"] else parts[3:])
+    resource = "/".join(rest[0:1] + rest[2:3])
+    return f"{method} {resource}"
 
 
 @dataclass(frozen=True)
@@ -26,6 +41,8 @@ class Faults:
     - `oom`: pods whose name contains this are OOMKilled halfway through their command.
     - `blackhole_rate`: share of requests that are read and never answered (the connection stays open).
     - `cut_rate`: share of requests whose connection is closed with no answer.
+    - `refused`: requests always answered 503 ServiceUnavailable, named by method and resource as
+      `request_kind` names them (``GET pods/log``: no log is handed over; ``DELETE jobs``: no Job is deleted).
     - `seed`: makes the random choices repeatable.
     """
 
@@ -41,6 +58,7 @@ class Faults:
     oom: str | None = None
     blackhole_rate: float = 0.0
     cut_rate: float = 0.0
+    refused: frozenset[str] = frozenset()
     seed: int = 0
 
     def __post_init__(self) -> None:
@@ -48,6 +66,10 @@ class Faults:
             value = getattr(self, name)
             if not (0.0 <= value <= 1.0):  # also false for NaN
                 raise ValueError(f"{name} {value!r}: expected a share from 0 to 1")
+        for kind in self.refused:
+            method, _, resource = kind.partition(" ")
+            if method not in METHODS or not resource or " " in resource:
+                raise ValueError(f"refused {kind!r}: expected a method and a resource, such as 'GET pods/log'")
         if not (0 <= self.retry_after_s <= 3600):
             raise ValueError(f"retry_after_s {self.retry_after_s!r}: expected whole seconds from 0 to 3600")
         for name in ("latency_s", "pod_update_lag_s"):

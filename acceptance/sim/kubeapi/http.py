@@ -18,7 +18,7 @@ from typing import Any, Protocol
 from urllib.parse import parse_qs, urlsplit
 
 from acceptance.sim.kubeapi import discovery as disc
-from acceptance.sim.kubeapi.faults import Faults
+from acceptance.sim.kubeapi.faults import Faults, request_kind
 from acceptance.sim.kubeapi.store import ApiError, Gone, Obj, Store, parse_field_selector, parse_label_selector
 
 
@@ -148,6 +148,9 @@ class Handler(BaseHTTPRequestHandler):
                 code = api.rng_choice((500, 503, 429))
                 reason = {500: "InternalError", 503: "ServiceUnavailable", 429: "TooManyRequests"}[code]
                 raise ApiError(code, reason, f"injected fault: {reason} (emulator)")
+            if api.faults.refused and request_kind(method, parts) in api.faults.refused:
+                raise ApiError(503, "ServiceUnavailable", f"injected fault: {request_kind(method, parts)} refused "
+                               "(emulator)")  # fmt: skip
             self._route(method, parts, query)
         except ApiError as exc:
             if method != "GET" or "watch" not in self.path:
