@@ -13,8 +13,10 @@ from acceptance.report.incident import resolve_outcome
 from tests.incident_logs import bundle_argv, write
 
 
-@pytest.fixture
-def reports(tmp_path: Path) -> tuple[Path, datetime]:
+@pytest.fixture(scope="module")
+def reports(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, datetime]:
+    """One incident bundle (about 1 s to make) for the module's tests, which only read it."""
+    tmp_path = tmp_path_factory.mktemp("incident")
     (tmp_path / "logs").mkdir()
     logs = write(tmp_path / "logs", only=("xid",))
     out = tmp_path / "reports" / "sim" / "incident-INC-9"
