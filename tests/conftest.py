@@ -105,7 +105,7 @@ def pytest_unconfigure(config: pytest.Config) -> None:
     """One full garbage collection, then the survivors frozen out of every later one. pytest collects five
     times at its end (to report what objects still in reference cycles print when collected), then the
     interpreter again at its exit; on an xdist worker of the full session, with about a million objects alive,
-    that made each worker end 3.5 s after its last test. The first collection still finds all garbage while
+    that made each worker end 3.2-3.7 s after its last test. The first collection still finds all garbage while
     pytest listens for what it prints; what survives it is not garbage, and frozen it is not traversed again."""
     gc.collect()
     gc.freeze()

@@ -34,6 +34,7 @@ def nodes(path: Path) -> tuple[ast.AST, ...]:
     """Every node of the module at `path`, in `ast.walk` order (shared: read them, never change them). A module
     of the package is parsed once per process, as it does not change during a session; any other file (a
     test's own, in its tmp_path) each time."""
-    if path.resolve().is_relative_to(PACKAGE):
-        return _package_nodes(path.resolve())
+    resolved = path.resolve()
+    if resolved.is_relative_to(PACKAGE):
+        return _package_nodes(resolved)
     return tuple(ast.walk(_parsed(path)))

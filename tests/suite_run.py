@@ -123,7 +123,6 @@ def read_yaml(path: Path) -> Any:
 def _as_own_agreement(folder: Path) -> None:
     """A copied baseline names the shipped cluster; under another profile name (or provider cluster id) it
     is another cluster's agreement and refused, so the test's cluster gets it as its own, signed again."""
-
     profile = folder / "cluster.yaml"
     if not profile.is_file():
         return

@@ -18,13 +18,13 @@ OUTSIDE = {
 
 
 def _exception_classes() -> set[tuple[str, str]]:
+    defined = {c for c in dir(errors) if isinstance(getattr(errors, c), type)}
     found = set()
     for path in modules():
         for node in nodes(path):
             if isinstance(node, ast.ClassDef) and any(
-                ast.unparse(b).split(".")[-1].endswith(("Error", "Exception", "Refused", "Failed", "Unreadable"))
-                or ast.unparse(b).split(".")[-1] in {c for c in dir(errors) if isinstance(getattr(errors, c), type)}
-                for b in node.bases
+                base.endswith(("Error", "Exception", "Refused", "Failed", "Unreadable")) or base in defined
+                for base in (ast.unparse(b).split(".")[-1] for b in node.bases)
             ):
                 found.add((path.relative_to(PACKAGE).as_posix(), node.name))
     return found

@@ -15,7 +15,7 @@ from tests.incident_logs import bundle_argv, write
 
 @pytest.fixture(scope="module")
 def reports(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, datetime]:
-    """One incident bundle (about 1 s to make) for the module's tests, which only read it."""
+    """One incident bundle (0.5-0.8 s to make) for the module's tests, which only read it."""
     tmp_path = tmp_path_factory.mktemp("incident")
     (tmp_path / "logs").mkdir()
     logs = write(tmp_path / "logs", only=("xid",))

@@ -16,12 +16,11 @@ METHODS = frozenset({"GET", "POST", "PUT", "DELETE"})
 def request_kind(method: str, parts: Sequence[str]) -> str:
     """A request's method and the resource it addresses, with its subresource: ``GET pods/log`` for
     ``GET /api/v1/namespaces/NS/pods/NAME/log``, ``DELETE jobs`` for a Job's deletion."""
-    if "namespaces" in parts and parts.index("namespaces") + 2 < len(parts):
-        rest = list(parts[parts.index("namespaces") + 2 :])
-    else:  # a cluster-scoped resource: /api/v1/RESOURCE[/NAME[/SUB]], /apis/GROUP/VERSION/RESOURCE[/...]
-        rest = list(parts[2:] if parts[:1] == ["api"] else parts[3:])
-    resource = "/".join(rest[0:1] + rest[2:3])
-    return f"{method} {resource}"
+    at = parts.index("namespaces") + 2 if "namespaces" in parts else len(parts)
+    if at >= len(parts):  # a cluster-scoped resource: /api/v1/RESOURCE[/NAME[/SUB]], /apis/GROUP/VERSION/RESOURCE
+        at = 2 if parts[:1] == ["api"] else 3
+    rest = parts[at:]
+    return f"{method} {'/'.join([*rest[0:1], *rest[2:3]])}"
 
 
 @dataclass(frozen=True)

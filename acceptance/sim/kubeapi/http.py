@@ -148,9 +148,8 @@ class Handler(BaseHTTPRequestHandler):
                 code = api.rng_choice((500, 503, 429))
                 reason = {500: "InternalError", 503: "ServiceUnavailable", 429: "TooManyRequests"}[code]
                 raise ApiError(code, reason, f"injected fault: {reason} (emulator)")
-            if api.faults.refused and request_kind(method, parts) in api.faults.refused:
-                raise ApiError(503, "ServiceUnavailable", f"injected fault: {request_kind(method, parts)} refused "
-                               "(emulator)")  # fmt: skip
+            if api.faults.refused and (kind := request_kind(method, parts)) in api.faults.refused:
+                raise ApiError(503, "ServiceUnavailable", f"injected fault: {kind} refused (emulator)")
             self._route(method, parts, query)
         except ApiError as exc:
             if method != "GET" or "watch" not in self.path:
