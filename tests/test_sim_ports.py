@@ -3,6 +3,7 @@ may still be starting (another process included)."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import socket
 import subprocess
@@ -49,11 +50,30 @@ def test_a_port_given_out_is_not_given_again_while_its_daemon_may_be_binding(tmp
         ports.reserve(100, registry=registry, pool=pool)  # 30 left
 
 
-def test_a_port_something_listens_on_is_never_given(tmp_path: Path) -> None:
-    with socket.socket() as held:
+def _listening_with_two_kept_neighbours(stack: contextlib.ExitStack) -> int:
+    """A port something listens on, whose next two ports this test keeps from everyone else: bound with
+    SO_REUSEADDR and not listening, which a connect() elsewhere never takes as its local port but a bind with
+    SO_REUSEADDR (as `ports.reserve` checks a port) still may. Left unheld, a neighbour in the ephemeral range
+    was at times the local port of another test's connection (a newcomer's full run failed on it)."""
+    for _ in range(50):
+        held = stack.enter_context(socket.socket())
         held.bind(("127.0.0.1", 0))
         held.listen()
         port = held.getsockname()[1]
+        try:
+            for neighbour in (port + 1, port + 2):
+                kept = stack.enter_context(socket.socket())
+                kept.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+                kept.bind(("127.0.0.1", neighbour))
+        except OSError:
+            continue
+        return port
+    raise AssertionError("no listening port with two free neighbours in 50 tries")
+
+
+def test_a_port_something_listens_on_is_never_given(tmp_path: Path) -> None:
+    with contextlib.ExitStack() as stack:
+        port = _listening_with_two_kept_neighbours(stack)
         found = ports.reserve(2, registry=tmp_path / "given.json", pool=range(port, port + 3))
     assert port not in found
     assert sorted(found) == [port + 1, port + 2]
