@@ -34,6 +34,9 @@ import pytest
 PRELOAD = ["tests.suite_preload"]
 #: how long a run that outlived its timeout is given to end after SIGKILL
 KILL_GRACE_S = 10.0
+#: plugins of the test environment that a user's run of the suite does not have, left out of every run: the
+#: one of hypothesis (a test dependency) imports hypothesis at each run's end (0.1 CPU-s a run, measured alone)
+NOT_THE_USERS = ("-p", "no:hypothesispytest")
 
 
 @dataclass(frozen=True)
@@ -56,10 +59,11 @@ def fresh_process_wanted(env: Mapping[str, str] = os.environ) -> bool:
 
 def run_pytest(args: Sequence[str], cwd: Path, *, env: Mapping[str, str] | None = None,
                timeout: float = 300) -> Finished:  # fmt: skip
-    """``python -m pytest ARGS`` in `cwd` with `env` (the current environment by default); its output is kept in
-    files of `cwd` (pytest-stdout.txt, pytest-stderr.txt) as well as returned. Raises
+    """``python -m pytest ARGS`` (less `NOT_THE_USERS`) in `cwd` with `env` (the current environment by default);
+    its output is kept in files of `cwd` (pytest-stdout.txt, pytest-stderr.txt) as well as returned. Raises
     subprocess.TimeoutExpired, as subprocess.run does, after killing a run that outlives `timeout`."""
     env = dict(os.environ if env is None else env)
+    args = [*NOT_THE_USERS, *args]
     cwd.mkdir(parents=True, exist_ok=True)
     out, err = cwd / "pytest-stdout.txt", cwd / "pytest-stderr.txt"
     started = time.monotonic()
@@ -70,7 +74,7 @@ def run_pytest(args: Sequence[str], cwd: Path, *, env: Mapping[str, str] | None 
                                   timeout=timeout, check=False)  # fmt: skip
         code = proc.returncode
     else:
-        code = _forked(list(args), cwd, env, out, err, timeout)
+        code = _forked(args, cwd, env, out, err, timeout)
     return Finished(code, _text(out), _text(err), time.monotonic() - started)
 
 

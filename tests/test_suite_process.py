@@ -19,9 +19,10 @@ pytestmark = pytest.mark.heavy
 PROBE = """
 import os, sys
 
-def test_where_it_runs():
+def test_where_it_runs(pytestconfig):
     print("\\ncwd", os.getcwd())  # on a line of its own, after the file's name
     print("probe", os.environ.get("RA_PROBE"))
+    print("plugin", pytestconfig.pluginmanager.has_plugin("hypothesispytest"))
     print("path0", sys.path[0])
     print("to stderr", file=sys.stderr)
 
@@ -35,14 +36,16 @@ def _run(folder: Path, fresh: bool) -> tuple[int, list[str], str]:
     (folder / "test_probe.py").write_text(PROBE)
     env = {**os.environ, "RA_PROBE": "from-the-caller", "RA_TESTS_FRESH_PROCESS": "1" if fresh else "0"}
     done = run_pytest(["-s", "-p", "no:cacheprovider", "-p", "no:randomly", "test_probe.py"], folder, env=env)
-    said = [line for line in done.stdout.splitlines() if line.startswith(("cwd ", "probe ", "path0 "))]
+    said = [line for line in done.stdout.splitlines() if line.startswith(("cwd ", "probe ", "plugin ", "path0 "))]
     return done.returncode, said, done.stderr
 
 
 def test_a_forked_run_has_the_status_folder_environment_and_output_of_a_fresh_one(tmp_path: Path) -> None:
     forked, fresh = _run(tmp_path / "forked", fresh=False), _run(tmp_path / "fresh", fresh=True)
     assert forked[0] == fresh[0] == pytest.ExitCode.TESTS_FAILED
-    assert forked[1] == [f"cwd {tmp_path / 'forked'}", "probe from-the-caller", f"path0 {tmp_path / 'forked'}"]
+    # hypothesis's plugin is the test environment's, not the user's: a run goes without it
+    assert forked[1] == [f"cwd {tmp_path / 'forked'}", "probe from-the-caller", "plugin False",
+                         f"path0 {tmp_path / 'forked'}"]  # fmt: skip
     assert fresh[1] == [line.replace(str(tmp_path / "forked"), str(tmp_path / "fresh")) for line in forked[1]]
     assert "to stderr" in forked[2]
     assert "to stderr" in fresh[2]
