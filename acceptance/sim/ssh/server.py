@@ -1,8 +1,9 @@
 """The simulator behind the shims: one `SimRunner` per run, asked over a Unix socket.
 
 One JSON line in (`tool`, `argv`, the `node` the session belongs to, the job's `hosts` when the
-shim gathered an MPI or torchrun-style placement, the relevant `env`), one JSON line out
-(`stdout`, `exit_code`, `wall_s`: the tool's simulated duration scaled to wall time). A
+shim gathered an MPI or torchrun-style placement, the relevant `env`); out, a line ``EXIT_CODE WALL_S``
+(`wall_s`: the tool's simulated duration scaled to wall time), then what the tool prints (UTF-8), to the end
+of the connection: the shims' client reads it without a JSON decoder (`client.py` says why). A
 run's calls replay identically for a given seed and fault set (`SimRunner`'s own seeding).
 """
 
@@ -38,6 +39,11 @@ def answer(runner: SimRunner, request: dict[str, Any]) -> ToolRun:
     return runner.run(argv, env, node, [])
 
 
+def reply(result: ToolRun, time_scale: float) -> bytes:
+    """What the client reads: ``EXIT_CODE WALL_S`` on a line, then the tool's output."""
+    return f"{result.exit_code} {result.duration_s * time_scale!r}\n".encode() + result.stdout.encode()
+
+
 class _Handler(socketserver.StreamRequestHandler):
     server: _Server
 
@@ -47,9 +53,7 @@ class _Handler(socketserver.StreamRequestHandler):
             result = answer(self.server.runner, json.loads(line))
         except (ValueError, KeyError, TypeError) as exc:
             result = ToolRun(f"simulator: bad request ({exc})\n", 2, 0.0)
-        reply = {"stdout": result.stdout, "exit_code": result.exit_code,
-                 "wall_s": result.duration_s * self.server.time_scale}  # fmt: skip
-        self.wfile.write(json.dumps(reply).encode() + b"\n")
+        self.wfile.write(reply(result, self.server.time_scale))
 
 
 class _Server(socketserver.ThreadingUnixStreamServer):
