@@ -74,6 +74,7 @@ def bench(session: nox.Session) -> None:
     quick = "--quick" in session.posargs
     session.run("python", "bench/parse_nccl.py", *(["--quick"] if quick else []))
     session.run("python", "bench/sim_render.py", "--repeat", "3")
+    session.run("python", "bench/shim_client.py", "--calls", "50" if quick else "200")
     session.run("python", "bench/trainlog.py", "--steps", "100000" if quick else "10000000")
     session.run("python", "bench/calibration.py", "--replicas", "200" if quick else "1000")
     session.run("python", "bench/orchestrate.py", "--nodes", *(["256"] if quick else ["256", "512", "1024"]))
