@@ -25,7 +25,7 @@ from acceptance.sim.ssh.server import SimServer, answer, reply
 CLIENT = Path(client.__file__)
 
 json_values = st.recursive(
-    st.none() | st.integers() | st.text(),
+    st.none() | st.booleans() | st.integers() | st.text(),
     lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(), inner, max_size=4),
     max_leaves=12,
 )

@@ -2,12 +2,12 @@
 
 Run by the shim scripts as ``python -I -S client.py TOOL ARGS...`` in a session of the simulated
 sshd, so it imports nothing but the standard library, and of that only built-in and C modules: a run
-starts thousands of these, and ``json`` and ``socket`` (``re``, ``enum`` behind them) tripled what each
-costs (about 32 ms of CPU against 13). The request is JSON whose strings the C encoder of ``_json``
-quotes; the answer is a header line and the tool's raw output (`server.py`). The session says which host it is
-(``SIM_SSH_NODE``, set by the sshd per listening address) and where the simulator listens
-(``SIM_SSH_DIR``). The process lasts as long as the tool would (scaled), so it can be found
-and ended like the real one.
+starts thousands of these, and ``json`` and ``socket`` (``re``, ``enum`` behind them) more than doubled
+what each costs (about 35 ms of CPU against 15: bench/shim_client.py). The request is JSON whose strings
+the C encoder of ``_json`` quotes; the answer is a header line and the tool's raw output (`server.py`).
+The session says which host it is (``SIM_SSH_NODE``, set by the sshd per listening address) and
+where the simulator listens (``SIM_SSH_DIR``). The process lasts as long as the tool would (scaled),
+so it can be found and ended like the real one.
 
 MPI and torchrun-style jobs: every rank's shim notes its host in a rendezvous folder and only
 rank 0 (node rank 0) comes here; it collects the placement, so the simulated run covers the
@@ -71,10 +71,12 @@ def _engine_running(sim: str, node: str) -> bool:
 
 
 def _json_text(value: object) -> str:
-    """`value` (None, an int, a string, or lists and string-keyed dicts of them) as JSON, strings quoted by the
-    C encoder."""
+    """`value` (None, a bool, an int, a string, or lists and string-keyed dicts of them) as JSON, strings quoted
+    by the C encoder."""
     if value is None:
         return "null"
+    if isinstance(value, bool):
+        return "true" if value else "false"
     if isinstance(value, int):
         return str(value)
     if isinstance(value, str):
