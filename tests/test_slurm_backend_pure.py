@@ -3,7 +3,6 @@ the preflight, the simulated Slurm's faults and step wrappers (fast, no Slurm ne
 
 from __future__ import annotations
 
-import itertools
 import shlex
 from pathlib import Path
 
@@ -11,7 +10,7 @@ import pytest
 
 from acceptance.clusters.base import DcgmWorkload, NcclWorkload, SmokeWorkload
 from acceptance.clusters.slurm import commands
-from acceptance.clusters.slurm.cluster import node_reason, not_usable, poll_delay
+from acceptance.clusters.slurm.cluster import node_reason, not_usable
 from acceptance.clusters.slurm.simulated import step_wrapper
 from acceptance.errors import ProfileError, UsageError
 from acceptance.profile import load_profile, load_profile_file
@@ -20,20 +19,6 @@ from acceptance.tools import slurm as tools
 
 ROOT = Path(__file__).resolve().parents[1]
 OPTS = commands.JobOptions(run_id="ra-20261202T1000-ab12", run_dir="/shared/ra", partition="gpu", account="acct7")
-
-
-def test_the_queue_is_looked_at_every_quarter_second_at_first_then_every_second() -> None:
-    """A job slurmctld starts at its next one-second pass and that ends at once is seen within a quarter second;
-    a job of minutes costs one squeue a second after its first 5 s."""
-    looks = [0.0]
-    for polls in range(200):
-        looks.append(looks[-1] + poll_delay(polls))
-    early = [b - a for a, b in itertools.pairwise(looks) if b <= 5.0]
-    assert len(early) == 20
-    assert max(early) <= 0.25
-    later = [b - a for a, b in itertools.pairwise(looks) if a >= 5.0]
-    assert min(later) >= 1.0
-    assert sum(1 for t in looks if t <= 60.0) <= 80, "a one-minute job is looked at fewer than 80 times"
 
 
 def test_job_names_carry_the_run_id_once_and_run_of_finds_it_only_for_our_jobs() -> None:

@@ -46,17 +46,13 @@ from acceptance.profile import Profile, SlurmSettings
 from acceptance.tools import slurm as tools
 
 POLL_S = 1.0
-FIRST_POLL_S = 0.25  # the queue is looked at this often for the first FIRST_POLLS looks, then every POLL_S
-FIRST_POLLS = 20
+FIRST_POLL_S = 0.1  # the queue is looked at soon after a submission, then ever less often, up to POLL_S
 
 
 def poll_delay(polls: int) -> float:
-    """The wait before the next look at the queue: every quarter second for the first 5 s, then every second.
-    slurmctld starts a batch job at its next one-second scheduling pass, not when it is submitted (it sits up to a
-    second PENDING), so a short job (the inventory's, a cleanup's) ends one to two seconds after its submission,
-    where a doubling delay (0.1, 0.2, 0.4, 0.8, 1 s) looked at 1.5 and 2.5 s: on the simulated Slurm a healthy
-    suite run took 8.4-9.1 s instead of 9.3-10.3 s (three runs each), for about ten more squeue calls a wait."""
-    return FIRST_POLL_S if polls < FIRST_POLLS else POLL_S
+    """The wait before the next look at the queue: a short job is seen gone soon, a long one costs one squeue a
+    second (0.1, 0.2, 0.4, 0.8, then 1 s)."""
+    return min(POLL_S, FIRST_POLL_S * float(2 ** min(polls, 16)))
 
 
 QUEUE_RETRIES = 5  # squeue failing this many times in a row while awaiting jobs: they are lost (an error result)
