@@ -56,17 +56,20 @@ def _listening_with_two_kept_neighbours(stack: contextlib.ExitStack) -> int:
     SO_REUSEADDR (as `ports.reserve` checks a port) still may. Left unheld, a neighbour in the ephemeral range
     was at times the local port of another test's connection (a newcomer's full run failed on it)."""
     for _ in range(50):
-        held = stack.enter_context(socket.socket())
+        attempt = contextlib.ExitStack()  # closed at once when a neighbour is taken, not kept to the test's end
+        held = attempt.enter_context(socket.socket())
         held.bind(("127.0.0.1", 0))
         held.listen()
         port = held.getsockname()[1]
         try:
             for neighbour in (port + 1, port + 2):
-                kept = stack.enter_context(socket.socket())
+                kept = attempt.enter_context(socket.socket())
                 kept.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
                 kept.bind(("127.0.0.1", neighbour))
         except OSError:
+            attempt.close()
             continue
+        stack.enter_context(attempt)
         return port
     raise AssertionError("no listening port with two free neighbours in 50 tries")
 

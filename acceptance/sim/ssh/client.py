@@ -136,8 +136,9 @@ def main() -> None:
     said = _ask(os.path.join(sim, "sim.sock"), _json_text(request).encode() + b"\n", tool)
     head, _, stdout = said.partition(b"\n")
     try:
-        code, wall = int(head.split()[0]), float(head.split()[1])
-    except (IndexError, ValueError):
+        first, second = head.split()
+        code, wall = int(first), float(second)
+    except ValueError:  # too few or too many fields too
         _fail(f"{tool}: the simulator of these hosts gave no answer it could read ({head[:200]!r})", 127)
     # the tool's lines appear over its (scaled) time, as a real tool prints them while it runs
     lines = stdout.splitlines(keepends=True)
