@@ -106,6 +106,7 @@ def _masked(folder: Path) -> str:
     return re.sub(r'"20\d\d-\d\d-\d\dT\d\d:\d\d:\d\dZ"', '"T"', text)  # the bundle's own creation time
 
 
+@pytest.mark.heavy
 def test_a_process_pool_reads_big_inputs_into_the_same_bundle(tmp_path: Path, monkeypatch) -> None:
     folder = tmp_path / "logs"
     folder.mkdir()

@@ -244,6 +244,7 @@ def test_a_box_of_another_dcgmi_command_with_the_diagnostic_geometry_is_skipped(
         parse(box)
 
 
+@pytest.mark.heavy
 @settings(max_examples=100, deadline=None)
 @given(data=st.data())
 def test_noise_lines_around_and_inside_a_text_table_change_nothing(data: st.DataObject) -> None:
@@ -335,6 +336,7 @@ _JSON_VALUES = st.recursive(
 )
 
 
+@pytest.mark.heavy
 @settings(max_examples=200, deadline=None)
 @given(data=st.data())
 def test_a_json_value_of_the_wrong_type_is_a_parse_error_never_a_crash(data: st.DataObject) -> None:

@@ -55,6 +55,7 @@ def _steps(log: trainlog.TrainLog) -> list[dict[str, Any]]:
     ]
 
 
+@pytest.mark.heavy
 @pytest.mark.parametrize("path", LOGS, ids=[p.name[:70] for p in LOGS])
 def test_a_cut_training_log_never_hands_on_a_number_it_did_not_read_whole(path: Path) -> None:
     text = read(path)

@@ -500,6 +500,7 @@ def _read(kt: kubectl.KubectlText) -> set[tuple[Any, ...]]:
     )
 
 
+@pytest.mark.heavy
 def test_a_paste_cut_anywhere_invents_nothing() -> None:
     """Cut every file at every 7th character (mid-line too): no error, and every condition, event and row
     read is one the whole file has, with the same status, age and count (a cut ``Ready  Tru`` or

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -213,6 +214,7 @@ def cases(draw: st.DrawFn) -> tuple[str, int, int, Faults, int]:
     return scenario, leaves, per_leaf, faults, draw(st.integers(0, 2**32))
 
 
+@pytest.mark.heavy
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(cases())
 def test_every_search_tests_disjoint_groups_and_never_names_a_false_culprit(
@@ -236,6 +238,7 @@ def test_every_search_tests_disjoint_groups_and_never_names_a_false_culprit(
         assert all(leaf in name for name in switch)
 
 
+@pytest.mark.heavy
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(cases())
 def test_the_search_names_exactly_the_faults_within_the_targets(case: tuple[str, int, int, Faults, int]) -> None:

@@ -47,6 +47,7 @@ def _numbers(capture: NcclCapture) -> list[float]:
     ]
 
 
+@pytest.mark.heavy
 @pytest.mark.parametrize("path", FILES, ids=ids)
 def test_a_cut_capture_is_ok_only_when_cut_between_complete_reports(path: Path) -> None:
     text = read(path)
@@ -112,6 +113,7 @@ def _rows_of(path: Path) -> list[tuple[int, int]]:
     return sorted({(first, lines[0]), (first, lines[-1]), (last, more[len(more) // 2])})
 
 
+@pytest.mark.heavy
 @pytest.mark.parametrize("path", TEXT_FILES, ids=[p.name[:70] for p in TEXT_FILES])
 def test_a_damaged_data_row_is_an_error_with_its_line_and_never_ok(path: Path) -> None:
     text = read(path)
@@ -134,6 +136,7 @@ def test_a_damaged_data_row_is_an_error_with_its_line_and_never_ok(path: Path) -
             assert all(math.isfinite(v) for v in _numbers(damaged)), where
 
 
+@pytest.mark.heavy
 @pytest.mark.parametrize("path", TEXT_FILES, ids=[p.name[:70] for p in TEXT_FILES])
 def test_noise_inserted_anywhere_never_changes_the_rows(path: Path) -> None:
     lines = read(path).splitlines(keepends=True)
@@ -259,6 +262,7 @@ def _mutated(lines: list[str], number: int, kind: str) -> str:
     return "".join([*lines[: number - 1], zero, *lines[number:]])
 
 
+@pytest.mark.heavy
 @pytest.mark.parametrize("kind", ["deleted", "duplicated", "size 0"])
 @pytest.mark.parametrize("path", TEXT_FILES, ids=[p.name[:70] for p in TEXT_FILES])
 def test_a_row_deleted_duplicated_or_sized_0_is_never_ok(path: Path, kind: str) -> None:

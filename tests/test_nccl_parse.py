@@ -173,6 +173,7 @@ def test_truncation_never_reports_partial_data_as_ok(data: st.DataObject) -> Non
         assert all(r.status == "ok" for r in part.runs)
 
 
+@pytest.mark.heavy
 @needs_shared
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.data())

@@ -88,6 +88,7 @@ def _line(row: tuple[int, int, str, str, int, list[str], str, list[str], str]) -
     return f"{size:12d}  {count:12d}  {kind:>8}  {redop:>6}  {root:6d}{values}\n"
 
 
+@pytest.mark.heavy
 @settings(max_examples=300, deadline=None)
 @given(st.lists(_row, min_size=1, max_size=12))
 def test_any_clean_row_reads_and_writes_as_its_record(rows: list[tuple]) -> None:  # type: ignore[type-arg]

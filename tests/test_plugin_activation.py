@@ -113,6 +113,7 @@ def test_missing_baseline_says_how_to_record_one(pytester: pytest.Pytester) -> N
     shutil.rmtree(folder)
 
 
+@pytest.mark.heavy
 def test_loading_the_plugin_loads_no_plotting_library() -> None:
     """Every pytest run of a machine with the package installed loads the plugin (an entry point); matplotlib
     (about half a second of CPU) is loaded only where a report is drawn."""

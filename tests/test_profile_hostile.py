@@ -60,6 +60,7 @@ def test_a_document_larger_than_the_bound_is_refused_unread(tmp_path: Path) -> N
         load_profile_file(path)
 
 
+@pytest.mark.heavy
 def test_nesting_too_deep_to_parse_is_an_error_not_a_traceback(tmp_path: Path) -> None:
     path = tmp_path / "cluster.yaml"
     path.write_text("cluster: x\ndescription: " + "[" * 5000 + "]" * 5000 + "\n")

@@ -46,6 +46,7 @@ def test_there_are_texts_to_check() -> None:
     assert len(TEXTS) > 20
 
 
+@pytest.mark.heavy
 @pytest.mark.parametrize(("label", "text"), TEXTS, ids=[Path(label).name for label, _ in TEXTS])
 def test_kubectl_gate_never_hides_what_parse_recognises(label: str, text: str) -> None:
     if kubectl.parse(text, label).recognised:
@@ -80,6 +81,7 @@ def test_kubectl_found_among_nccl_info_lines(paste: str) -> None:
     assert parsed.kubectl == found
 
 
+@pytest.mark.heavy
 @pytest.mark.parametrize(("label", "text"), TEXTS, ids=[Path(label).name for label, _ in TEXTS])
 def test_trainlog_prefilter_changes_no_detection(label: str, text: str, monkeypatch: pytest.MonkeyPatch) -> None:
     fast = _detected(text)

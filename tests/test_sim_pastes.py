@@ -63,6 +63,7 @@ def plain(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     return _fields(_bundle(tmp_path_factory.mktemp("plain"), PLAIN))
 
 
+@pytest.mark.heavy
 @pytest.mark.parametrize("shape", SHAPES)
 def test_each_paste_shape_gives_the_same_seven_fields(tmp_path: Path, plain: dict[str, Any], shape: str) -> None:
     """Quoted, indented, glued to a progress bar, the torchrun summary from its root cause down: same bundle.
@@ -79,6 +80,7 @@ def test_each_paste_shape_gives_the_same_seven_fields(tmp_path: Path, plain: dic
     assert fields == expected
 
 
+@pytest.mark.heavy
 @pytest.mark.parametrize("shape", MONTHS)
 def test_a_job_run_in_spring_or_summer_keeps_its_window_and_failure_order(
     tmp_path: Path, plain: dict[str, Any], shape: str

@@ -154,6 +154,7 @@ _PIECES = st.one_of(
 )
 
 
+@pytest.mark.heavy
 @given(st.lists(st.tuples(st.integers(1, 12), _PIECES), min_size=1, max_size=25), st.sampled_from([KEEP, ["loss"]]))
 @settings(max_examples=120, deadline=None)
 def test_any_mixture_of_records_and_other_lines(plan, keep):
