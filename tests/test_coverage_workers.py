@@ -21,7 +21,10 @@ pytestmark = pytest.mark.heavy  # a pytest of its own with two xdist workers, ea
 
 def test_under_two_workers_the_lines_the_tests_run_are_measured(tmp_path: Path) -> None:
     report = tmp_path / "coverage.json"
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("COV_CORE_", "COVERAGE_"))}  # not ours
+    # neither this session's coverage nor its temp folder: a session removes its temp folder at its end, and one
+    # started inside this one, given this one's, removed it under the tests still running beside this one
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("COV_CORE_", "COVERAGE_", "RA_TESTS_"))}
+    env["TMPDIR"] = str(tmp_path)
     argv = [sys.executable, "-m", "pytest", "tests/test_report_decision.py", "-n", "2", "-q", "-p", "no:cacheprovider",
             "--cov=acceptance.report.decision", f"--cov-report=json:{report}",
             f"--basetemp={tmp_path / 'tmp'}"]  # fmt: skip
