@@ -20,14 +20,18 @@ ROOT = Path(__file__).resolve().parents[1]
 
 def test_ports_are_free_distinct_and_outside_the_ephemeral_range() -> None:
     """From the machine's own registry: a private one could hand out a port a simulated daemon of another
-    worker is given and binds meanwhile (it failed so once, the daemon's bind before the test's)."""
+    worker is given and binds meanwhile (it failed so once, the daemon's bind before the test's). Free as a
+    daemon binds: with SO_REUSEADDR, so that a port whose last connections of another session's daemon are in
+    TIME_WAIT counts as free (a plain bind refused one, beside a second session)."""
     low, high = ports.ephemeral_range()
     found = ports.reserve(64)
     assert len(set(found)) == 64
     assert all(not low <= port <= high and port in ports.candidates((low, high)) for port in found)
     for port in found:
         with socket.socket() as sock:
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
             sock.bind(("127.0.0.1", port))
+            sock.listen()  # a daemon listens on it: nothing else may
 
 
 def test_the_pool_leaves_the_ephemeral_range_whichever_side_has_room() -> None:
