@@ -194,6 +194,7 @@ NOISE = [
 ]
 
 
+@pytest.mark.heavy
 @settings(max_examples=150, deadline=None)
 @given(data=st.data())
 def test_a_truncated_passing_output_never_passes(data: st.DataObject) -> None:
@@ -322,6 +323,7 @@ _LINES = st.one_of(
 )
 
 
+@pytest.mark.heavy
 @settings(max_examples=200, deadline=None)
 @given(st.lists(_LINES, max_size=25))
 def test_any_text_parses_or_raises_parse_error_only(lines: list[str]) -> None:

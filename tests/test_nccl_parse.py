@@ -256,6 +256,7 @@ def test_cputime_and_timestamp_columns() -> None:
     assert run.rows[1].oop.wrong is None
 
 
+@pytest.mark.heavy
 @settings(max_examples=100, deadline=None)
 @given(st.data())
 def test_json_report_cut_anywhere_is_never_ok(data: st.DataObject) -> None:

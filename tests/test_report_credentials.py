@@ -403,6 +403,7 @@ _shapes = st.sampled_from(
 )  # fmt: skip
 
 
+@pytest.mark.heavy
 @settings(max_examples=300, deadline=None)
 @given(before=st.text(max_size=80), after=st.text(max_size=80), name=_names, value=_values, shape=_shapes)
 def test_what_scrubbing_leaves_the_scan_accepts(before: str, after: str, name: str, value: str, shape: str) -> None:

@@ -138,6 +138,7 @@ _form = st.sampled_from(
 )
 
 
+@pytest.mark.heavy
 @settings(max_examples=150, deadline=None)
 @given(before=_noise, after=_noise, name=_name, secret=_secret, form=_form)
 def test_a_secret_in_any_usual_form_never_survives(before, after, name, secret, form):
