@@ -49,6 +49,16 @@ class Finished:
     duration: float
 
 
+def own_session_env(tmpdir: Path) -> dict[str, str]:
+    """The environment for a pytest session of the project's tests started from inside this one: its own TMPDIR,
+    none of this session's markers (a session removes its temp folder at its end, and one handed this session's
+    removed it under the tests still running) and not this session's worker name or coverage."""
+    env = {k: v for k, v in os.environ.items()
+           if k != "PYTEST_XDIST_WORKER" and not k.startswith(("RA_TESTS_", "COV_CORE_", "COVERAGE_"))}  # fmt: skip
+    env["TMPDIR"] = str(tmpdir)
+    return env
+
+
 def fresh_process_wanted(env: Mapping[str, str] = os.environ) -> bool:
     """True where a run must be ``python -m pytest`` itself: asked for, or coverage measuring subprocesses (its
     start-up hook runs in a new interpreter, not in a fork)."""

@@ -7,24 +7,21 @@ before pytest-cov starts a worker's coverage, none of the lines the tests then r
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
+from tests.shared import ROOT
+from tests.suite_process import own_session_env
 
 pytestmark = pytest.mark.heavy  # a pytest of its own with two xdist workers, each importing the plugin's tree
 
 
 def test_under_two_workers_the_lines_the_tests_run_are_measured(tmp_path: Path) -> None:
     report = tmp_path / "coverage.json"
-    # neither this session's coverage nor its temp folder: a session removes its temp folder at its end, and one
-    # started inside this one, given this one's, removed it under the tests still running beside this one
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("COV_CORE_", "COVERAGE_", "RA_TESTS_"))}
-    env["TMPDIR"] = str(tmp_path)
+    env = own_session_env(tmp_path)
     argv = [sys.executable, "-m", "pytest", "tests/test_report_decision.py", "-n", "2", "-q", "-p", "no:cacheprovider",
             "--cov=acceptance.report.decision", f"--cov-report=json:{report}",
             f"--basetemp={tmp_path / 'tmp'}"]  # fmt: skip

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from tests.shared import ROOT
-from tests.suite_process import fresh_process_wanted, run_pytest, runpytest
+from tests.suite_process import fresh_process_wanted, own_session_env, run_pytest, runpytest
 
 pytestmark = pytest.mark.heavy
 
@@ -88,8 +88,7 @@ def test_a_session_that_used_the_fork_server_ends_without_a_traceback_and_leaves
     its session temp folder was removed before multiprocessing's exit removed the server's folder inside it,
     which printed a FileNotFoundError traceback after the summary."""
     with tempfile.TemporaryDirectory(prefix="tb-") as tmp:  # short: the server's socket path must fit AF_UNIX
-        env = {k: v for k, v in os.environ.items() if k not in ("RA_TESTS_SESSION_TMP", "PYTEST_XDIST_WORKER")}
-        env.update({"TMPDIR": tmp, "RA_TESTS_FRESH_PROCESS": "0"})
+        env = {**own_session_env(Path(tmp)), "RA_TESTS_FRESH_PROCESS": "0"}
         test = "tests/test_suite_process.py::test_pytesters_runs_keep_a_temp_folder_each"
         done = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:randomly", "-p", "no:cacheprovider", test],
                               cwd=ROOT, env=env, capture_output=True, text=True, timeout=120, check=False)  # fmt: skip
