@@ -16,6 +16,7 @@ from kubernetes.client.exceptions import ApiException
 
 from acceptance.clusters.kube.client import iter_watch
 from acceptance.sim.kubeapi import EmulatedApi, write_kubeconfig
+from acceptance.sim.kubeapi.jobs import owner_ref
 from tests.kube_tool_double import CannedRunner
 
 NS = "default"
@@ -171,6 +172,28 @@ def test_mpijob_lifecycle_like_the_operator(api: EmulatedApi, core: client.CoreV
                                            propagation_policy="Foreground")  # fmt: skip
     assert core.list_namespaced_pod(NS).items == []
     assert core.list_namespaced_config_map(NS).items == []
+
+
+def test_a_child_made_for_an_owner_already_deleted_is_collected_and_its_name_is_free_again(
+    api: EmulatedApi, core: client.CoreV1Api
+) -> None:
+    """The operator reads an MPIJob, someone deletes it, the operator then makes its workers: Kubernetes' garbage
+    collector deletes a dependent whose owners are all gone. The emulator kept it, holding its name against the
+    workers of an MPIJob made again under the same name."""
+    custom = client.CustomObjectsApi(api.api_client())
+    where = ("kubeflow.org", "v2beta1", NS, "mpijobs")
+    first = custom.create_namespaced_custom_object(*where, mpijob("m", workers=2))
+    custom.delete_namespaced_custom_object(*where, "m")
+    late = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "m-worker-0", "namespace": NS,
+            "ownerReferences": [owner_ref(first)]}, "spec": {"containers": [{"name": "w", "image": "nccl:1"}]},
+            "status": {"phase": "Pending"}}  # fmt: skip
+    api.store.create("pods", late)  # what the operator's late create does
+    assert "m-worker-0" not in [p.metadata.name for p in core.list_namespaced_pod(NS).items]
+    kept = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "n-0", "namespace": NS,
+            "ownerReferences": [owner_ref(first), owner_ref(api.store.require("namespaces", "", NS))]},
+            "spec": {"containers": [{"name": "w", "image": "nccl:1"}]}, "status": {"phase": "Pending"}}  # fmt: skip
+    api.store.create("pods", kept)  # one owner of two still there: kept
+    assert "n-0" in [p.metadata.name for p in core.list_namespaced_pod(NS).items]
 
 
 def test_operator_rejects_an_mpijob_without_launcher_with_an_event(api: EmulatedApi, core: client.CoreV1Api) -> None:

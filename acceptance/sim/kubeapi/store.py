@@ -196,6 +196,7 @@ class Store:
         self.cond = threading.Condition()
         self._objects: dict[str, dict[Key, Obj]] = {}
         self._by_owner: dict[str, set[Key]] = {}
+        self._uids: set[str] = set()  # of the objects stored now: an owner reference to any other is dangling
         self._rv = itertools.count(1)
         self.rv = 0
         self._history: deque[Change] = deque(maxlen=history)
@@ -265,10 +266,16 @@ class Store:
             meta["resourceVersion"] = str(self._next_rv())
             meta.setdefault("generation", 1)
             table[key] = obj
-            for ref in meta.get("ownerReferences") or ():
-                self._by_owner.setdefault(ref["uid"], set()).add(key)
-            change = self._record("ADDED", resource, obj)
-        self._notify([change])
+            self._uids.add(meta["uid"])
+            owners = [ref["uid"] for ref in meta.get("ownerReferences") or ()]
+            for uid in owners:
+                self._by_owner.setdefault(uid, set()).add(key)
+            changes = [self._record("ADDED", resource, obj)]
+            if owners and not self._uids.intersection(owners):
+                # made for an owner already deleted (a controller that read it just before): the garbage
+                # collector deletes a dependent whose owners are all gone, or it would hold its name forever
+                self._delete_tree(key, True, changes)
+        self._notify(changes)
         return obj
 
     def update(self, resource: str, namespace: str, name: str, mutate: Callable[[Obj], None]) -> Obj | None:
@@ -319,6 +326,7 @@ class Store:
             for dep in sorted(dependents):
                 self._delete_tree(dep, True, changes)
         del self._objects[key[0]][key]
+        self._uids.discard(uid)
         for ref in obj["metadata"].get("ownerReferences") or ():
             self._by_owner.get(ref["uid"], set()).discard(key)
         gone = copy.copy(obj)
