@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections.abc import Iterator, Sequence
-from functools import cache
+from functools import cache, lru_cache
 from importlib import resources
 from typing import Any
 
@@ -25,11 +26,46 @@ def schema(name: str) -> dict[str, Any]:
     return copied
 
 
-def problems(name: str, data: Any) -> Iterator[tuple[Sequence[str | int], str, str]]:
+Problem = tuple[Sequence[str | int], str, str]
+
+
+def problems(name: str, data: Any) -> Iterator[Problem]:
     """Each violation as (path inside the document, what was found, what was expected)."""
+    try:
+        # the same document is checked again and again (a baseline by each process of a run, each link of a
+        # chain at each load): 20-40 ms a time for a baseline, a hash of its JSON text about 1 ms
+        text = json.dumps(data, sort_keys=True, separators=(",", ":"))
+    except (TypeError, ValueError):  # not JSON data (a YAML date, a set): checked as it is, each time
+        yield from _found(name, data)
+        return
+    yield from _found_once(name, _Document(hashlib.sha256(text.encode()).hexdigest(), data))
+
+
+class _Document:
+    """A document as a cache key: equal when their JSON texts are (so 1 and 1.0, or true and 1, stay apart)."""
+
+    __slots__ = ("data", "digest")
+
+    def __init__(self, digest: str, data: Any) -> None:
+        self.digest, self.data = digest, data
+
+    def __hash__(self) -> int:
+        return hash(self.digest)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, _Document) and other.digest == self.digest
+
+
+@lru_cache(maxsize=64)
+def _found_once(name: str, document: _Document) -> tuple[Problem, ...]:
+    return _found(name, document.data)
+
+
+def _found(name: str, data: Any) -> tuple[Problem, ...]:
+    """The violations, in the order of their paths; each path a tuple (a cached answer is shared)."""
     validator = jsonschema.Draft202012Validator(_schema(name))
-    for error in sorted(validator.iter_errors(data), key=lambda e: list(map(str, e.absolute_path))):
-        yield _explain(error)
+    errors = sorted(validator.iter_errors(data), key=lambda e: list(map(str, e.absolute_path)))
+    return tuple((tuple(path), found, expected) for path, found, expected in map(_explain, errors))
 
 
 def _shown(value: Any) -> str:
