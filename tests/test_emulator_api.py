@@ -189,6 +189,7 @@ def test_a_child_made_for_an_owner_already_deleted_is_collected_and_its_name_is_
             "status": {"phase": "Pending"}}  # fmt: skip
     api.store.create("pods", late)  # what the operator's late create does
     assert "m-worker-0" not in [p.metadata.name for p in core.list_namespaced_pod(NS).items]
+    api.store.create("pods", {**late, "metadata": {"name": "m-worker-0", "namespace": NS}})  # the name is free
     kept = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "n-0", "namespace": NS,
             "ownerReferences": [owner_ref(first), owner_ref(api.store.require("namespaces", "", NS))]},
             "spec": {"containers": [{"name": "w", "image": "nccl:1"}]}, "status": {"phase": "Pending"}}  # fmt: skip

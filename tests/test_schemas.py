@@ -39,6 +39,10 @@ def test_values_json_tells_apart_are_never_taken_for_each_other() -> None:
     assert found(one) == [(("provenance", "simulated"), "1", "a value of type boolean")]
     assert found(number) != []
     assert found(copy.deepcopy(valid)) == []
+    as_tuple = baseline()
+    as_tuple["identity"]["nodes"] = tuple(as_tuple["identity"]["nodes"])  # the same JSON text as the valid one's
+    [(path, _, expected)] = found(as_tuple)
+    assert (path, expected) == (("identity", "nodes"), "a value of type array")
 
 
 def test_a_document_that_is_not_json_data_is_still_checked() -> None:
